@@ -1,0 +1,245 @@
+"""The OpenCL backend: PyOpenCL on any OpenCL 1.2+ device (PoCL on a plain CPU)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, CompileError
+from ..kernels import ENTRY_POINTS, SIGNATURES, render
+from ..spec import ScanSpec
+from .base import Backend, DeviceInfo, Program
+
+try:  # optional dependency
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    _IMPORT_ERROR: str | None = None
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    cl = None
+    cl_array = None
+    _IMPORT_ERROR = f"pyopencl is not installed ({exc}); pip install 'jitscan[opencl]'"
+
+
+# element i of a C-order view with the given shape and element strides (any sign)
+_GATHER = """
+__kernel void js_gather(__global const WORD* src, long offset, __global WORD* dst,
+                        __global const long* dims, int ndim, ulong n)
+{
+    ulong i = get_global_id(0);
+    if (i >= n)
+        return;
+    ulong rest = i;
+    long at = offset;
+    for (int d = ndim - 1; d >= 0; --d) {
+        ulong extent = (ulong)dims[d];
+        at += (long)(rest % extent) * dims[ndim + d];
+        rest /= extent;
+    }
+    dst[i] = src[at];
+}
+"""
+
+_ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
+
+
+class _CLProgram(Program):
+    def __init__(self, program: Any, spec: ScanSpec, queue: Any) -> None:
+        self.queue = queue
+        self.spec = spec
+        self.kernels = {name: getattr(program, name) for name in ENTRY_POINTS[spec.variant]}
+        for k in self.kernels.values():
+            k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in SIGNATURES[k.function_name]])
+
+    def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:
+        t = self.spec.threads
+        self.kernels[entry](self.queue, (groups * t,), (t,), *args)
+
+
+def _pick_device() -> Any:
+    """A GPU if there is one, else the first device (PoCL on a CPU machine).
+
+    PYOPENCL_CTX, if set, chooses as it does for PyOpenCL itself.
+    """
+    if os.environ.get("PYOPENCL_CTX"):
+        return cl.create_some_context(interactive=False)
+    platforms = cl.get_platforms()
+    devices = [d for p in platforms for d in p.get_devices()]
+    if not devices:
+        raise BackendUnavailableError("no OpenCL device found")
+    gpus = [d for d in devices if d.type & cl.device_type.GPU]
+    return cl.Context([(gpus or devices)[0]])
+
+
+class OpenCLBackend(Backend):
+    """Runs rendered OpenCL C through PyOpenCL."""
+
+    name = "opencl"
+    dialect = "opencl"
+
+    def __init__(self) -> None:
+        self._queue: Any = None
+        self._programs: dict[tuple, _CLProgram] = {}
+        self._scratch: dict[tuple, Any] = {}
+        self._info: dict[Any, DeviceInfo] = {}
+        self._utility: dict[tuple, Any] = {}
+
+    # -- availability ------------------------------------------------------------
+    def available(self) -> bool:
+        if cl is None:
+            return False
+        try:
+            return bool([d for p in cl.get_platforms() for d in p.get_devices()])
+        except Exception:  # noqa: BLE001 - no ICD loader, no platform
+            return False
+
+    def unavailable_reason(self) -> str:
+        if cl is None:
+            return _IMPORT_ERROR or "pyopencl missing"
+        return "pyopencl found no OpenCL platform with a device"
+
+    # -- arrays ----------------------------------------------------------------------
+    def owns(self, x: object) -> bool:
+        return cl_array is not None and isinstance(x, cl_array.Array)
+
+    def default_queue(self) -> Any:
+        if self._queue is None:
+            if not self.available():
+                raise BackendUnavailableError(self.unavailable_reason())
+            self._queue = cl.CommandQueue(_pick_device())
+        return self._queue
+
+    def set_default_queue(self, queue: Any) -> None:
+        """Make ``queue`` (a ``pyopencl.CommandQueue``) the one NumPy inputs go to."""
+        self._queue = queue
+
+    def queue_of(self, x: object | None) -> Any:
+        if self.owns(x):
+            return x.queue or self.default_queue()  # type: ignore[union-attr]
+        return self.default_queue()
+
+    def device_info(self, queue: Any) -> DeviceInfo:
+        dev = queue.device
+        key = (dev.int_ptr, queue.context.int_ptr)
+        if key not in self._info:
+            ext = dev.extensions
+            is_gpu = bool(dev.type & cl.device_type.GPU)
+            self._info[key] = DeviceInfo(
+                name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
+                backend=self.name,
+                key=key,
+                is_gpu=is_gpu,
+                shuffle_width=None,
+                max_threads=int(dev.max_work_group_size),
+                int64_atomics="cl_khr_int64_extended_atomics" in ext,
+                fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
+                forward_progress=None,
+                compute_units=int(dev.max_compute_units),
+            )
+        return self._info[key]
+
+    def to_device(self, host: np.ndarray, queue: Any) -> Any:
+        return cl_array.to_device(queue, np.ascontiguousarray(host))
+
+    def to_host(self, arr: Any) -> np.ndarray:
+        return arr.get()
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any:
+        return cl_array.empty(queue, shape, dtype)
+
+    def contiguous(self, arr: Any) -> Any:
+        if arr.flags.c_contiguous:
+            return arr
+        return self._gather(arr)
+
+    def _gather(self, arr: Any) -> Any:
+        """Copy a strided view (negative strides too) into a new C-contiguous array."""
+        queue = arr.queue or self.default_queue()
+        out = cl_array.empty(queue, arr.shape, arr.dtype)
+        if arr.size == 0:
+            return out
+        item = arr.dtype.itemsize
+        dims = np.array(list(arr.shape) + [s // item for s in arr.strides], dtype=np.int64)
+        key = ("gather", queue.context.int_ptr, item)
+        kernel = self._utility.get(key)
+        if kernel is None:
+            word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
+            kernel = cl.Program(queue.context, _GATHER.replace("WORD", word)).build().js_gather
+            kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
+            self._utility[key] = kernel
+        dims_buf = cl_array.to_device(queue, dims)
+        kernel(
+            queue,
+            (arr.size,),
+            None,
+            arr.base_data,
+            np.int64(arr.offset // item),
+            out.data,
+            dims_buf.data,
+            np.int32(arr.ndim),
+            np.uint64(arr.size),
+        )
+        return out
+
+    def buffer(self, arr: Any) -> tuple[Any, int]:
+        itemsize = arr.dtype.itemsize
+        if arr.size == 0:
+            return None, 0
+        return arr.base_data, arr.offset // itemsize
+
+    def scratch(self, nbytes: int, queue: Any, slot: str) -> Any:
+        key = (queue.int_ptr, slot)
+        buf = self._scratch.get(key)
+        if buf is None or buf.size < nbytes:
+            buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
+            self._scratch[key] = buf
+        cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, nbytes)
+        return buf
+
+    def read_u32(self, buf: Any, count: int, queue: Any) -> np.ndarray:
+        host = np.empty(count, np.uint32)
+        cl.enqueue_copy(queue, host, buf, is_blocking=True)
+        return host
+
+    def copy(self, dst: Any, src: Any) -> None:
+        cl.enqueue_copy(
+            dst.queue,
+            dst.base_data,
+            src.base_data,
+            byte_count=src.nbytes,
+            dst_offset=dst.offset,
+            src_offset=src.offset,
+        )
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        if a.base_data is None or b.base_data is None or a.base_data != b.base_data:
+            return False
+        a0, a1 = a.offset, a.offset + a.nbytes
+        b0, b1 = b.offset, b.offset + b.nbytes
+        return a0 < b1 and b0 < a1
+
+    # -- compilation -------------------------------------------------------------------
+    def program(self, spec: ScanSpec, queue: Any) -> _CLProgram:
+        spec = spec.program_spec()
+        key = (spec, self.device_info(queue).key, queue.int_ptr)
+        prog = self._programs.get(key)
+        if prog is None:
+            src = render(spec, self.dialect)
+            try:
+                built = cl.Program(queue.context, src).build(devices=[queue.device])
+            except (cl.RuntimeError, cl.LogicError) as exc:
+                raise CompileError(
+                    f"OpenCL build of the {spec.variant} kernel for op {spec.monoid.name!r} "
+                    f"({spec.dtype}) failed:\n{exc}"
+                ) from exc
+            prog = _CLProgram(built, spec, queue)
+            self._programs[key] = prog
+        return prog
+
+    @property
+    def compiled_count(self) -> int:
+        """How many programs this backend has built (for cache checks)."""
+        return len(self._programs)

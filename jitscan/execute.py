@@ -1,0 +1,67 @@
+"""Runs a spec over device arrays: scratch buffers, launches, deadlock and stats readout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .backends.base import Backend
+from .errors import DeadlockError
+from .spec import ScanSpec
+
+#: names of the instrumentation counters, in the order of the ctrl words after the first two
+STAT_NAMES = ("spins", "lookback_steps", "fallbacks", "insertions")
+_CTRL_WORDS = 8
+
+
+def launch_plan(spec: ScanSpec, n: int) -> list[tuple[str, int]]:
+    """The (kernel, workgroups) launches that scan ``n`` elements with ``spec``."""
+    tiles = -(-n // spec.tile)
+    if spec.variant == "memcpy":
+        return [("js_memcpy", tiles)]
+    if spec.variant == "rts":
+        plan = [("js_rts_reduce", tiles), ("js_rts_spine", 1)]
+        return plan if spec.kind == "reduce" else plan + [("js_rts_scan", tiles)]
+    return [("js_chained", tiles)]
+
+
+def run(backend: Backend, queue: Any, spec: ScanSpec, src: Any, dst: Any, n: int) -> dict[str, int] | None:
+    """Scan ``n`` elements of contiguous ``src`` into ``dst`` (one element for a reduction).
+
+    Returns the instrumentation counters when ``spec.stats`` is set.
+
+    Raises
+    ------
+    DeadlockError
+        When the look-back watchdog fired.
+    """
+    prog = backend.program(spec, queue)
+    in_buf, in_off = backend.buffer(src)
+    out_buf, out_off = backend.buffer(dst)
+    tiles = -(-n // spec.tile)
+    if spec.variant == "memcpy":
+        prog.launch("js_memcpy", tiles, [in_buf, in_off, out_buf, out_off, n])
+        return None
+    if spec.variant == "rts":
+        spine = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "spine")
+        prog.launch("js_rts_reduce", tiles, [in_buf, in_off, n, spine])
+        prog.launch("js_rts_spine", 1, [spine, tiles, out_buf, out_off, spec.kind_code])
+        if spec.kind != "reduce":
+            prog.launch("js_rts_scan", tiles, [in_buf, in_off, out_buf, out_off, n, spine, spec.kind_code])
+        return None
+    # chained: descriptors and the tile counter start from zero on every launch
+    state = backend.scratch(tiles * spec.state_parts * spec.state_word_bytes, queue, "state")
+    ctrl = backend.scratch(_CTRL_WORDS * 4, queue, "ctrl")
+    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, state, ctrl, spec.kind_code])
+    if spec.variant == "lookback" or spec.stats:
+        words = backend.read_u32(ctrl, _CTRL_WORDS, queue)
+        if words[1]:
+            raise DeadlockError(
+                f"look-back deadlock: a workgroup spun {spec.spin_limit} times on a predecessor "
+                "that never posted. This device gives no forward-progress guarantee; use "
+                "variant='fallback'."
+            )
+        if spec.stats:
+            out = {name: int(words[2 + i]) for i, name in enumerate(STAT_NAMES)}
+            out["tiles"] = tiles
+            return out
+    return None

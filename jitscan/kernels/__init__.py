@@ -1,0 +1,58 @@
+"""Kernel sources in the portable dialect, and their rendering for a backend."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from ..spec import ScanSpec
+from .dialect import DIALECTS, Dialect
+
+#: kernel entry points of each variant, in launch order
+ENTRY_POINTS = {
+    "memcpy": ("js_memcpy",),
+    "rts": ("js_rts_reduce", "js_rts_spine", "js_rts_scan"),
+    "lookback": ("js_chained",),
+    "fallback": ("js_chained",),
+}
+
+#: argument kinds of each entry point: a buffer, a 64-bit js_size, a 32-bit js_u32
+SIGNATURES = {
+    "js_memcpy": ("buf", "size", "buf", "size", "size"),
+    "js_rts_reduce": ("buf", "size", "size", "buf"),
+    "js_rts_spine": ("buf", "size", "buf", "size", "u32"),
+    "js_rts_scan": ("buf", "size", "buf", "size", "size", "buf", "u32"),
+    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "buf", "u32"),
+}
+
+_FILES = {
+    "memcpy": ("tile.h", "memcpy.c"),
+    "rts": ("tile.h", "rts.c"),
+    "lookback": ("tile.h", "tile_state.h", "lookback.h", "chained.c"),
+    "fallback": ("tile.h", "tile_state.h", "lookback.h", "chained.c"),
+}
+
+
+@cache
+def _read(name: str) -> str:
+    return resources.files(__package__).joinpath("src", name).read_text()
+
+
+def render(spec: ScanSpec, dialect: str | Dialect) -> str:
+    """Return the complete source of ``spec``'s kernels in ``dialect``."""
+    d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
+    header = (
+        f"/* jitscan {spec.variant} scan of {spec.dtype} with op {spec.monoid.name}, "
+        f"lowered to {d.name}.\n"
+        f" * tile {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items, "
+        f"subgroup {spec.subgroup}, tile state {spec.tile_state}, look-back width "
+        f"{spec.lookback_width}, spin limit {spec.spin_limit}, simulated blocking "
+        f"{'1/' + str(spec.block_every) if spec.block_every else 'off'}. */\n"
+    )
+    spec = spec.program_spec()
+    parts = [header, d.prelude(spec), d.common(spec)]
+    parts += [_read(name) for name in _FILES[spec.variant]]
+    return "\n".join(parts)
+
+
+__all__ = ["ENTRY_POINTS", "SIGNATURES", "render", "DIALECTS"]

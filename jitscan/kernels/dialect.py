@@ -1,0 +1,244 @@
+"""Per-backend preludes: the macros that lower the portable kernel dialect.
+
+Kernel bodies in ``src/`` use only the JS_* names defined here, so one body text
+becomes OpenCL C or CUDA C (HIP-compatible) by prepending a different prelude.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..dtypes import DType
+from ..spec import ScanSpec
+
+_COMPONENTS_CL = ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7")
+_COMPONENTS_CUDA = ("x", "y", "z", "w")
+
+
+class Dialect:
+    """Base of the backend dialects; subclasses fill in the target-specific text."""
+
+    name = "abstract"
+    #: suffix of an unsigned 64-bit integer literal
+    u64_suffix = "UL"
+
+    def ctype(self, dtype: DType) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def literal(self, value: np.generic, dtype: DType) -> str:
+        """A C literal of type T for a NumPy scalar."""
+        if dtype.is_float:
+            v = float(value)
+            if math.isnan(v):
+                return "((T)NAN)"
+            if math.isinf(v):
+                return "((T)INFINITY)" if v > 0 else "((T)-INFINITY)"
+            return f"((T){v.hex()}{'f' if dtype.itemsize == 4 else ''})"
+        bits = int(value) & ((1 << (8 * dtype.itemsize)) - 1)
+        return f"((T){hex(bits)}{self.u64_suffix})"
+
+    def prelude(self, spec: ScanSpec) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def common(self, spec: ScanSpec) -> str:
+        """Defines shared by every dialect: geometry, knobs, type, identity, operator."""
+        dt = spec.dtype_info
+        bits_type = "js_u32" if dt.itemsize == 4 else "js_u64"
+        packed = spec.tile_state == "packed"
+        lines = [
+            f"#define JS_T {spec.threads}",
+            f"#define JS_P {spec.vectors}",
+            f"#define JS_V {spec.vector_width}",
+            f"#define JS_SG {spec.subgroup}",
+            f"#define JS_HAS_SHUFFLE {int(spec.shuffle)}",
+            "#define JS_KIND_INCLUSIVE 0",
+            "#define JS_KIND_EXCLUSIVE 1",
+            "#define JS_KIND_REDUCE 2",
+            f"#define JS_FALLBACK {int(spec.variant == 'fallback')}",
+            f"#define JS_LB_W {spec.lookback_width}",
+            f"#define JS_SPIN_LIMIT {spec.spin_limit}u",
+            f"#define JS_BLOCK_EVERY {spec.block_every}u",
+            f"#define JS_STATS {int(spec.stats)}",
+            f"typedef {self.ctype(dt)} T;",
+            f"typedef {bits_type} js_bits;",
+            f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",
+            f"#define JS_FLAG_SHIFT {32 if packed else 30}",
+            f"#define JS_PART_BITS {32 if packed else 16}",
+            f"#define JS_NPARTS {spec.state_parts}",
+            f"#define JS_IDENTITY {self.literal(spec.monoid.identity_for(dt), dt)}",
+            f"#define JS_ISNAN(x) {'((x) != (x))' if dt.is_float else '0'}",
+            "",
+            f"/* op {spec.monoid.name}: a holds the earlier elements, b the later ones */",
+            f"JS_DEVICE_FN T js_op(T a, T b) {{ return ({spec.monoid.combine}); }}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+class OpenCLDialect(Dialect):
+    """OpenCL C 1.2 (plus the 64-bit atomics extensions for the packed encoding).
+
+    OpenCL C 1.2 has no portable subgroup shuffles, so the workgroup is one
+    subgroup and rows are scanned in local memory.
+    """
+
+    name = "opencl"
+    u64_suffix = "UL"
+
+    def ctype(self, dtype: DType) -> str:
+        return dtype.opencl
+
+    def prelude(self, spec: ScanSpec) -> str:
+        dt = spec.dtype_info
+        v = spec.vector_width
+        bits = "uint" if dt.itemsize == 4 else "ulong"
+        head = ["#pragma OPENCL FP_CONTRACT OFF"]
+        if dt.name == "float64":
+            head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        if spec.tile_state == "packed" and spec.chained:
+            head.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
+            head.append("#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable")
+        if v == 1:
+            vload = "#define JS_VLOAD(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
+            vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
+        else:
+            comps = _COMPONENTS_CL[:v]
+            loads = " ".join(f"(dst)[{i}] = _v.{c};" for i, c in enumerate(comps))
+            packs = ", ".join(f"(src)[{i}]" for i in range(v))
+            vload = (
+                f"#define JS_VLOAD(dst, ptr, vi) "
+                f"do {{ {dt.opencl}{v} _v = vload{v}((vi), (ptr)); {loads} }} while (0)"
+            )
+            vstore = f"#define JS_VSTORE(src, ptr, vi) vstore{v}(({dt.opencl}{v})({packs}), (vi), (ptr))"
+        sw_max = (
+            "atom_max((volatile __global ulong*)(p), (v))"
+            if spec.tile_state == "packed"
+            else "atomic_max((volatile __global uint*)(p), (v))"
+        )
+        body = f"""
+typedef uint js_u32;
+typedef ulong js_u64;
+typedef long js_i64;
+typedef ulong js_size;
+#define JS_KERNEL __kernel __attribute__((reqd_work_group_size({spec.threads}, 1, 1)))
+#define JS_GLOBAL __global
+#define JS_LOCAL_DECL __local
+#define JS_LOCAL_PTR __local
+#define JS_DEVICE_FN static inline
+#define JS_LID ((js_u32)get_local_id(0))
+#define JS_GROUP_ID ((js_u32)get_group_id(0))
+#define JS_LANE JS_LID
+#define JS_SG_ID 0u
+/* orders local memory only: workgroups talk through atomics, never through barriers */
+#define JS_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#define JS_ATOMIC_ADD_U32(p, v) atomic_add((volatile __global uint*)(p), (v))
+#define JS_ATOMIC_MAX_U32(p, v) atomic_max((volatile __global uint*)(p), (v))
+#define JS_ATOMIC_MAX_SW(p, v) {sw_max}
+/* OpenCL C 1.2 has no atomic load: an aligned volatile word load is the relaxed
+   atomic load every implementation provides (one access, never cached stale) */
+#define JS_LOAD_U32(p) (*(volatile __global js_u32*)(p))
+#define JS_LOAD_SW(p) (*(volatile __global js_sw*)(p))
+#define JS_TO_BITS(x) as_{bits}(x)
+#define JS_FROM_BITS(b) as_{dt.opencl}(b)
+#define JS_SPIN_PAUSE() ((void)0)
+{vload}
+{vstore}
+"""
+        return "\n".join(head) + body
+
+
+class CUDADialect(Dialect):
+    """CUDA C++ for NVRTC; the same text compiles as HIP for ROCm (hipRTC).
+
+    The subgroup is the warp (wavefront), its size read from the device and baked
+    in as JS_SG; shuffles go through the intrinsics both toolchains provide.
+    """
+
+    name = "cuda"
+    u64_suffix = "ULL"
+
+    def ctype(self, dtype: DType) -> str:
+        return dtype.cuda
+
+    def prelude(self, spec: ScanSpec) -> str:
+        dt = spec.dtype_info
+        v = spec.vector_width
+        vec = {
+            ("int32", 4): "int4",
+            ("uint32", 4): "uint4",
+            ("float32", 4): "float4",
+            ("int32", 2): "int2",
+            ("uint32", 2): "uint2",
+            ("float32", 2): "float2",
+            ("int64", 2): "longlong2",
+            ("uint64", 2): "ulonglong2",
+            ("float64", 2): "double2",
+        }
+        if v == 1:
+            vload = "#define JS_VLOAD(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
+            vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
+        else:
+            vt = vec[(dt.name, v)]
+            comps = _COMPONENTS_CUDA[:v]
+            loads = " ".join(f"(dst)[{i}] = _v.{c};" for i, c in enumerate(comps))
+            stores = " ".join(f"_v.{c} = (src)[{i}];" for i, c in enumerate(comps))
+            vload = (
+                f"#define JS_VLOAD(dst, ptr, vi) do {{ {vt} _v = "
+                f"reinterpret_cast<const {vt}*>(ptr)[vi]; {loads} }} while (0)"
+            )
+            vstore = (
+                f"#define JS_VSTORE(src, ptr, vi) do {{ {vt} _v; {stores} "
+                f"reinterpret_cast<{vt}*>(ptr)[vi] = _v; }} while (0)"
+            )
+        to_bits, from_bits = {
+            "int32": ("(js_u32)(x)", "(int)(b)"),
+            "uint32": ("(js_u32)(x)", "(unsigned int)(b)"),
+            "int64": ("(js_u64)(x)", "(long long)(b)"),
+            "uint64": ("(js_u64)(x)", "(unsigned long long)(b)"),
+            "float32": ("__float_as_uint(x)", "__uint_as_float(b)"),
+            "float64": ("(js_u64)__double_as_longlong(x)", "__longlong_as_double((long long)(b))"),
+        }[dt.name]
+        return f"""typedef unsigned int js_u32;
+typedef unsigned long long js_u64;
+typedef long long js_i64;
+typedef unsigned long long js_size;
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+#define JS_KERNEL extern "C" __global__ __launch_bounds__({spec.threads})
+#define JS_GLOBAL
+#define JS_LOCAL_DECL __shared__
+#define JS_LOCAL_PTR
+#define JS_DEVICE_FN static __device__ __forceinline__
+#define JS_LID ((js_u32)threadIdx.x)
+#define JS_GROUP_ID ((js_u32)blockIdx.x)
+#define JS_LANE (JS_LID % JS_SG)
+#define JS_SG_ID (JS_LID / JS_SG)
+#define JS_BARRIER() __syncthreads()
+#define JS_ATOMIC_ADD_U32(p, v) atomicAdd((js_u32*)(p), (js_u32)(v))
+#define JS_ATOMIC_MAX_U32(p, v) atomicMax((js_u32*)(p), (js_u32)(v))
+#define JS_ATOMIC_MAX_SW(p, v) atomicMax((js_sw*)(p), (js_sw)(v))
+/* volatile loads are not cached in L1: the relaxed load look-back needs */
+#define JS_LOAD_U32(p) (*(volatile js_u32*)(p))
+#define JS_LOAD_SW(p) (*(volatile js_sw*)(p))
+#define JS_TO_BITS(x) {to_bits}
+#define JS_FROM_BITS(b) {from_bits}
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__)
+#define JS_SHFL_UP(x, d) __shfl_up((x), (d), JS_SG)
+#define JS_SHFL_IDX(x, s) __shfl((x), (s), JS_SG)
+#define JS_SPIN_PAUSE() __builtin_amdgcn_s_sleep(1)
+#else
+#define JS_SHFL_UP(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
+#define JS_SHFL_IDX(x, s) __shfl_sync(0xffffffffu, (x), (s))
+#define JS_SPIN_PAUSE() __nanosleep(32)
+#endif
+{vload}
+{vstore}
+"""
+
+
+DIALECTS: dict[str, Dialect] = {"opencl": OpenCLDialect(), "cuda": CUDADialect()}

@@ -1,0 +1,107 @@
+/* jitscan single-pass chained scan: decoupled look-back (JS_FALLBACK 0) or decoupled
+ * fallback (JS_FALLBACK 1). One launch, one read and one write of the data.
+ *
+ * The whole protocol is one loop over steps decided by thread 0 and read by every
+ * thread after a barrier, so control flow around barriers stays uniform:
+ *   OWN       scan this workgroup's tile and post its aggregate;
+ *   LOOK      read a window of predecessors and walk it;
+ *   FALLBACK  scan a stalled predecessor's tile and insert its aggregate;
+ *   DONE      the prefix is known.
+ * OWN and FALLBACK share one call of js_scan_tile. Besides keeping the code small,
+ * this matters on PoCL: its LLVM 14 crashes on kernels with two inlined copies of
+ * the workgroup scan. */
+
+JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* out, js_size out_off,
+                          js_size n, JS_GLOBAL js_sw* state, JS_GLOBAL js_u32* ctrl, js_u32 kind)
+{
+    JS_LOCAL_DECL js_shared sh;
+    js_u32 lid = JS_LID;
+    in += in_off;
+    out += out_off;
+
+    /* Tiles are numbered in the order workgroups start, not by group id: a tile's
+     * predecessors have then all been started, which is what look-back waits on. */
+    if (lid == 0) {
+        sh.tile = JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_TILE, 1u);
+        sh.lb_ctrl = JS_LB_OWN;
+    }
+    JS_BARRIER();
+    js_u32 tile = sh.tile;
+    js_size base = (js_size)tile * JS_TILE;
+
+    /* Simulated blocking: 1 in JS_BLOCK_EVERY tiles never posts, as if its
+     * workgroup had been descheduled for good; successors must fall back. */
+    int posts = !(JS_BLOCK_EVERY && tile % JS_BLOCK_EVERY == 0);
+
+    T own[JS_P][JS_V], own_left[JS_P], agg = JS_IDENTITY;
+    js_stats st = {0u, 0u, 0u, 0u};
+    js_walk w = {JS_IDENTITY, 0, 0u};
+    js_i64 cur = (js_i64)tile;
+
+    for (;;) {
+        js_u32 step = sh.lb_ctrl;
+        if (step == JS_LB_DONE)
+            break;
+        if (step == JS_LB_OWN || step == JS_LB_FALLBACK) {
+            js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb_cur;
+            T x[JS_P][JS_V], left[JS_P];
+            js_load_tile(in, (js_size)which * JS_TILE, n, x);
+            T a = js_scan_tile(x, left, &sh);
+            /* every thread has read `step` before thread 0 overwrites it below */
+            JS_BARRIER();
+            if (step == JS_LB_OWN) {
+#pragma unroll
+                for (js_u32 j = 0; j < JS_P; ++j) {
+                    own_left[j] = left[j];
+#pragma unroll
+                    for (js_u32 e = 0; e < JS_V; ++e)
+                        own[j][e] = x[j][e];
+                }
+                agg = a;
+                if (lid == 0) {
+                    if (posts)
+                        js_post(state, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, a);
+                    cur = (js_i64)tile - 1;
+                    sh.lb_cur = cur;
+                    sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
+                }
+            } else if (lid == 0) {
+                sh.lb_ctrl = js_fallback_take(state, &cur, a, &w, &st);
+                sh.lb_cur = cur;
+            }
+        } else {
+            js_window_read(state, sh.lb_cur, &sh);
+            JS_BARRIER();
+            if (lid == 0) {
+                sh.lb_ctrl = js_window_walk(&sh, &cur, &w, ctrl, &st);
+                sh.lb_cur = cur;
+            }
+        }
+        JS_BARRIER();
+    }
+
+    /* propagate first: successors are waiting on it, the stores are not */
+    if (lid == 0) {
+        if (posts && tile > 0)
+            js_post(state, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
+        sh.lb_prefix = w.prefix;
+    }
+    JS_BARRIER();
+    T prefix = sh.lb_prefix;
+
+    if (kind == JS_KIND_REDUCE) {
+        if (lid == 0 && base + JS_TILE >= n)
+            out[0] = tile ? js_op(prefix, agg) : agg;
+    } else {
+        js_store_scanned(out, base, n, own, own_left, prefix, tile > 0, kind == JS_KIND_EXCLUSIVE);
+    }
+
+#if JS_STATS
+    if (lid == 0) {
+        JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_SPINS, st.spins);
+        JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_STEPS, st.steps);
+        JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_FALLBACKS, st.fallbacks);
+        JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_INSERTIONS, st.insertions);
+    }
+#endif
+}

@@ -1,0 +1,96 @@
+/* jitscan look-back: how a workgroup learns the combination of all tiles before its own.
+ *
+ * Threads 0..JS_LB_W-1 read a window of predecessors at once; thread 0 walks the
+ * window from the nearest one, combining READY values (right to left, so that a
+ * non-commutative operator stays in order) until an INCLUSIVE one ends the walk.
+ * A NOT_READY predecessor stops the walk and the window is read again: a spin.
+ *
+ * After JS_SPIN_LIMIT spins on the same predecessor:
+ *   fallback (JS_FALLBACK 1): the whole workgroup reduces that tile's input itself,
+ *     tries to insert it as READY, and walks on past it. No forward-progress
+ *     guarantee is needed: the wait is bounded by one tile's worth of work.
+ *   look-back (JS_FALLBACK 0): the spin limit is a watchdog. Waiting longer could
+ *     hang the device, so the kernel flags a deadlock for the host to report and
+ *     every workgroup stops waiting.
+ */
+
+#define JS_LB_OWN 3u
+
+typedef struct {
+    js_u32 spins, steps, fallbacks, insertions;
+} js_stats;
+
+/* Thread 0's private walk state, kept across iterations of the protocol loop. */
+typedef struct {
+    T prefix;       /* combination of the predecessors walked so far */
+    int have;       /* prefix holds something (the identity is never combined in) */
+    js_u32 spins;   /* consecutive spins on the current predecessor */
+} js_walk;
+
+JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
+{
+    w->prefix = w->have ? js_op(v, w->prefix) : v;
+    w->have = 1;
+}
+
+/* Threads below JS_LB_W: read one predecessor of the window into local memory. */
+JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_i64 cur, JS_LOCAL_PTR js_shared* sh)
+{
+    js_u32 lid = JS_LID;
+    if (lid < JS_LB_W && cur - (js_i64)lid >= 0) {
+        T v;
+        sh->lb_flag[lid] = js_read(state, (js_u32)(cur - lid), &v);
+        sh->lb_val[lid] = v;
+    }
+}
+
+/* Thread 0: walk the window just read; returns the next protocol step and moves *cur. */
+JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_walk* w,
+                                   JS_GLOBAL js_u32* ctrl, js_stats* st)
+{
+    js_u32 k = 0;
+    int done = 0;
+    while (k < JS_LB_W && *cur - (js_i64)k >= 0 && !done) {
+        js_u32 f = sh->lb_flag[k];
+        if (f == JS_NOT_READY)
+            break;
+        js_walk_take(w, sh->lb_val[k]);
+        done = f == JS_INCLUSIVE;
+        ++k;
+    }
+    st->steps += k;
+    *cur -= k;
+    if (done || *cur < 0)
+        return JS_LB_DONE;
+    w->spins = k ? 0 : w->spins + 1;
+    st->spins += k ? 0 : 1;
+    if (w->spins > JS_SPIN_LIMIT) {
+#if JS_FALLBACK
+        st->fallbacks++;
+        return JS_LB_FALLBACK;
+#else
+        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, 1u);
+        return JS_LB_DONE;
+#endif
+    }
+#if !JS_FALLBACK
+    /* once one workgroup has given up, nobody waits any more */
+    if (JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
+        return JS_LB_DONE;
+#endif
+    JS_SPIN_PAUSE();
+    return JS_LB_LOOK;
+}
+
+/* Thread 0, after the workgroup reduced stalled tile *cur to `agg`: insert it and take
+ * it (or the INCLUSIVE value found there, which ends the walk). */
+JS_DEVICE_FN js_u32 js_fallback_take(JS_GLOBAL js_sw* state, js_i64* cur, T agg, js_walk* w, js_stats* st)
+{
+    int inclusive;
+    T found;
+    st->insertions += js_insert(state, (js_u32)*cur, agg, &inclusive, &found);
+    js_walk_take(w, inclusive ? found : agg);
+    w->spins = 0;
+    *cur -= 1;
+    return (inclusive || *cur < 0) ? JS_LB_DONE : JS_LB_LOOK;
+}

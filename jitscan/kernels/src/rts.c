@@ -1,0 +1,47 @@
+/* jitscan reduce-then-scan: three launches and about 3n of traffic, but no
+ * workgroup ever waits on another, so it needs no forward-progress guarantee. */
+
+/* 1. every tile's aggregate into the spine */
+JS_KERNEL void js_rts_reduce(JS_GLOBAL const T* in, js_size in_off, js_size n, JS_GLOBAL T* spine)
+{
+    JS_LOCAL_DECL js_shared sh;
+    js_u32 tile = JS_GROUP_ID;
+    T x[JS_P][JS_V], left[JS_P];
+    js_load_tile(in + in_off, (js_size)tile * JS_TILE, n, x);
+    T agg = js_scan_tile(x, left, &sh);
+    if (JS_LID == 0)
+        spine[tile] = agg;
+}
+
+/* 2. one workgroup turns the spine into exclusive prefixes, a tile of it at a time;
+ *    for a reduction the grand total goes to out[0] instead */
+JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL T* out, js_size out_off, js_u32 kind)
+{
+    JS_LOCAL_DECL js_shared sh;
+    T run = JS_IDENTITY;
+    int have = 0;
+    for (js_size base = 0; base < ntiles; base += JS_TILE) {
+        T x[JS_P][JS_V], left[JS_P];
+        js_load_tile(spine, base, ntiles, x);
+        T agg = js_scan_tile(x, left, &sh);
+        if (kind != JS_KIND_REDUCE)
+            js_store_scanned(spine, base, ntiles, x, left, run, have, 1);
+        run = have ? js_op(run, agg) : agg;
+        have = 1;
+    }
+    if (kind == JS_KIND_REDUCE && JS_LID == 0)
+        out[out_off] = run;
+}
+
+/* 3. every tile scanned again, seeded with its prefix from the spine */
+JS_KERNEL void js_rts_scan(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* out, js_size out_off,
+                           js_size n, JS_GLOBAL const T* spine, js_u32 kind)
+{
+    JS_LOCAL_DECL js_shared sh;
+    js_u32 tile = JS_GROUP_ID;
+    js_size base = (js_size)tile * JS_TILE;
+    T x[JS_P][JS_V], left[JS_P];
+    js_load_tile(in + in_off, base, n, x);
+    js_scan_tile(x, left, &sh);
+    js_store_scanned(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE);
+}

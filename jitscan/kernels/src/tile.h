@@ -1,0 +1,219 @@
+/* jitscan tile layer: loading, scanning and storing one tile held in registers.
+ *
+ * A tile is JS_T threads x JS_P vectors x JS_V items. Threads form subgroups of
+ * JS_SG lanes. Vector j of lane l in subgroup s is vector s*(JS_P*JS_SG) + j*JS_SG + l
+ * of the tile: a subgroup owns one contiguous stretch, and within it each row j
+ * is read by one coalesced load across the lanes.
+ *
+ * Scan order inside a subgroup is row by row, lane by lane, item by item, so the
+ * carry of row j-1 enters row j. Without hardware shuffles the dialect makes the
+ * whole workgroup one subgroup (JS_SG == JS_T) and scans rows in local memory.
+ */
+
+#define JS_TILE (JS_T * JS_P * JS_V)
+#define JS_NSG (JS_T / JS_SG)
+
+#define JS_NOT_READY 0u
+#define JS_READY 1u
+#define JS_INCLUSIVE 2u
+
+#define JS_LB_LOOK 0u
+#define JS_LB_FALLBACK 1u
+#define JS_LB_DONE 2u
+
+/* ctrl[] words, zeroed by the host before every launch */
+#define JS_CTRL_TILE 0
+#define JS_CTRL_DEADLOCK 1
+#define JS_CTRL_SPINS 2
+#define JS_CTRL_STEPS 3
+#define JS_CTRL_FALLBACKS 4
+#define JS_CTRL_INSERTIONS 5
+
+typedef struct {
+#if !JS_HAS_SHUFFLE
+    T rows[JS_P][JS_T];          /* row scans when the workgroup is the subgroup */
+#endif
+    T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
+    T tile_total;
+    T lb_val[JS_LB_W];           /* one look-back window of predecessor values */
+    js_u32 lb_flag[JS_LB_W];
+    T lb_prefix;
+    js_i64 lb_cur;
+    js_u32 lb_ctrl;
+    js_u32 tile;
+} js_shared;
+
+JS_DEVICE_FN js_size js_vec_index(js_u32 j)
+{
+    return (js_size)JS_SG_ID * (JS_P * JS_SG) + (js_size)j * JS_SG + JS_LANE;
+}
+
+/* Out-of-range items read as the identity, so a partial tile scans like a full one. */
+JS_DEVICE_FN void js_load_tile(JS_GLOBAL const T* in, js_size base, js_size n, T x[JS_P][JS_V])
+{
+    if (base + JS_TILE <= n) {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j)
+            JS_VLOAD(x[j], in + base, js_vec_index(j));
+    } else {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                x[j][e] = (first + e < n) ? in[first + e] : JS_IDENTITY;
+        }
+    }
+}
+
+JS_DEVICE_FN void js_store_tile(JS_GLOBAL T* out, js_size base, js_size n, T y[JS_P][JS_V])
+{
+    if (base + JS_TILE <= n) {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j)
+            JS_VSTORE(y[j], out + base, js_vec_index(j));
+    } else {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                if (first + e < n)
+                    out[first + e] = y[j][e];
+        }
+    }
+}
+
+/* Scans the JS_P row values v[] of every lane across its subgroup: excl[j] is the
+ * combination of lanes before this one in row j, total[j] that of the whole row. */
+JS_DEVICE_FN void js_scan_rows(T v[JS_P], T excl[JS_P], T total[JS_P], JS_LOCAL_PTR js_shared* sh)
+{
+#if JS_HAS_SHUFFLE
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        T s = v[j];
+#pragma unroll
+        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+            T up = JS_SHFL_UP(s, d);
+            if (JS_LANE >= d)
+                s = js_op(up, s);
+        }
+        T before = JS_SHFL_UP(s, 1);
+        excl[j] = JS_LANE ? before : JS_IDENTITY;
+        total[j] = JS_SHFL_IDX(s, JS_SG - 1);
+    }
+#else
+    js_u32 lid = JS_LID;
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j)
+        sh->rows[j][lid] = v[j];
+    JS_BARRIER();
+    /* Kogge-Stone over all rows at once: one pair of barriers per step, not per row. */
+    for (js_u32 d = 1; d < JS_T; d <<= 1) {
+        if (lid >= d) {
+#pragma unroll
+            for (js_u32 j = 0; j < JS_P; ++j)
+                v[j] = js_op(sh->rows[j][lid - d], v[j]);
+        }
+        JS_BARRIER();
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j)
+            sh->rows[j][lid] = v[j];
+        JS_BARRIER();
+    }
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        excl[j] = lid ? sh->rows[j][lid - 1] : JS_IDENTITY;
+        total[j] = sh->rows[j][JS_T - 1];
+    }
+    /* the rows are rewritten by the next scan; let every thread read them first */
+    JS_BARRIER();
+#endif
+}
+
+/* Scans the tile in registers. Afterwards x[j][e] holds the inclusive prefix within its
+ * vector and left[j] the combination of everything in the tile before vector j; the
+ * tile aggregate is returned to every thread.
+ *
+ * The owner of a tile and any workgroup doing a fallback for it call this same
+ * function on the same data with the same thread mapping, so the aggregate is
+ * bit-identical however often it is computed. The tile state relies on that: parts of
+ * a READY value posted by different workgroups may be mixed by a reader. */
+JS_DEVICE_FN T js_scan_tile(T x[JS_P][JS_V], T left[JS_P], JS_LOCAL_PTR js_shared* sh)
+{
+    T last[JS_P], excl[JS_P], total[JS_P];
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+#pragma unroll
+        for (js_u32 e = 1; e < JS_V; ++e)
+            x[j][e] = js_op(x[j][e - 1], x[j][e]);
+        last[j] = x[j][JS_V - 1];
+    }
+    js_scan_rows(last, excl, total, sh);
+
+    left[0] = excl[0];
+    T carry = total[0];
+#pragma unroll
+    for (js_u32 j = 1; j < JS_P; ++j) {
+        left[j] = js_op(carry, excl[j]);
+        carry = js_op(carry, total[j]);
+    }
+#if JS_NSG > 1
+    js_u32 lane = JS_LANE, sg = JS_SG_ID;
+    if (lane == 0)
+        sh->sg_total[sg] = carry;
+    JS_BARRIER();
+    if (sg == 0) {
+        /* one subgroup scans the subgroup aggregates (JS_NSG <= JS_SG) */
+        T s = lane < JS_NSG ? sh->sg_total[lane] : JS_IDENTITY;
+#pragma unroll
+        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+            T up = JS_SHFL_UP(s, d);
+            if (lane >= d)
+                s = js_op(up, s);
+        }
+        T before = JS_SHFL_UP(s, 1);
+        T all = JS_SHFL_IDX(s, JS_SG - 1);
+        if (lane < JS_NSG)
+            sh->sg_total[lane] = lane ? before : JS_IDENTITY;
+        if (lane == 0)
+            sh->tile_total = all;
+    }
+    JS_BARRIER();
+    T agg = sh->tile_total;
+    if (sg > 0) {
+        T pre = sh->sg_total[sg];
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j)
+            left[j] = js_op(pre, left[j]);
+    }
+    /* sg_total is rewritten by the next scan (a fallback, say) */
+    JS_BARRIER();
+    return agg;
+#else
+    return carry;
+#endif
+}
+
+/* Writes the scan of a tile whose predecessors combine to `prefix` (ignored when
+ * has_prefix is 0, as for the first tile). */
+JS_DEVICE_FN void js_store_scanned(JS_GLOBAL T* out, js_size base, js_size n, T x[JS_P][JS_V],
+                                   T left[JS_P], T prefix, int has_prefix, int exclusive)
+{
+    T y[JS_P][JS_V];
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        T l = has_prefix ? js_op(prefix, left[j]) : left[j];
+        if (exclusive) {
+            y[j][0] = l;
+#pragma unroll
+            for (js_u32 e = 1; e < JS_V; ++e)
+                y[j][e] = js_op(l, x[j][e - 1]);
+        } else {
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                y[j][e] = js_op(l, x[j][e]);
+        }
+    }
+    js_store_tile(out, base, n, y);
+}

@@ -1,0 +1,129 @@
+"""Monoids: the associative operators a scan combines with.
+
+A monoid is a C expression over two values ``a`` (the earlier one) and ``b`` (the
+later one) plus an identity element. jitscan never reorders operands, so monoids
+need not be commutative: ``a`` always stands for the elements before ``b``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dtypes import DType, lookup
+
+Number = int | float
+
+
+@dataclass(frozen=True)
+class Monoid:
+    """An associative operator with an identity, written as a C expression.
+
+    Parameters
+    ----------
+    name : str
+        A short name; it appears in kernel names and error messages.
+    combine : str
+        A C expression over ``a`` and ``b`` of the element type, e.g. ``"a + b"``.
+        ``a`` is the combination of earlier elements, ``b`` of later ones.
+    identity : int, float or mapping of dtype name to number
+        The identity element: ``combine(identity, x) == combine(x, identity) == x``.
+        A mapping gives one value per dtype.
+    commutative : bool, optional
+        Informational; jitscan keeps operands in order either way.
+    integer_only : bool, optional
+        Refuse floating-point dtypes (bitwise operators).
+
+    Examples
+    --------
+    Forward fill (zeros are gaps, carried over by the last non-zero value):
+
+    >>> ffill = Monoid("ffill", combine="b != 0 ? b : a", identity=0)
+    """
+
+    name: str
+    combine: str
+    identity: Number | Mapping[str, Number] = 0
+    commutative: bool = False
+    integer_only: bool = False
+    _identity_items: tuple = field(init=False, repr=False, compare=True, hash=True)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"monoid name must be a C identifier, got {self.name!r}")
+        if not isinstance(self.combine, str) or not self.combine.strip():
+            raise ValueError("monoid combine must be a non-empty C expression over a and b")
+        if isinstance(self.identity, Mapping):
+            items = tuple(sorted((lookup(k).name, v) for k, v in self.identity.items()))
+        elif isinstance(self.identity, (int, float, np.integer, np.floating)):
+            items = (("*", self.identity),)
+        else:
+            raise TypeError(f"monoid identity must be a number or a mapping, got {self.identity!r}")
+        object.__setattr__(self, "_identity_items", items)
+
+    def __hash__(self) -> int:  # identity may be an unhashable mapping
+        return hash((self.name, self.combine, self._identity_items, self.commutative, self.integer_only))
+
+    def check_dtype(self, dtype: DType) -> None:
+        """Raise TypeError when this monoid cannot combine ``dtype``."""
+        if self.integer_only and dtype.is_float:
+            raise TypeError(f"op {self.name!r} is defined for integer dtypes only, not {dtype.name}")
+        items = dict(self._identity_items)
+        if "*" not in items and dtype.name not in items:
+            raise TypeError(f"monoid {self.name!r} has no identity for dtype {dtype.name}")
+
+    def identity_for(self, dtype: DType) -> np.generic:
+        """The identity as a NumPy scalar of ``dtype``."""
+        self.check_dtype(dtype)
+        items = dict(self._identity_items)
+        value = items.get(dtype.name, items.get("*"))
+        if dtype.is_float:
+            return dtype.numpy.type(value)
+        info = np.iinfo(dtype.numpy)
+        value = int(value)
+        if not info.min <= value <= info.max:
+            raise ValueError(f"identity {value} of monoid {self.name!r} does not fit {dtype.name}")
+        return dtype.numpy.type(value)
+
+
+def _min_max_identity(dtype_name: str, want_max: bool) -> Number:
+    dt = np.dtype(dtype_name)
+    if dt.kind == "f":
+        return float("inf") if want_max else float("-inf")
+    info = np.iinfo(dt)
+    return int(info.max if want_max else info.min)
+
+
+def _per_dtype(want_max: bool) -> dict[str, Number]:
+    from .dtypes import DTYPES
+
+    return {name: _min_max_identity(name, want_max) for name in DTYPES}
+
+
+_ALL_ONES = {"int32": -1, "int64": -1, "uint32": 2**32 - 1, "uint64": 2**64 - 1}
+
+# NaN-propagating min/max, as numpy.minimum / numpy.maximum. JS_ISNAN(x) is defined by
+# every prelude (constant 0 for integer types), and user expressions may use it too.
+BUILTIN: dict[str, Monoid] = {
+    m.name: m
+    for m in (
+        Monoid("add", "a + b", 0, commutative=True),
+        Monoid("mul", "a * b", 1, commutative=True),
+        Monoid("min", "(a < b || JS_ISNAN(a)) ? a : b", _per_dtype(True), commutative=True),
+        Monoid("max", "(a > b || JS_ISNAN(a)) ? a : b", _per_dtype(False), commutative=True),
+        Monoid("and", "a & b", _ALL_ONES, commutative=True, integer_only=True),
+        Monoid("or", "a | b", 0, commutative=True, integer_only=True),
+        Monoid("xor", "a ^ b", 0, commutative=True, integer_only=True),
+    )
+}
+
+
+def resolve(op: str | Monoid) -> Monoid:
+    """Return the monoid for a built-in name or a Monoid instance."""
+    if isinstance(op, Monoid):
+        return op
+    if isinstance(op, str) and op in BUILTIN:
+        return BUILTIN[op]
+    raise ValueError(f"unknown op {op!r}; valid ops: {', '.join(BUILTIN)} or a jitscan.Monoid")

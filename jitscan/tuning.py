@@ -1,0 +1,115 @@
+"""Default tile shapes and knobs per device class.
+
+These are starting points chosen by reasoning about each class of device, not yet
+per-device measurements; every value can be overridden per call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .backends.base import DeviceInfo
+from .dtypes import DType
+
+if TYPE_CHECKING:
+    from .monoid import Monoid
+    from .spec import ScanSpec
+
+#: spins on one predecessor before the look-back variant declares a deadlock
+LOOKBACK_WATCHDOG = 1 << 20
+
+
+def geometry(info: DeviceInfo, dtype: DType) -> dict[str, int]:
+    """threads, vectors and vector_width for a device and element type."""
+    vector_width = 16 // dtype.itemsize  # 16-byte accesses
+    if info.is_gpu:
+        threads = 256
+        vectors = 4
+    else:
+        # CPU (PoCL): one worker thread runs a whole workgroup; small groups keep the
+        # local-memory row scans cheap and leave many tiles to share out
+        threads = 64
+        vectors = 4
+    threads = min(threads, info.max_threads)
+    return {"threads": threads, "vectors": vectors, "vector_width": vector_width}
+
+
+def default_spin_limit(info: DeviceInfo, variant: str) -> int:
+    """Default spin limit: a fallback trigger, or the look-back watchdog."""
+    if variant == "lookback":
+        return LOOKBACK_WATCHDOG
+    return 256 if info.is_gpu else 64
+
+
+def spec_for(
+    info: DeviceInfo,
+    *,
+    variant: str,
+    kind: str,
+    dtype: DType,
+    monoid: Monoid,
+    tile_state: str | None = None,
+    spin_limit: int | None = None,
+    simulate_blocking: int | None = None,
+    lookback_width: int | None = None,
+    threads: int | None = None,
+    vectors: int | None = None,
+    vector_width: int | None = None,
+    stats: bool = False,
+) -> ScanSpec:
+    """The ScanSpec for one call: device defaults, overridden by the caller's knobs.
+
+    Knobs that do not affect a variant are normalized away so that, for example,
+    every ``rts`` call of one dtype and op shares a compiled program.
+    """
+    from .spec import CHAINED, TILE_STATES, ScanSpec, check_choice
+
+    geo = geometry(info, dtype)
+    if threads is not None:
+        geo["threads"] = threads
+    if vectors is not None:
+        geo["vectors"] = vectors
+    if vector_width is not None:
+        geo["vector_width"] = vector_width
+    if geo["threads"] > info.max_threads:
+        raise ValueError(f"threads={geo['threads']} exceeds the device's workgroup limit {info.max_threads}")
+    if dtype.name == "float64" and not info.fp64:
+        raise TypeError(f"device {info.name} has no float64 support")
+    sg = info.shuffle_width or geo["threads"]
+    chained = variant in CHAINED
+    if tile_state is None:
+        tile_state = "packed" if info.int64_atomics else "split"
+    check_choice("tile_state", tile_state, TILE_STATES)
+    if tile_state == "packed" and not info.int64_atomics and chained:
+        raise ValueError(
+            f"tile_state='packed' needs 64-bit atomics, which {info.name} lacks; use tile_state='split'"
+        )
+    if simulate_blocking and variant == "lookback":
+        raise ValueError(
+            "simulated blocking with variant='lookback' would deadlock: look-back waits forever "
+            "for a tile that never posts (the kernel's watchdog would fire). Use variant='fallback'."
+        )
+    if not chained:
+        if simulate_blocking:
+            raise ValueError(f"simulated blocking applies to variants {CHAINED}, not {variant!r}")
+        tile_state, spin, width, block, stats = "packed", 0, 1, 0, False
+    else:
+        spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
+        width = lookback_width if lookback_width is not None else min(32, geo["threads"])
+        block = simulate_blocking or 0
+    return ScanSpec(
+        variant=variant,
+        kind=kind,
+        dtype=dtype.name,
+        monoid=monoid,
+        threads=geo["threads"],
+        vectors=geo["vectors"],
+        vector_width=geo["vector_width"],
+        subgroup=sg,
+        shuffle=info.shuffle_width is not None,
+        tile_state=tile_state,
+        lookback_width=width,
+        spin_limit=spin,
+        block_every=block,
+        stats=stats,
+    )

@@ -1,0 +1,117 @@
+"""Shared fixtures: backends (skipped with the reason when absent), references, poison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitscan
+from jitscan import backends, tuning
+from jitscan.dtypes import lookup
+
+INT_DTYPES = ("int32", "uint32", "int64", "uint64")
+FLOAT_DTYPES = ("float32", "float64")
+DTYPES = INT_DTYPES + FLOAT_DTYPES
+OPS = ("add", "mul", "min", "max", "and", "or", "xor")
+FFILL = jitscan.Monoid("ffill", combine="b != 0 ? b : a", identity=0)
+
+
+def op_dtype_pairs() -> list[tuple[str, str]]:
+    """Every built-in op with every dtype it applies to."""
+    return [
+        (op, dt) for op in OPS for dt in DTYPES if not (op in ("and", "or", "xor") and dt in FLOAT_DTYPES)
+    ]
+
+
+@pytest.fixture(params=backends.names())
+def backend(request) -> str:
+    name = request.param
+    b = backends.get(name)
+    if not b.available():
+        pytest.skip(f"backend {name!r} unavailable here: {b.unavailable_reason()}")
+    return name
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng()
+
+
+def tile_size(backend: str, dtype: str) -> int:
+    """Elements per tile of the default spec on this backend's default device."""
+    b = backends.get(backend)
+    info = b.device_info(b.queue_of(None))
+    geo = tuning.geometry(info, lookup(dtype))
+    return geo["threads"] * geo["vectors"] * geo["vector_width"]
+
+
+def random_input(rng: np.random.Generator, n: int, dtype: str, op: object = "add") -> np.ndarray:
+    """Random data suited to ``op``: never all zeros or all ones.
+
+    Floats for add/min/max are small integers, so every partial sum is exact in any
+    order and a float scan can be checked exactly; mul gets values near 1.
+    """
+    dt = np.dtype(dtype)
+    name = op.name if isinstance(op, jitscan.Monoid) else op
+    if name == "ffill":
+        vals = rng.integers(1, 100, n).astype(dt)
+        vals[rng.random(n) < 0.7] = 0  # gaps to fill
+        return vals
+    if dt.kind == "f":
+        if name == "mul":
+            return rng.uniform(0.999, 1.001, n).astype(dt)
+        return rng.integers(-8, 9, n).astype(dt)
+    if name in ("and", "or", "xor", "min", "max"):
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    if name == "mul":
+        return rng.choice(np.array([1, 1, 1, 3, 5, 7, 2], dtype=dt), n)  # wraps, exact in integers
+    lo = -1000 if dt.kind == "i" else 0
+    return rng.integers(lo, 1000, n).astype(dt)
+
+
+def reference(x: np.ndarray, op: object, kind: str) -> np.ndarray:
+    """NumPy reference (float64 arithmetic for floats) of a scan or a reduction."""
+    dt = x.dtype
+    m = op if isinstance(op, jitscan.Monoid) else jitscan.BUILTIN_OPS[op]
+    work = x.astype(np.float64) if dt.kind == "f" else x
+    if m.name == "ffill":
+        idx = np.maximum.accumulate(np.where(x != 0, np.arange(x.size), 0))
+        inc = x[idx] if x.size else x
+    else:
+        ufunc = {
+            "add": np.add,
+            "mul": np.multiply,
+            "min": np.minimum,
+            "max": np.maximum,
+            "and": np.bitwise_and,
+            "or": np.bitwise_or,
+            "xor": np.bitwise_xor,
+        }[m.name]
+        inc = ufunc.accumulate(work, dtype=work.dtype) if x.size else work
+    ident = np.array([m.identity_for(lookup(dt.name))]).astype(inc.dtype)
+    if kind == "inclusive":
+        return inc
+    if kind == "exclusive":
+        return np.concatenate([ident, inc[:-1]])
+    return inc[-1] if x.size else ident[0]
+
+
+def assert_scan_equal(y: object, ref: np.ndarray, x: np.ndarray, op: object = "add") -> None:
+    """Exact, except float products (tolerance: their rounding depends on the order)."""
+    y = np.asarray(y)
+    assert y.shape == np.shape(ref), f"shape {y.shape} != {np.shape(ref)}"
+    assert y.dtype == x.dtype, f"dtype {y.dtype} != {x.dtype}"
+    name = op.name if isinstance(op, jitscan.Monoid) else op
+    if x.dtype.kind == "f" and name == "mul":
+        rtol = 1e-3 if x.dtype == np.float32 else 1e-9
+        np.testing.assert_allclose(y, ref, rtol=rtol, atol=0)
+    else:
+        np.testing.assert_array_equal(y, np.asarray(ref).astype(x.dtype))
+
+
+def poison(n: int, dtype: str) -> np.ndarray:
+    """A garbage pattern (NaN for floats) to fill outputs with before a run."""
+    if np.dtype(dtype).kind == "f":
+        return np.full(n, np.nan, dtype)
+    return np.frombuffer(b"\xa5" * (n * np.dtype(dtype).itemsize), dtype=dtype).copy()

@@ -1,0 +1,171 @@
+"""What a NumPy / PyOpenCL user sees: wrappers, dtypes, views, device arrays, out=, caching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import FFILL, assert_scan_equal, random_input, reference
+
+import jitscan
+from jitscan import backends
+
+
+def test_cumsum_is_numpy_cumsum_in_the_input_dtype(rng):
+    x = random_input(rng, 10_001, "int32")
+    y = jitscan.cumsum(x)
+    assert isinstance(y, np.ndarray) and y.dtype == np.int32
+    np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
+
+
+def test_dtype_argument_sets_result_and_arithmetic_type(rng):
+    x = rng.integers(2**30, 2**31 - 1, 5000).astype(np.int32)  # overflows int32 quickly
+    y = jitscan.cumsum(x, dtype=np.int64)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int64))
+
+
+@pytest.mark.parametrize(
+    ("fn", "ufunc"),
+    [
+        (jitscan.cumsum, np.add),
+        (jitscan.cumprod, np.multiply),
+        (jitscan.cummax, np.maximum),
+        (jitscan.cummin, np.minimum),
+    ],
+)
+def test_wrappers_match_numpy_accumulate(rng, fn, ufunc):
+    x = rng.uniform(0.999, 1.001, 7777).astype(np.float64)
+    np.testing.assert_allclose(fn(x), ufunc.accumulate(x), rtol=1e-12)
+    ex = fn(x, exclusive=True)
+    np.testing.assert_allclose(ex[1:], ufunc.accumulate(x)[:-1], rtol=1e-12)
+
+
+def test_exclusive_starts_with_the_identity(rng):
+    x = random_input(rng, 3000, "int64")
+    assert jitscan.cumsum(x, exclusive=True)[0] == 0
+    assert jitscan.cummax(x, exclusive=True)[0] == np.iinfo(np.int64).min
+    assert jitscan.scan(x, "mul", kind="exclusive")[0] == 1
+
+
+def test_max_propagates_nan_like_numpy():
+    x = np.array([1.0, 5.0, np.nan, 7.0, 2.0], dtype=np.float32)
+    np.testing.assert_array_equal(jitscan.cummax(x), np.maximum.accumulate(x))
+
+
+def test_reduce_returns_a_numpy_scalar(rng):
+    x = random_input(rng, 12345, "uint32")
+    s = jitscan.reduce(x)
+    assert isinstance(s, np.uint32) and s == np.add.reduce(x, dtype=np.uint32)
+    assert jitscan.reduce(x, op="max") == x.max()
+    assert jitscan.reduce(x, op="xor") == np.bitwise_xor.reduce(x)
+
+
+def test_nd_input_is_scanned_flattened_like_numpy_axis_none(rng):
+    x = random_input(rng, 3 * 5 * 700, "int32").reshape(3, 5, 700)
+    y = jitscan.cumsum(x)
+    assert y.shape == (x.size,)
+    np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a[::3],
+        lambda a: a[::-1],
+        lambda a: a[::-7],
+        lambda a: a.reshape(100, -1).T,
+    ],
+)
+def test_strided_and_negative_stride_views(rng, view):
+    base = random_input(rng, 100 * 123, "float32")
+    x = view(base)
+    np.testing.assert_array_equal(jitscan.cumsum(x), np.cumsum(x.astype(np.float64)).astype(np.float32))
+
+
+def test_empty_and_length_one():
+    for dt in ("int32", "float64"):
+        e = np.empty(0, dt)
+        assert jitscan.cumsum(e).shape == (0,) and jitscan.cumsum(e).dtype == dt
+        assert jitscan.reduce(e) == 0 and jitscan.reduce(e, op="mul") == 1
+        assert jitscan.reduce(e, op="max") == (np.iinfo(dt).min if dt[0] == "i" else -np.inf)
+        one = np.array([42], dt)
+        np.testing.assert_array_equal(jitscan.cumsum(one), one)
+        assert jitscan.cumsum(one, exclusive=True)[0] == 0
+        assert jitscan.reduce(one) == 42
+
+
+def test_out_receives_the_result(rng):
+    x = random_input(rng, 5000, "int32")
+    out = np.full(5000, -1, np.int32)
+    y = jitscan.cumsum(x, out=out)
+    assert y is out
+    np.testing.assert_array_equal(out, np.cumsum(x, dtype=np.int32))
+
+
+def test_user_monoid_forward_fill():
+    x = np.array([0, 3, 0, 0, 7, 0, 2, 0], np.int32)
+    np.testing.assert_array_equal(jitscan.scan(x, op=FFILL), [0, 3, 3, 3, 7, 7, 2, 2])
+
+
+def test_memcpy_is_a_copy(rng):
+    x = random_input(rng, 100_000, "float32")
+    y = jitscan.memcpy(x)
+    assert y is not x
+    np.testing.assert_array_equal(y, x)
+
+
+def test_second_call_with_the_same_spec_does_not_compile_again(backend, rng):
+    b = backends.get(backend)
+    x = random_input(rng, 4000, "int32")
+    jitscan.scan(x, "or", backend=backend, variant="rts")
+    before = b.compiled_count
+    jitscan.scan(x, "or", backend=backend, variant="rts")
+    jitscan.scan(x, "or", backend=backend, variant="rts", kind="exclusive")  # kind is a launch argument
+    assert b.compiled_count == before
+
+
+def test_source_is_readable_and_shows_the_monoid():
+    src = jitscan.source("float32", op=FFILL, variant="fallback", backend="opencl")
+    assert "b != 0 ? b : a" in src and "js_chained" in src and "__kernel" in src
+
+
+def test_stats_are_filled_for_chained_variants(rng):
+    s: dict = {}
+    jitscan.cumsum(random_input(rng, 100_000, "int32"), stats=s)
+    assert set(s) >= {"spins", "lookback_steps", "fallbacks", "insertions", "tiles"}
+
+
+# -- device arrays ---------------------------------------------------------------------
+
+
+def _device(backend):
+    b = backends.get(backend)
+    return b, b.queue_of(None)
+
+
+def test_device_input_stays_on_the_device(backend, rng):
+    b, q = _device(backend)
+    x = random_input(rng, 20_000, "float64")
+    y = jitscan.cumsum(b.to_device(x, q))
+    assert b.owns(y)
+    assert_scan_equal(b.to_host(y), reference(x, "add", "inclusive"), x)
+    r = jitscan.reduce(b.to_device(x, q))
+    assert b.owns(r) and r.shape == ()
+    assert_scan_equal(b.to_host(r), reference(x, "add", "reduce"), x)
+
+
+def test_device_views_and_in_place(backend, rng):
+    b, q = _device(backend)
+    host = random_input(rng, 30_000, "int32")
+    xd = b.to_device(host, q)
+    np.testing.assert_array_equal(b.to_host(jitscan.cumsum(xd[::3])), np.cumsum(host[::3], dtype=np.int32))
+    np.testing.assert_array_equal(b.to_host(jitscan.cumsum(xd[100:])), np.cumsum(host[100:], dtype=np.int32))
+    jitscan.cumsum(xd, out=xd)  # in place: must not read its own output during a fallback
+    np.testing.assert_array_equal(b.to_host(xd), np.cumsum(host, dtype=np.int32))
+
+
+def test_device_dtype_conversion(backend, rng):
+    b, q = _device(backend)
+    host = random_input(rng, 5000, "int32")
+    y = jitscan.cumsum(b.to_device(host, q), dtype="float64")
+    np.testing.assert_array_equal(b.to_host(y), np.cumsum(host, dtype=np.float64))

@@ -1,0 +1,90 @@
+"""Bad input gets a clear error, never a wrong answer or a hang."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitscan
+
+X = np.arange(100, dtype=np.int32)
+
+
+@pytest.mark.parametrize("dtype", [bool, np.complex64, object, np.float16, np.int8])
+def test_unsupported_dtype_names_the_supported_ones(dtype):
+    with pytest.raises(TypeError, match="supported dtypes: int32, uint32, int64, uint64, float32, float64"):
+        jitscan.cumsum(np.ones(10, dtype=dtype))
+
+
+def test_zero_d_input():
+    with pytest.raises(ValueError, match="0-d"):
+        jitscan.cumsum(np.int32(5))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "listing"),
+    [
+        ({"op": "sub"}, "add, mul, min, max, and, or, xor"),
+        ({"variant": "cub"}, "fallback, lookback, rts, memcpy"),
+        ({"kind": "prefix"}, "inclusive, exclusive, reduce"),
+        ({"backend": "metal"}, "opencl"),
+        ({"tile_state": "compressed"}, "packed, split"),
+    ],
+)
+def test_unknown_choices_list_the_valid_ones(kwargs, listing):
+    with pytest.raises(ValueError, match=listing):
+        jitscan.scan(X, **kwargs)
+
+
+def test_unknown_knob_is_a_type_error():
+    with pytest.raises(TypeError, match="tuning knobs"):
+        jitscan.cumsum(X, spinlimit=3)
+
+
+def test_out_of_the_wrong_shape_or_dtype():
+    with pytest.raises(ValueError, match="shape"):
+        jitscan.cumsum(X, out=np.empty(99, np.int32))
+    with pytest.raises(ValueError, match="dtype"):
+        jitscan.cumsum(X, out=np.empty(100, np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        jitscan.cumsum(X.reshape(10, 10), out=np.empty((10, 10), np.int32))
+
+
+def test_bitwise_ops_refuse_floats():
+    with pytest.raises(TypeError, match="integer dtypes only"):
+        jitscan.scan(X.astype(np.float32), "xor")
+
+
+def test_user_monoid_that_does_not_compile_shows_the_compiler_message():
+    bad = jitscan.Monoid("bad", combine="a + c", identity=0)
+    with pytest.raises(jitscan.CompileError, match="(?s)bad.*'c'"):
+        jitscan.scan(X, op=bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"name": "two words", "combine": "a+b"},
+        {"name": "ok", "combine": ""},
+        {"name": "ok", "combine": "a+b", "identity": "zero"},
+    ],
+)
+def test_malformed_monoids(kwargs):
+    with pytest.raises((ValueError, TypeError)):
+        jitscan.Monoid(**kwargs)
+
+
+def test_identity_that_does_not_fit_the_dtype():
+    m = jitscan.Monoid("big", combine="a + b", identity=2**40)
+    with pytest.raises(ValueError, match="does not fit"):
+        jitscan.scan(X, op=m)
+
+
+def test_simulated_blocking_only_for_chained_variants():
+    with pytest.raises(ValueError, match="simulated blocking"):
+        jitscan.cumsum(X, variant="rts", simulate_blocking=4)
+
+
+def test_device_array_with_a_foreign_backend():
+    with pytest.raises(ValueError):
+        jitscan.cumsum(X, backend="nonexistent")

@@ -1,0 +1,71 @@
+"""Every variant x kind x dtype x op against NumPy, at sizes around tile boundaries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import FFILL, assert_scan_equal, op_dtype_pairs, poison, random_input, reference, tile_size
+
+import jitscan
+from jitscan import backends
+
+SCAN_VARIANTS = ("fallback", "lookback", "rts")
+
+
+def run_on_device(backend: str, x: np.ndarray, op: object, kind: str, variant: str, **knobs) -> np.ndarray:
+    """Scan device-resident x into a poisoned device output; return the result on the host."""
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    xd = b.to_device(x, q)
+    if kind == "reduce":
+        return b.to_host(jitscan.scan(xd, op, kind=kind, variant=variant, **knobs))
+    out = b.to_device(poison(x.size, x.dtype.name), q)
+    result = jitscan.scan(xd, op, kind=kind, variant=variant, out=out, **knobs)
+    assert result is out
+    return b.to_host(out)
+
+
+def boundary_sizes(backend: str, dtype: str) -> list[int]:
+    tile = tile_size(backend, dtype)
+    return [1, 2, tile - 1, tile, tile + 1, 5 * tile + 3]
+
+
+@pytest.mark.parametrize("variant", SCAN_VARIANTS)
+@pytest.mark.parametrize("kind", jitscan.KINDS)
+@pytest.mark.parametrize(("op", "dtype"), op_dtype_pairs())
+def test_every_variant_kind_dtype_and_op_matches_numpy(backend, rng, variant, kind, op, dtype):
+    for n in boundary_sizes(backend, dtype):
+        x = random_input(rng, n, dtype, op)
+        got = run_on_device(backend, x, op, kind, variant)
+        assert_scan_equal(got, reference(x, op, kind), x, op)
+
+
+@pytest.mark.parametrize("variant", SCAN_VARIANTS)
+@pytest.mark.parametrize("kind", jitscan.KINDS)
+@pytest.mark.parametrize("dtype", ["int32", "uint64", "float32", "float64"])
+def test_non_commutative_user_monoid_comes_out_in_order(backend, rng, variant, kind, dtype):
+    for n in boundary_sizes(backend, dtype):
+        x = random_input(rng, n, dtype, FFILL)
+        got = run_on_device(backend, x, FFILL, kind, variant)
+        assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
+
+
+@pytest.mark.parametrize("variant", SCAN_VARIANTS)
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "float32", "float64"])
+def test_a_few_million_elements(backend, rng, variant, dtype):
+    n = 3_000_017
+    x = random_input(rng, n, dtype)
+    for kind in jitscan.KINDS:
+        got = run_on_device(backend, x, "add", kind, variant)
+        assert_scan_equal(got, reference(x, "add", kind), x)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_memcpy_copies_every_element(backend, rng, dtype):
+    for n in boundary_sizes(backend, dtype) + [1_000_003]:
+        x = random_input(rng, n, dtype)
+        b = backends.get(backend)
+        q = b.queue_of(None)
+        out = b.to_device(poison(n, dtype), q)
+        jitscan.memcpy(b.to_device(x, q), out=out)
+        np.testing.assert_array_equal(b.to_host(out), x)

@@ -1,0 +1,162 @@
+"""Tile-state encodings, simulated blocking, the fallback path and the look-back watchdog."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import FFILL, assert_scan_equal, random_input, reference, tile_size
+from test_scan import run_on_device
+
+import jitscan
+from jitscan import backends, execute, tuning
+from jitscan.dtypes import lookup
+from jitscan.monoid import resolve
+from jitscan.spec import ScanSpec
+
+
+@pytest.mark.parametrize("tile_state", ["packed", "split"])
+@pytest.mark.parametrize("variant", ["fallback", "lookback"])
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "float32", "float64"])
+def test_both_encodings_carry_every_dtype(backend, rng, tile_state, variant, dtype):
+    n = 37 * tile_size(backend, dtype) + 5
+    for op in ("add", "max", FFILL):
+        x = random_input(rng, n, dtype, op)
+        for kind in ("inclusive", "reduce"):
+            got = run_on_device(backend, x, op, kind, variant, tile_state=tile_state)
+            assert_scan_equal(got, reference(x, op, kind), x, op)
+
+
+def test_split_encoding_uses_only_32_bit_atomics_with_16_value_bits():
+    src = jitscan.source("float64", variant="fallback", tile_state="split", backend="opencl")
+    assert "typedef js_u32 js_sw;" in src
+    assert "#define JS_PART_BITS 16" in src
+    assert "#define JS_NPARTS 4" in src
+    assert "atom_max" not in src and "cl_khr_int64_base_atomics" not in src
+
+
+def test_packed_encoding_is_one_64_bit_word_for_32_bit_types():
+    src = jitscan.source("int32", variant="fallback", tile_state="packed", backend="opencl")
+    assert "typedef js_u64 js_sw;" in src and "#define JS_NPARTS 1" in src
+
+
+def test_split_is_chosen_where_the_device_lacks_64_bit_atomics():
+    info = backends.typical_device("opencl")
+    no64 = type(info)(**{**info.__dict__, "int64_atomics": False})
+    spec = tuning.spec_for(
+        no64, variant="fallback", kind="inclusive", dtype=lookup("int64"), monoid=resolve("add")
+    )
+    assert spec.tile_state == "split"
+    with pytest.raises(ValueError, match="64-bit atomics"):
+        tuning.spec_for(
+            no64,
+            variant="fallback",
+            kind="inclusive",
+            dtype=lookup("int64"),
+            monoid=resolve("add"),
+            tile_state="packed",
+        )
+
+
+@pytest.mark.parametrize("tile_state", ["packed", "split"])
+@pytest.mark.parametrize("every", [2, 8, 512])
+@pytest.mark.parametrize(
+    ("dtype", "op"), [("int32", "add"), ("float64", "add"), ("uint64", "xor"), ("int32", FFILL)]
+)
+def test_fallback_survives_simulated_blocking(backend, rng, tile_state, every, dtype, op):
+    tiles = max(3 * every, 40)
+    n = tiles * tile_size(backend, dtype) - 7
+    x = random_input(rng, n, dtype, op)
+    stats: dict = {}
+    for kind in jitscan.KINDS:
+        got = run_on_device(
+            backend,
+            x,
+            op,
+            kind,
+            "fallback",
+            tile_state=tile_state,
+            simulate_blocking=every,
+            spin_limit=4,
+            stats=stats,
+        )
+        assert_scan_equal(got, reference(x, op, kind), x, op)
+        blocked = len(range(0, tiles, every))
+        # every blocked tile with a successor must have been inserted by some fallback
+        assert stats["fallbacks"] >= blocked - 1
+        assert stats["insertions"] >= blocked - 1
+
+
+def test_stats_count_the_look_back(backend, rng):
+    n = 50 * tile_size(backend, "int32")
+    stats: dict = {}
+    jitscan.cumsum(random_input(rng, n, "int32"), stats=stats, backend=backend)
+    assert stats["tiles"] == 50
+    assert stats["lookback_steps"] >= 49  # every tile after the first walks at least one step
+
+
+def test_lookback_refuses_simulated_blocking_because_it_would_deadlock(rng):
+    x = random_input(rng, 1000, "int32")
+    with pytest.raises(ValueError, match="deadlock"):
+        jitscan.cumsum(x, variant="lookback", simulate_blocking=8)
+
+
+@pytest.mark.parametrize("every", [1, 513, 0.5])
+def test_blocking_rate_must_be_between_2_and_512(every):
+    with pytest.raises((ValueError, TypeError)):
+        jitscan.cumsum(np.arange(10, dtype=np.int32), simulate_blocking=every)
+
+
+def test_lookback_watchdog_reports_a_deadlock_instead_of_hanging(backend, rng):
+    # Built below the API, which refuses this combination: a look-back kernel facing
+    # tiles that never post must stop at its watchdog and say so.
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    base = tuning.spec_for(
+        b.device_info(q), variant="lookback", kind="inclusive", dtype=lookup("int32"), monoid=resolve("add")
+    )
+    spec = ScanSpec(**{**base.__dict__, "block_every": 4, "spin_limit": 200})
+    n = 20 * spec.tile
+    x = b.to_device(random_input(rng, n, "int32"), q)
+    with pytest.raises(jitscan.DeadlockError, match="forward-progress"):
+        execute.run(b, q, spec, x, b.empty((n,), np.dtype("int32"), q), n)
+    # and the next scan on the same device is fine
+    assert_scan_equal(
+        b.to_host(jitscan.cumsum(x, variant="lookback")),
+        reference(b.to_host(x), "add", "inclusive"),
+        b.to_host(x),
+    )
+
+
+def test_spin_limit_reaches_the_kernel():
+    assert "#define JS_SPIN_LIMIT 7u" in jitscan.source("int32", spin_limit=7, backend="opencl")
+
+
+def _is_pocl() -> bool:
+    b = backends.get("opencl")
+    return b.available() and "Portable Computing Language" in b.device_info(b.queue_of(None)).name
+
+
+@pytest.mark.skipif(
+    not _is_pocl(), reason="needs PoCL: oversubscribed worker threads give an unfair scheduler"
+)
+def test_fallback_is_correct_under_an_unfair_scheduler():
+    # More PoCL worker threads than cores: the OS preempts threads whose tiles others wait on.
+    code = textwrap.dedent(
+        """
+        import numpy as np, jitscan
+        x = np.random.default_rng().integers(-50, 50, 1 << 21).astype(np.int32)
+        for variant in ("fallback", "lookback"):
+            s = {}
+            y = jitscan.cumsum(x, variant=variant, stats=s, spin_limit=8 if variant == "fallback" else None)
+            assert np.array_equal(y, np.cumsum(x, dtype=np.int32)), variant
+            print(variant, s)
+        """
+    )
+    env = {**os.environ, "POCL_MAX_PTHREAD_COUNT": "8", "JITSCAN_BACKEND": "opencl"}
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
