@@ -112,7 +112,7 @@ def _run(inp: _Input, spec: ScanSpec, out_len: int, out: Any, stats: dict | None
     b = inp.backend
     if inp.on_device:
         dst = out
-        if dst is None or b.shares_memory(dst, inp.data):
+        if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):
             # in place: a fallback may re-read a tile after its owner wrote it
             dst = b.empty((out_len,), inp.dtype.numpy, inp.queue)
         counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n)

@@ -24,10 +24,14 @@ def launch_plan(spec: ScanSpec, n: int) -> list[tuple[str, int]]:
     return [("js_chained", tiles)]
 
 
-def run(backend: Backend, queue: Any, spec: ScanSpec, src: Any, dst: Any, n: int) -> dict[str, int] | None:
+def run(
+    backend: Backend, queue: Any, spec: ScanSpec, src: Any, dst: Any, n: int, check: bool = True
+) -> dict[str, int] | None:
     """Scan ``n`` elements of contiguous ``src`` into ``dst`` (one element for a reduction).
 
-    Returns the instrumentation counters when ``spec.stats`` is set.
+    Returns the instrumentation counters when ``spec.stats`` is set. With ``check`` (the
+    default) a look-back run waits for the kernel to read its deadlock flag; benchmarks
+    turn that off to keep launches back to back.
 
     Raises
     ------
@@ -52,7 +56,7 @@ def run(backend: Backend, queue: Any, spec: ScanSpec, src: Any, dst: Any, n: int
     state = backend.scratch(tiles * spec.state_parts * spec.state_word_bytes, queue, "state")
     ctrl = backend.scratch(_CTRL_WORDS * 4, queue, "ctrl")
     prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, state, ctrl, spec.kind_code])
-    if spec.variant == "lookback" or spec.stats:
+    if (spec.variant == "lookback" and check) or spec.stats:
         words = backend.read_u32(ctrl, _CTRL_WORDS, queue)
         if words[1]:
             raise DeadlockError(

@@ -6,12 +6,14 @@ import os
 
 from ..errors import BackendUnavailableError
 from .base import Backend, DeviceInfo, Program
+from .cupy import CupyBackend
 from .opencl import OpenCLBackend
 
-_BACKENDS: dict[str, Backend] = {"opencl": OpenCLBackend()}
+_BACKENDS: dict[str, Backend] = {"cupy": CupyBackend(), "opencl": OpenCLBackend()}
 
-#: preference order for NumPy input when no backend is named
-PREFERENCE = ("opencl",)
+#: preference order for NumPy input when no backend is named: a CUDA GPU, then OpenCL
+#: (whose default device is a GPU if there is one, else PoCL on the CPU)
+PREFERENCE = ("cupy", "opencl")
 
 
 def names() -> tuple[str, ...]:

@@ -97,6 +97,10 @@ class Backend(ABC):
     def contiguous(self, arr: Any) -> Any:
         """A C-contiguous array with the same elements (``arr`` itself when it is one)."""
 
+    def aligned(self, arr: Any) -> bool:
+        """Whether a contiguous array suits the kernels' vector loads as it is."""
+        return True
+
     @abstractmethod
     def buffer(self, arr: Any) -> tuple[Any, int]:
         """(buffer to pass to a kernel, offset in elements) of a contiguous array."""

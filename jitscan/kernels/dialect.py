@@ -234,7 +234,11 @@ typedef unsigned long long js_size;
 #else
 #define JS_SHFL_UP(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
 #define JS_SHFL_IDX(x, s) __shfl_sync(0xffffffffu, (x), (s))
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 #define JS_SPIN_PAUSE() __nanosleep(32)
+#else
+#define JS_SPIN_PAUSE() ((void)0)
+#endif
 #endif
 {vload}
 {vstore}
