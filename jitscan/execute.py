@@ -52,10 +52,10 @@ def run(
         if spec.kind != "reduce":
             prog.launch("js_rts_scan", tiles, [in_buf, in_off, out_buf, out_off, n, spine, spec.kind_code])
         return None
-    # chained: descriptors and the tile counter start from zero on every launch
-    state = backend.scratch(tiles * spec.state_parts * spec.state_word_bytes, queue, "state")
-    ctrl = backend.scratch(_CTRL_WORDS * 4, queue, "ctrl")
-    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, state, ctrl, spec.kind_code])
+    # chained: the control words (tile counter, deadlock flag, counters) and the tile
+    # descriptors after them start from zero on every launch: one buffer, one memset
+    ctrl = backend.scratch(_CTRL_WORDS * 4 + tiles * spec.state_parts * spec.state_word_bytes, queue, "ctrl")
+    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, ctrl, spec.kind_code])
     if (spec.variant == "lookback" and check) or spec.stats:
         words = backend.read_u32(ctrl, _CTRL_WORDS, queue)
         if words[1]:

@@ -132,7 +132,7 @@ class OpenCLBackend(Backend):
                 backend=self.name,
                 key=key,
                 is_gpu=is_gpu,
-                shuffle_width=None,
+                shuffle_width=self._ptx_shuffle_width(queue) if is_gpu else None,
                 max_threads=int(dev.max_work_group_size),
                 int64_atomics="cl_khr_int64_extended_atomics" in ext,
                 fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
@@ -140,6 +140,25 @@ class OpenCLBackend(Backend):
                 compute_units=int(dev.max_compute_units),
             )
         return self._info[key]
+
+    @staticmethod
+    def _ptx_shuffle_width(queue: Any) -> int | None:
+        """32 on NVIDIA GPUs whose OpenCL compiler takes inline PTX shuffles, else None.
+
+        OpenCL C 1.2 has no portable shuffles; NVIDIA's driver has no cl_khr_subgroups
+        but accepts inline PTX. JITSCAN_OPENCL_SHUFFLE=0 turns this off.
+        """
+        dev = queue.device
+        if os.environ.get("JITSCAN_OPENCL_SHUFFLE") == "0" or "NVIDIA" not in dev.platform.name:
+            return None
+        probe = """__kernel void probe(__global uint* a) {
+            uint r; asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(a[0]), "r"(1u));
+            a[get_global_id(0)] = r; }"""
+        try:
+            cl.Program(queue.context, probe).build(devices=[dev])
+        except Exception:  # noqa: BLE001 - no inline PTX here: local-memory scans instead
+            return None
+        return 32
 
     def to_device(self, host: np.ndarray, queue: Any) -> Any:
         return cl_array.to_device(queue, np.ascontiguousarray(host))

@@ -22,7 +22,7 @@ SIGNATURES = {
     "js_rts_reduce": ("buf", "size", "size", "buf"),
     "js_rts_spine": ("buf", "size", "buf", "size", "u32"),
     "js_rts_scan": ("buf", "size", "buf", "size", "size", "buf", "u32"),
-    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "buf", "u32"),
+    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32"),
 }
 
 _FILES = {
@@ -50,7 +50,7 @@ def render(spec: ScanSpec, dialect: str | Dialect) -> str:
         f"{'1/' + str(spec.block_every) if spec.block_every else 'off'}. */\n"
     )
     spec = spec.program_spec()
-    parts = [header, d.prelude(spec), d.common(spec)]
+    parts = [header, d.prelude(spec), d.common(spec), d.epilogue(spec)]
     parts += [_read(name) for name in _FILES[spec.variant]]
     return "\n".join(parts)
 

@@ -42,6 +42,10 @@ class Dialect:
     def prelude(self, spec: ScanSpec) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def epilogue(self, spec: ScanSpec) -> str:
+        """Target text that needs T and js_bits (placed after the common defines)."""
+        return ""
+
     def common(self, spec: ScanSpec) -> str:
         """Defines shared by every dialect: geometry, knobs, type, identity, operator."""
         dt = spec.dtype_info
@@ -116,6 +120,10 @@ class OpenCLDialect(Dialect):
             if spec.tile_state == "packed"
             else "atomic_max((volatile __global uint*)(p), (v))"
         )
+        if spec.shuffle:
+            lanes = "#define JS_LANE (JS_LID % JS_SG)\n#define JS_SG_ID (JS_LID / JS_SG)"
+        else:
+            lanes = "#define JS_LANE JS_LID\n#define JS_SG_ID 0u"
         body = f"""
 typedef uint js_u32;
 typedef ulong js_u64;
@@ -128,8 +136,8 @@ typedef ulong js_size;
 #define JS_DEVICE_FN static inline
 #define JS_LID ((js_u32)get_local_id(0))
 #define JS_GROUP_ID ((js_u32)get_group_id(0))
-#define JS_LANE JS_LID
-#define JS_SG_ID 0u
+{lanes}
+#define JS_ONE_SCAN_SITE 1
 /* orders local memory only: workgroups talk through atomics, never through barriers */
 #define JS_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define JS_ATOMIC_ADD_U32(p, v) atomic_add((volatile __global uint*)(p), (v))
@@ -146,6 +154,36 @@ typedef ulong js_size;
 {vstore}
 """
         return "\n".join(head) + body
+
+    def epilogue(self, spec: ScanSpec) -> str:
+        if not spec.shuffle:
+            return ""
+        # NVIDIA's OpenCL has no subgroup shuffles, but it compiles inline PTX.
+        # 64-bit values travel as two 32-bit halves.
+        wide = spec.dtype_info.itemsize == 8
+        up = "js_shfl_up_u32(v, d)"
+        idx = "js_shfl_idx_u32(v, s)"
+        if wide:
+            up = "((js_bits)js_shfl_up_u32((uint)(v >> 32), d) << 32) | js_shfl_up_u32((uint)v, d)"
+            idx = "((js_bits)js_shfl_idx_u32((uint)(v >> 32), s) << 32) | js_shfl_idx_u32((uint)v, s)"
+        return f"""
+static inline uint js_shfl_up_u32(uint v, uint d)
+{{
+    uint r;
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
+    return r;
+}}
+static inline uint js_shfl_idx_u32(uint v, uint s)
+{{
+    uint r;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(v), "r"(s));
+    return r;
+}}
+static inline js_bits js_shfl_up_bits(js_bits v, uint d) {{ return {up}; }}
+static inline js_bits js_shfl_idx_bits(js_bits v, uint s) {{ return {idx}; }}
+#define JS_SHFL_UP(x, d) JS_FROM_BITS(js_shfl_up_bits(JS_TO_BITS(x), (d)))
+#define JS_SHFL_IDX(x, s) JS_FROM_BITS(js_shfl_idx_bits(JS_TO_BITS(x), (s)))
+"""
 
 
 class CUDADialect(Dialect):
@@ -218,6 +256,7 @@ typedef unsigned long long js_size;
 #define JS_GROUP_ID ((js_u32)blockIdx.x)
 #define JS_LANE (JS_LID % JS_SG)
 #define JS_SG_ID (JS_LID / JS_SG)
+#define JS_ONE_SCAN_SITE 0
 #define JS_BARRIER() __syncthreads()
 #define JS_ATOMIC_ADD_U32(p, v) atomicAdd((js_u32*)(p), (js_u32)(v))
 #define JS_ATOMIC_MAX_U32(p, v) atomicMax((js_u32*)(p), (js_u32)(v))

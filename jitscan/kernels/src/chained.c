@@ -7,14 +7,16 @@
  *   LOOK      read a window of predecessors and walk it;
  *   FALLBACK  scan a stalled predecessor's tile and insert its aggregate;
  *   DONE      the prefix is known.
- * OWN and FALLBACK share one call of js_scan_tile. Besides keeping the code small,
- * this matters on PoCL: its LLVM 14 crashes on kernels with two inlined copies of
- * the workgroup scan. */
+ * With JS_ONE_SCAN_SITE (the OpenCL dialect) OWN and FALLBACK share one call of
+ * js_scan_tile: PoCL's LLVM 14 crashes on kernels with two inlined copies of the
+ * workgroup scan. Elsewhere the own tile is scanned before the loop, which keeps
+ * the loop small and the own tile's registers out of it. */
 
 JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* out, js_size out_off,
-                          js_size n, JS_GLOBAL js_sw* state, JS_GLOBAL js_u32* ctrl, js_u32 kind)
+                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind)
 {
     JS_LOCAL_DECL js_shared sh;
+    JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
     js_u32 lid = JS_LID;
     in += in_off;
     out += out_off;
@@ -23,7 +25,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
      * predecessors have then all been started, which is what look-back waits on. */
     if (lid == 0) {
         sh.tile = JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_TILE, 1u);
-        sh.lb_ctrl = JS_LB_OWN;
+        sh.lb_ctrl = JS_LB_OWN;  /* used when JS_ONE_SCAN_SITE */
     }
     JS_BARRIER();
     js_u32 tile = sh.tile;
@@ -36,7 +38,20 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
     T own[JS_P][JS_V], own_left[JS_P], agg = JS_IDENTITY;
     js_stats st = {0u, 0u, 0u, 0u};
     js_walk w = {JS_IDENTITY, 0, 0u};
-    js_i64 cur = (js_i64)tile;
+    js_i64 cur = (js_i64)tile - 1;
+
+#if !JS_ONE_SCAN_SITE
+    /* the own tile first, then the protocol loop starts at LOOK */
+    js_load_tile(in, base, n, own);
+    agg = js_scan_tile(own, own_left, &sh);
+    if (lid == 0) {
+        if (posts)
+            js_post(state, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, agg);
+        sh.lb_cur = cur;
+        sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
+    }
+    JS_BARRIER();
+#endif
 
     for (;;) {
         js_u32 step = sh.lb_ctrl;
@@ -49,6 +64,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
             T a = js_scan_tile(x, left, &sh);
             /* every thread has read `step` before thread 0 overwrites it below */
             JS_BARRIER();
+#if JS_ONE_SCAN_SITE
             if (step == JS_LB_OWN) {
 #pragma unroll
                 for (js_u32 j = 0; j < JS_P; ++j) {
@@ -61,11 +77,12 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
                 if (lid == 0) {
                     if (posts)
                         js_post(state, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, a);
-                    cur = (js_i64)tile - 1;
                     sh.lb_cur = cur;
                     sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
                 }
-            } else if (lid == 0) {
+            } else
+#endif
+            if (lid == 0) {
                 sh.lb_ctrl = js_fallback_take(state, &cur, a, &w, &st);
                 sh.lb_cur = cur;
             }

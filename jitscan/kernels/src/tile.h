@@ -28,6 +28,8 @@
 #define JS_CTRL_STEPS 3
 #define JS_CTRL_FALLBACKS 4
 #define JS_CTRL_INSERTIONS 5
+/* the tile descriptors follow the control words in the same zeroed buffer */
+#define JS_CTRL_WORDS 8
 
 typedef struct {
 #if !JS_HAS_SHUFFLE
