@@ -25,6 +25,7 @@ KNOBS = (
     "threads",
     "vectors",
     "vector_width",
+    "min_blocks",
 )
 
 

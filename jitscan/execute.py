@@ -11,6 +11,8 @@ from .spec import ScanSpec
 #: names of the instrumentation counters, in the order of the ctrl words after the first two
 STAT_NAMES = ("spins", "lookback_steps", "fallbacks", "insertions")
 _CTRL_WORDS = 8
+#: last epoch used per chained scratch buffer
+_EPOCHS: dict[tuple, int] = {}
 
 
 def launch_plan(spec: ScanSpec, n: int) -> list[tuple[str, int]]:
@@ -46,19 +48,34 @@ def run(
         prog.launch("js_memcpy", tiles, [in_buf, in_off, out_buf, out_off, n])
         return None
     if spec.variant == "rts":
-        spine = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "spine")
+        spine, _ = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "spine")
         prog.launch("js_rts_reduce", tiles, [in_buf, in_off, n, spine])
         prog.launch("js_rts_spine", 1, [spine, tiles, out_buf, out_off, spec.kind_code])
         if spec.kind != "reduce":
             prog.launch("js_rts_scan", tiles, [in_buf, in_off, out_buf, out_off, n, spine, spec.kind_code])
         return None
-    # chained: the control words (tile counter, deadlock flag, counters) and the tile
-    # descriptors after them start from zero on every launch: one buffer, one memset
-    ctrl = backend.scratch(_CTRL_WORDS * 4 + tiles * spec.state_parts * spec.state_word_bytes, queue, "ctrl")
-    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, ctrl, spec.kind_code])
+    # chained: control words (tile counter, deadlock flag, counters), then the tile
+    # descriptors. Descriptors carry the launch's epoch, so stale ones read as
+    # NOT_READY and the buffer is zeroed only when new, at epoch overflow, or to count
+    nbytes = _CTRL_WORDS * 4 + tiles * spec.state_parts * spec.state_word_bytes
+    ctrl, fresh = backend.scratch(nbytes, queue, f"chained-{spec.tile_state}")
+    key = (backend.name, id(ctrl))
+    epoch = 1 if fresh else _EPOCHS.get(key, 0) + 1
+    if epoch > spec.epoch_limit:
+        # every word, not just this launch's: a stale word of a higher epoch would
+        # win the atomic max against the restarted epochs
+        backend.zero(ctrl, None, queue)
+        epoch = 1
+    elif spec.stats:
+        backend.zero(ctrl, _CTRL_WORDS * 4, queue)  # the counters only
+    _EPOCHS[key] = epoch
+    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, ctrl, spec.kind_code, epoch])
     if (spec.variant == "lookback" and check) or spec.stats:
         words = backend.read_u32(ctrl, _CTRL_WORDS, queue)
         if words[1]:
+            # an aborted launch leaves the counter and flag set: clear before the next
+            backend.zero(ctrl, None, queue)
+            _EPOCHS[key] = 0
             raise DeadlockError(
                 f"look-back deadlock: a workgroup spun {spec.spin_limit} times on a predecessor "
                 "that never posted. This device gives no forward-progress guarantee; use "

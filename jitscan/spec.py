@@ -59,6 +59,9 @@ class ScanSpec:
         Simulated blocking: 1 in ``block_every`` tiles never posts; 0 disables.
     stats : bool
         Count spins, look-back steps, fallbacks and insertions.
+    min_blocks : int
+        Occupancy hint: workgroups per multiprocessor the compiler should fit
+        (CUDA ``__launch_bounds__``); 0 leaves it to the compiler.
     """
 
     variant: str
@@ -75,6 +78,7 @@ class ScanSpec:
     spin_limit: int = 64
     block_every: int = 0
     stats: bool = False
+    min_blocks: int = 0
 
     def __post_init__(self) -> None:
         check_choice("variant", self.variant, VARIANTS)
@@ -135,6 +139,11 @@ class ScanSpec:
         """Atomic words per tile descriptor."""
         bits = 32 if self.tile_state == "packed" else 16
         return self.dtype_info.itemsize * 8 // bits
+
+    @property
+    def epoch_limit(self) -> int:
+        """Largest launch epoch the descriptor tag holds (tag = epoch << 2 | flag)."""
+        return (1 << (30 if self.tile_state == "packed" else 14)) - 1
 
     @property
     def state_word_bytes(self) -> int:

@@ -37,12 +37,25 @@ def rng() -> np.random.Generator:
     return np.random.default_rng()
 
 
-def tile_size(backend: str, dtype: str) -> int:
-    """Elements per tile of the default spec on this backend's default device."""
+def geometries(backend: str, dtype: str) -> list[dict[str, int]]:
+    """The default tile shapes of this backend's default device (one per size class)."""
     b = backends.get(backend)
     info = b.device_info(b.queue_of(None))
-    geo = tuning.geometry(info, lookup(dtype))
+    shapes = []
+    for n in (1, None):  # smallest size class, largest size class
+        geo = tuning.geometry(info, lookup(dtype), n)
+        if geo not in shapes:
+            shapes.append(geo)
+    return shapes
+
+
+def tile_of(geo: dict[str, int]) -> int:
     return geo["threads"] * geo["vectors"] * geo["vector_width"]
+
+
+def tile_size(backend: str, dtype: str) -> int:
+    """Elements per tile of the default spec for large inputs."""
+    return tile_of(geometries(backend, dtype)[-1])
 
 
 def random_input(rng: np.random.Generator, n: int, dtype: str, op: object = "add") -> np.ndarray:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FFILL, assert_scan_equal, op_dtype_pairs, poison, random_input, reference, tile_size
+from conftest import (
+    FFILL,
+    assert_scan_equal,
+    geometries,
+    op_dtype_pairs,
+    poison,
+    random_input,
+    reference,
+    tile_of,
+)
 
 import jitscan
 from jitscan import backends
@@ -25,18 +34,22 @@ def run_on_device(backend: str, x: np.ndarray, op: object, kind: str, variant: s
     return b.to_host(out)
 
 
-def boundary_sizes(backend: str, dtype: str) -> list[int]:
-    tile = tile_size(backend, dtype)
-    return [1, 2, tile - 1, tile, tile + 1, 5 * tile + 3]
+def boundary_cases(backend: str, dtype: str) -> list[tuple[int, dict]]:
+    """(n, tile shape) around the tile boundaries of every default tile shape."""
+    cases = []
+    for geo in geometries(backend, dtype):
+        tile = tile_of(geo)
+        cases += [(n, geo) for n in (1, 2, tile - 1, tile, tile + 1, 5 * tile + 3)]
+    return cases
 
 
 @pytest.mark.parametrize("variant", SCAN_VARIANTS)
 @pytest.mark.parametrize("kind", jitscan.KINDS)
 @pytest.mark.parametrize(("op", "dtype"), op_dtype_pairs())
 def test_every_variant_kind_dtype_and_op_matches_numpy(backend, rng, variant, kind, op, dtype):
-    for n in boundary_sizes(backend, dtype):
+    for n, geo in boundary_cases(backend, dtype):
         x = random_input(rng, n, dtype, op)
-        got = run_on_device(backend, x, op, kind, variant)
+        got = run_on_device(backend, x, op, kind, variant, **geo)
         assert_scan_equal(got, reference(x, op, kind), x, op)
 
 
@@ -44,9 +57,9 @@ def test_every_variant_kind_dtype_and_op_matches_numpy(backend, rng, variant, ki
 @pytest.mark.parametrize("kind", jitscan.KINDS)
 @pytest.mark.parametrize("dtype", ["int32", "uint64", "float32", "float64"])
 def test_non_commutative_user_monoid_comes_out_in_order(backend, rng, variant, kind, dtype):
-    for n in boundary_sizes(backend, dtype):
+    for n, geo in boundary_cases(backend, dtype):
         x = random_input(rng, n, dtype, FFILL)
-        got = run_on_device(backend, x, FFILL, kind, variant)
+        got = run_on_device(backend, x, FFILL, kind, variant, **geo)
         assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
 
 
@@ -62,10 +75,10 @@ def test_a_few_million_elements(backend, rng, variant, dtype):
 
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
 def test_memcpy_copies_every_element(backend, rng, dtype):
-    for n in boundary_sizes(backend, dtype) + [1_000_003]:
+    for n, geo in boundary_cases(backend, dtype) + [(1_000_003, {})]:
         x = random_input(rng, n, dtype)
         b = backends.get(backend)
         q = b.queue_of(None)
         out = b.to_device(poison(n, dtype), q)
-        jitscan.memcpy(b.to_device(x, q), out=out)
+        jitscan.memcpy(b.to_device(x, q), out=out, **geo)
         np.testing.assert_array_equal(b.to_host(out), x)

@@ -160,3 +160,18 @@ def test_fallback_is_correct_under_an_unfair_scheduler():
     env = {**os.environ, "POCL_MAX_PTHREAD_COUNT": "8", "JITSCAN_BACKEND": "opencl"}
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("tile_state", ["packed", "split"])
+def test_descriptors_of_earlier_launches_never_leak_into_a_later_one(backend, rng, tile_state):
+    # Descriptors are not cleared between launches: each launch tags them with a new
+    # epoch. Run across the point where the epoch overflows its tag and the buffer is
+    # cleared, with sizes shrinking so that stale descriptors sit in range.
+    tile = tile_size(backend, "int32")
+    for k, n in enumerate([40 * tile + 3, 25 * tile, 7 * tile + 1, 30 * tile]):
+        if k == 1:
+            for key in execute._EPOCHS:
+                execute._EPOCHS[key] = (1 << (30 if tile_state == "packed" else 14)) - 2
+        x = random_input(rng, n, "int32")
+        got = run_on_device(backend, x, "add", "inclusive", "fallback", tile_state=tile_state)
+        assert_scan_equal(got, reference(x, "add", "inclusive"), x)

@@ -106,8 +106,15 @@ class Backend(ABC):
         """(buffer to pass to a kernel, offset in elements) of a contiguous array."""
 
     @abstractmethod
-    def scratch(self, nbytes: int, queue: Any, slot: str) -> Any:
-        """A zeroed device buffer of at least ``nbytes``; reused across calls per slot."""
+    def scratch(self, nbytes: int, queue: Any, slot: str) -> tuple[Any, bool]:
+        """A device buffer of at least ``nbytes``, reused across calls per (queue, slot).
+
+        Returns ``(buffer, fresh)``; a fresh buffer was just allocated and zeroed.
+        """
+
+    @abstractmethod
+    def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
+        """Enqueue zeroing of the first ``nbytes`` of ``buf`` (all of it for None)."""
 
     @abstractmethod
     def read_u32(self, buf: Any, count: int, queue: Any) -> np.ndarray:

@@ -134,15 +134,20 @@ class CupyBackend(Backend):
     def buffer(self, arr: Any) -> tuple[Any, int]:
         return arr, 0
 
-    def scratch(self, nbytes: int, queue: _CudaQueue, slot: str) -> Any:
-        key = (queue.device, slot)
+    def scratch(self, nbytes: int, queue: _CudaQueue, slot: str) -> tuple[Any, bool]:
+        key = (queue.device, queue.stream.ptr, slot)
         buf = self._scratch.get(key)
-        if buf is None or buf.nbytes < nbytes:
-            with cupy.cuda.Device(queue.device):
-                buf = cupy.empty(max(nbytes, 64), np.uint8)
-            self._scratch[key] = buf
-        cupy.cuda.runtime.memsetAsync(buf.data.ptr, 0, nbytes, queue.stream.ptr)
-        return buf
+        if buf is not None and buf.nbytes >= nbytes:
+            return buf, False
+        with cupy.cuda.Device(queue.device):
+            buf = cupy.empty(max(nbytes, 64), np.uint8)
+        self._scratch[key] = buf
+        self.zero(buf, buf.nbytes, queue)
+        return buf, True
+
+    def zero(self, buf: Any, nbytes: int | None, queue: _CudaQueue) -> None:
+        size = buf.nbytes if nbytes is None else nbytes
+        cupy.cuda.runtime.memsetAsync(buf.data.ptr, 0, size, queue.stream.ptr)
 
     def read_u32(self, buf: Any, count: int, queue: _CudaQueue) -> np.ndarray:
         host = np.empty(count, np.uint32)

@@ -209,14 +209,19 @@ class OpenCLBackend(Backend):
             return None, 0
         return arr.base_data, arr.offset // itemsize
 
-    def scratch(self, nbytes: int, queue: Any, slot: str) -> Any:
+    def scratch(self, nbytes: int, queue: Any, slot: str) -> tuple[Any, bool]:
         key = (queue.int_ptr, slot)
         buf = self._scratch.get(key)
-        if buf is None or buf.size < nbytes:
-            buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
-            self._scratch[key] = buf
-        cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, nbytes)
-        return buf
+        if buf is not None and buf.size >= nbytes:
+            return buf, False
+        buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
+        self._scratch[key] = buf
+        self.zero(buf, buf.size, queue)
+        return buf, True
+
+    def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
+        size = buf.size if nbytes is None else min(buf.size, -(-nbytes // 4) * 4)
+        cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, size)
 
     def read_u32(self, buf: Any, count: int, queue: Any) -> np.ndarray:
         host = np.empty(count, np.uint32)

@@ -22,7 +22,7 @@ SIGNATURES = {
     "js_rts_reduce": ("buf", "size", "size", "buf"),
     "js_rts_spine": ("buf", "size", "buf", "size", "u32"),
     "js_rts_scan": ("buf", "size", "buf", "size", "size", "buf", "u32"),
-    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32"),
+    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32", "u32"),
 }
 
 _FILES = {

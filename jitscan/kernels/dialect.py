@@ -68,7 +68,7 @@ class Dialect:
             f"typedef {self.ctype(dt)} T;",
             f"typedef {bits_type} js_bits;",
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",
-            f"#define JS_FLAG_SHIFT {32 if packed else 30}",
+            f"#define JS_FLAG_SHIFT {32 if packed else 16}",
             f"#define JS_PART_BITS {32 if packed else 16}",
             f"#define JS_NPARTS {spec.state_parts}",
             f"#define JS_IDENTITY {self.literal(spec.monoid.identity_for(dt), dt)}",
@@ -141,6 +141,7 @@ typedef ulong js_size;
 /* orders local memory only: workgroups talk through atomics, never through barriers */
 #define JS_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define JS_ATOMIC_ADD_U32(p, v) atomic_add((volatile __global uint*)(p), (v))
+#define JS_ATOMIC_XCHG_U32(p, v) atomic_xchg((volatile __global uint*)(p), (v))
 #define JS_ATOMIC_MAX_U32(p, v) atomic_max((volatile __global uint*)(p), (v))
 #define JS_ATOMIC_MAX_SW(p, v) {sw_max}
 /* OpenCL C 1.2 has no atomic load: an aligned volatile word load is the relaxed
@@ -237,6 +238,7 @@ class CUDADialect(Dialect):
             "float32": ("__float_as_uint(x)", "__uint_as_float(b)"),
             "float64": ("(js_u64)__double_as_longlong(x)", "__longlong_as_double((long long)(b))"),
         }[dt.name]
+        launch_bounds = f"{spec.threads}, {spec.min_blocks}" if spec.min_blocks else f"{spec.threads}"
         return f"""typedef unsigned int js_u32;
 typedef unsigned long long js_u64;
 typedef long long js_i64;
@@ -247,7 +249,7 @@ typedef unsigned long long js_size;
 #ifndef NAN
 #define NAN __int_as_float(0x7fffffff)
 #endif
-#define JS_KERNEL extern "C" __global__ __launch_bounds__({spec.threads})
+#define JS_KERNEL extern "C" __global__ __launch_bounds__({launch_bounds})
 #define JS_GLOBAL
 #define JS_LOCAL_DECL __shared__
 #define JS_LOCAL_PTR
@@ -259,6 +261,7 @@ typedef unsigned long long js_size;
 #define JS_ONE_SCAN_SITE 0
 #define JS_BARRIER() __syncthreads()
 #define JS_ATOMIC_ADD_U32(p, v) atomicAdd((js_u32*)(p), (js_u32)(v))
+#define JS_ATOMIC_XCHG_U32(p, v) atomicExch((js_u32*)(p), (js_u32)(v))
 #define JS_ATOMIC_MAX_U32(p, v) atomicMax((js_u32*)(p), (js_u32)(v))
 #define JS_ATOMIC_MAX_SW(p, v) atomicMax((js_sw*)(p), (js_sw)(v))
 /* volatile loads are not cached in L1: the relaxed load look-back needs */

@@ -13,7 +13,7 @@
  * the loop small and the own tile's registers out of it. */
 
 JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* out, js_size out_off,
-                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind)
+                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch)
 {
     JS_LOCAL_DECL js_shared sh;
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
@@ -30,6 +30,10 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
     JS_BARRIER();
     js_u32 tile = sh.tile;
     js_size base = (js_size)tile * JS_TILE;
+    /* the last tile handed out rewinds the counter for the next launch: every
+     * workgroup of this one has taken its tile by now */
+    if (lid == 0 && base + JS_TILE >= n)
+        JS_ATOMIC_XCHG_U32(ctrl + JS_CTRL_TILE, 0u);
 
     /* Simulated blocking: 1 in JS_BLOCK_EVERY tiles never posts, as if its
      * workgroup had been descheduled for good; successors must fall back. */
@@ -46,7 +50,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
     agg = js_scan_tile(own, own_left, &sh);
     if (lid == 0) {
         if (posts)
-            js_post(state, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, agg);
+            js_post(state, epoch, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, agg);
         sh.lb_cur = cur;
         sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
     }
@@ -76,18 +80,18 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
                 agg = a;
                 if (lid == 0) {
                     if (posts)
-                        js_post(state, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, a);
+                        js_post(state, epoch, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, a);
                     sh.lb_cur = cur;
                     sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
                 }
             } else
 #endif
             if (lid == 0) {
-                sh.lb_ctrl = js_fallback_take(state, &cur, a, &w, &st);
+                sh.lb_ctrl = js_fallback_take(state, epoch, &cur, a, &w, &st);
                 sh.lb_cur = cur;
             }
         } else {
-            js_window_read(state, sh.lb_cur, &sh);
+            js_window_read(state, epoch, sh.lb_cur, &sh);
             JS_BARRIER();
             if (lid == 0) {
                 sh.lb_ctrl = js_window_walk(&sh, &cur, &w, ctrl, &st);
@@ -100,7 +104,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
     /* propagate first: successors are waiting on it, the stores are not */
     if (lid == 0) {
         if (posts && tile > 0)
-            js_post(state, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
+            js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
         sh.lb_prefix = w.prefix;
     }
     JS_BARRIER();

@@ -34,12 +34,12 @@ JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
 }
 
 /* Threads below JS_LB_W: read one predecessor of the window into local memory. */
-JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_i64 cur, JS_LOCAL_PTR js_shared* sh)
+JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 cur, JS_LOCAL_PTR js_shared* sh)
 {
     js_u32 lid = JS_LID;
     if (lid < JS_LB_W && cur - (js_i64)lid >= 0) {
         T v;
-        sh->lb_flag[lid] = js_read(state, (js_u32)(cur - lid), &v);
+        sh->lb_flag[lid] = js_read(state, epoch, (js_u32)(cur - lid), &v);
         sh->lb_val[lid] = v;
     }
 }
@@ -74,8 +74,9 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
 #endif
     }
 #if !JS_FALLBACK
-    /* once one workgroup has given up, nobody waits any more */
-    if (JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
+    /* once one workgroup has given up, nobody waits any more (checked now and then:
+     * each check is a trip to L2) */
+    if (w->spins % 64 == 0 && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
         return JS_LB_DONE;
 #endif
     JS_SPIN_PAUSE();
@@ -84,11 +85,12 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
 
 /* Thread 0, after the workgroup reduced stalled tile *cur to `agg`: insert it and take
  * it (or the INCLUSIVE value found there, which ends the walk). */
-JS_DEVICE_FN js_u32 js_fallback_take(JS_GLOBAL js_sw* state, js_i64* cur, T agg, js_walk* w, js_stats* st)
+JS_DEVICE_FN js_u32 js_fallback_take(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64* cur, T agg, js_walk* w,
+                                     js_stats* st)
 {
     int inclusive;
     T found;
-    st->insertions += js_insert(state, (js_u32)*cur, agg, &inclusive, &found);
+    st->insertions += js_insert(state, epoch, (js_u32)*cur, agg, &inclusive, &found);
     js_walk_take(w, inclusive ? found : agg);
     w->spins = 0;
     *cur -= 1;

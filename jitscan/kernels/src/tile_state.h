@@ -1,10 +1,12 @@
 /* jitscan tile state: one descriptor per tile, a flag (NOT_READY < READY < INCLUSIVE)
  * and a value, spread over JS_NPARTS atomic words.
  *
- * Every word carries its own copy of the flag in its top bits and JS_PART_BITS bits
- * of the value below it:
- *   packed: 64-bit words, 32 value bits each (one word for a 32-bit type);
- *   split:  32-bit words, 16 value bits each (the SPAA 2025 encoding).
+ * Every word carries a tag in its top bits and JS_PART_BITS bits of the value below:
+ *   packed: 64-bit words, 32 value bits and a 32-bit tag (one word for a 32-bit type);
+ *   split:  32-bit words, 16 value bits and a 16-bit tag (the SPAA 2025 encoding).
+ * The tag is (epoch << 2 | flag). The host passes a new epoch to every launch, so
+ * descriptors left by earlier launches read as NOT_READY and need no clearing: the
+ * buffer is zeroed only when it is new or the epoch would overflow the tag.
  * A reader accepts a descriptor only when all its words show the same flag. That is
  * enough with relaxed atomics and no fences: a READY value is the same bits whoever
  * posted it (see js_scan_tile), and INCLUSIVE is written by the owner alone.
@@ -15,29 +17,36 @@
 
 #define JS_PART_MASK (((js_sw)1 << JS_PART_BITS) - 1)
 
-JS_DEVICE_FN js_sw js_state_word(js_u32 flag, js_bits bits, js_u32 part)
+JS_DEVICE_FN js_sw js_state_word(js_u32 epoch, js_u32 flag, js_bits bits, js_u32 part)
 {
-    return ((js_sw)flag << JS_FLAG_SHIFT) | ((js_sw)(bits >> (part * JS_PART_BITS)) & JS_PART_MASK);
+    return ((js_sw)(epoch << 2 | flag) << JS_FLAG_SHIFT) | ((js_sw)(bits >> (part * JS_PART_BITS)) & JS_PART_MASK);
 }
 
-JS_DEVICE_FN void js_post(JS_GLOBAL js_sw* state, js_u32 tile, js_u32 flag, T value)
+/* The flag of a word in this launch: words of earlier launches are NOT_READY. */
+JS_DEVICE_FN js_u32 js_flag_of(js_sw w, js_u32 epoch)
+{
+    js_u32 tag = (js_u32)(w >> JS_FLAG_SHIFT);
+    return (tag >> 2) == epoch ? (tag & 3u) : JS_NOT_READY;
+}
+
+JS_DEVICE_FN void js_post(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, js_u32 flag, T value)
 {
     js_bits bits = JS_TO_BITS(value);
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p)
-        JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p, js_state_word(flag, bits, p));
+        JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p, js_state_word(epoch, flag, bits, p));
 }
 
 /* Returns the flag and, unless NOT_READY, the value of a descriptor. Words caught
  * in the middle of an update disagree on the flag and read as NOT_READY. */
-JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 tile, T* value)
+JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T* value)
 {
     js_bits bits = 0;
     js_u32 flag = 0;
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p) {
         js_sw w = JS_LOAD_SW(state + (js_size)tile * JS_NPARTS + p);
-        js_u32 f = (js_u32)(w >> JS_FLAG_SHIFT);
+        js_u32 f = js_flag_of(w, epoch);
         if (p == 0)
             flag = f;
         else if (f != flag)
@@ -51,15 +60,16 @@ JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 tile, T* value)
 /* Fallback insertion: posts `value` as READY unless the tile got further. Returns 1 when
  * this call moved the tile out of NOT_READY. When the tile was already INCLUSIVE in
  * every word, *inclusive is set and *found holds that inclusive value. */
-JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 tile, T value, int* inclusive, T* found)
+JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T value, int* inclusive,
+                           T* found)
 {
     js_bits bits = JS_TO_BITS(value), old_bits = 0;
     int all_inclusive = 1, inserted = 0;
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p) {
         js_sw old = JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p,
-                                     js_state_word(JS_READY, bits, p));
-        js_u32 f = (js_u32)(old >> JS_FLAG_SHIFT);
+                                     js_state_word(epoch, JS_READY, bits, p));
+        js_u32 f = js_flag_of(old, epoch);
         if (p == 0 && f == JS_NOT_READY)
             inserted = 1;
         if (f != JS_INCLUSIVE)
