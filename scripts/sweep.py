@@ -29,7 +29,8 @@ SHAPES = [
     (256, 4, 0),
 ]
 SPIN = cupy.RawKernel(
-    r"""extern "C" __global__ void spin(long long c) { long long t = clock64(); while (clock64() - t < c) { } }""",
+    r"""extern "C" __global__ void spin(long long c) {
+        long long t = clock64(); while (clock64() - t < c) { } }""",
     "spin",
 )
 
@@ -60,12 +61,12 @@ def main() -> None:
         y = cupy.empty_like(x)
         base = dict(kind="inclusive", dtype=lookup(dtype), monoid=resolve("add"))
         mem = tuning.spec_for(info, variant="memcpy", **base)
-        t_mem = timed(lambda: execute.run(b, q, mem, x, y, n))
+        t_mem = timed(lambda mem=mem, x=x, y=y, n=n: execute.run(b, q, mem, x, y, n))
         for threads, vectors, mb in SHAPES:
             spec = tuning.spec_for(
                 info, variant="fallback", threads=threads, vectors=vectors, min_blocks=mb, **base
             )
-            t = timed(lambda: execute.run(b, q, spec, x, y, n, check=False))
+            t = timed(lambda spec=spec, x=x, y=y, n=n: execute.run(b, q, spec, x, y, n, check=False))
             k = b.program(spec, q).kernels["js_chained"]
             regs = f"regs={k.attributes['num_regs']} local={k.attributes['local_size_bytes']}B"
             print(

@@ -152,7 +152,9 @@ class OpenCLBackend(Backend):
         if os.environ.get("JITSCAN_OPENCL_SHUFFLE") == "0" or "NVIDIA" not in dev.platform.name:
             return None
         probe = """__kernel void probe(__global uint* a) {
-            uint r; asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(a[0]), "r"(1u));
+            uint r;
+            asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;"
+                         : "=r"(r) : "r"(a[0]), "r"(1u));
             a[get_global_id(0)] = r; }"""
         try:
             cl.Program(queue.context, probe).build(devices=[dev])
