@@ -1,52 +1,226 @@
-"""Command line: ``python -m jitscan bench ...``."""
+"""Command line: ``python -m jitscan bench ...`` (also installed as the ``jitscan`` script)."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 from . import backends, bench
+from .errors import JitscanError
 
 
 def _sizes(text: str) -> list[int]:
-    """'16:28:2' -> 2^16, 2^18, ... 2^28; '20,24' -> 2^20, 2^24."""
-    if ":" in text:
-        lo, hi, *step = (int(v) for v in text.split(":"))
-        return [1 << e for e in range(lo, hi + 1, step[0] if step else 1)]
-    return [1 << int(v) for v in text.split(",")]
+    """Exponents to sizes: '16:28:2' -> 2^16, 2^18, ... 2^28; '20,24' -> 2^20, 2^24."""
+    try:
+        if ":" in text:
+            lo, hi, *step = (int(v) for v in text.split(":"))
+            return [1 << e for e in range(lo, hi + 1, step[0] if step else 1)]
+        return [1 << int(v) for v in text.split(",") if v]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"sizes are exponents of 2: 'lo:hi[:step]' or 'a,b,c', got {text!r}"
+        ) from exc
+
+
+def _names(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _rates(text: str) -> list[int]:
+    if text.strip().lower() in ("", "none", "0"):
+        return []
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"blocking rates are integers k (1 in k), got {text!r}") from exc
+
+
+def _exponent(text: str) -> int:
+    return _sizes(text)[0]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jitscan", description="jitscan tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser(
+        "bench",
+        help="time variants and peers; print the paper's table; plot throughput",
+        description=(
+            "Time jitscan's variants and peer libraries on one or more backends, print the paper's "
+            "results table and throughput tables (Markdown), and write plots and raw numbers to --out."
+        ),
+    )
+    b.add_argument(
+        "--backend",
+        default=None,
+        help="backend name(s), comma-separated, or 'all' (default: the default backend)",
+    )
+    b.add_argument(
+        "--variants",
+        type=_names,
+        default=list(bench.VARIANTS),
+        help=f"comma-separated (default: {','.join(bench.VARIANTS)})",
+    )
+    b.add_argument("--dtypes", type=_names, default=["int32"], help="comma-separated (default: int32)")
+    b.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=None,
+        help="exponents of 2: lo:hi[:step] or a,b,c (default: 10:28 on a GPU, 10:20:2 on a CPU)",
+    )
+    b.add_argument("--reps", type=int, default=None, help="timed runs per configuration (30 GPU, 10 CPU)")
+    b.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run: 3-4 sizes, 5 runs, 4 blocking rates (under two minutes on PoCL)",
+    )
+    b.add_argument("--no-peers", action="store_true", help="jitscan's variants only")
+    b.add_argument(
+        "--blocking-rates",
+        type=_rates,
+        default=None,
+        help="simulated blocking sweep, k of '1 in k' (default 512,256,...,2; quick 512,64,8,2; 'none')",
+    )
+    b.add_argument(
+        "--blocking-size", type=_exponent, default=None, help="exponent of the blocking sweep's size"
+    )
+    b.add_argument(
+        "--table-size",
+        type=_exponent,
+        default=None,
+        help="exponent of the size of the paper's table (default 25, or the largest size below it)",
+    )
+    b.add_argument(
+        "--out",
+        default="bench-out",
+        help="folder for bench.json, bench.csv, table.md, throughput.png, blocking.png (default bench-out)",
+    )
+    b.add_argument("--json", default=None, help="also write the JSON here")
+    b.add_argument("--no-plots", action="store_true", help="skip the PNGs")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+class _Progress:
+    """A tqdm bar on stderr when tqdm is installed and wanted, else one line per step."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar: Any = None
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=0, unit="step", file=sys.stderr, dynamic_ncols=True)
+            except ImportError:
+                self.bar = None
+
+    def total(self, steps: int) -> None:
+        if self.bar is not None:
+            self.bar.total += steps
+            self.bar.refresh()
+
+    def step(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(label, refresh=False)
+            self.bar.update()
+        elif self.enabled:
+            print(f"[{time.perf_counter() - self.t0:6.1f}s] {label}", file=sys.stderr, flush=True)
+
+    def log(self, msg: str) -> None:
+        if self.bar is not None:
+            self.bar.write(f"  {msg}", file=sys.stderr)
+        else:
+            print(f"  {msg}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _backend_names(text: str | None) -> list[str]:
+    if text is None:
+        return [backends.default().name]
+    if text == "all":
+        names = list(backends.available())
+        if not names:
+            backends.default()  # raises, saying why
+        return names
+    names = _names(text)
+    for name in names:
+        backends.require(name)  # unknown or unavailable: say so before measuring anything
+    return names
+
+
+def _write(what: str, path: str, writer: Callable[[bench.Report, str], None], report: bench.Report) -> None:
+    try:
+        writer(report, path)
+        print(f"wrote {what}: {path}", file=sys.stderr)
+    except ImportError as exc:
+        print(f"no {what} ({exc}); pip install 'jitscan[bench]'", file=sys.stderr)
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """Run ``jitscan bench``; returns the exit status."""
+    names = _backend_names(args.backend)
+    unknown = [v for v in args.variants if v not in bench.VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; valid variants: {', '.join(bench.VARIANTS)}")
+    progress = _Progress(not args.no_progress)
+    t0 = time.perf_counter()
+    try:
+        report = bench.run(
+            names,
+            args.variants,
+            args.dtypes,
+            args.sizes,
+            reps=args.reps,
+            peers=not args.no_peers,
+            blocking_rates=args.blocking_rates,
+            blocking_size=args.blocking_size,
+            quick=args.quick,
+            progress=progress.step,
+            log=progress.log,
+            total=progress.total,
+        )
+    finally:
+        progress.close()
+    report.config["seconds"] = round(time.perf_counter() - t0, 1)
+    report.config["argv"] = sys.argv[1:]
+    text = bench.markdown(report, args.table_size)
+    devices = "; ".join(f"{d} ({b})" for b, d in report.devices.items())
+    print(f"\ndevice: {devices}\n")
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "table.md"), "w") as fh:
+        fh.write(f"device: {devices}\n\n{text}")
+    _write("JSON", os.path.join(args.out, "bench.json"), bench.write_json, report)
+    if args.json:
+        _write("JSON", args.json, bench.write_json, report)
+    _write("CSV", os.path.join(args.out, "bench.csv"), bench.write_csv, report)
+    if not args.no_plots:
+        _write("throughput plot", os.path.join(args.out, "throughput.png"), bench.plot_throughput, report)
+        if any(r.category == "blocking" for r in report.results):
+            _write("blocking plot", os.path.join(args.out, "blocking.png"), bench.plot_blocking, report)
+    print(f"bench took {report.config['seconds']:.0f} s", file=sys.stderr)
+    return 0 if report.results else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jitscan", description="jitscan tools")
-    sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("bench", help="time variants and peers on one backend")
-    b.add_argument("--backend", default=None, help="default: the default backend")
-    b.add_argument("--variants", default="memcpy,rts,lookback,fallback")
-    b.add_argument("--dtypes", default="int32")
-    b.add_argument("--sizes", default="16:28:2", help="exponents: lo:hi[:step] or a,b,c")
-    b.add_argument("--reps", type=int, default=30)
-    b.add_argument("--no-peers", action="store_true")
-    b.add_argument("--json", default=None, help="write raw results here")
+    """Entry point of ``python -m jitscan`` and of the ``jitscan`` console script."""
+    parser = _parser()
     args = parser.parse_args(argv)
-
-    name = args.backend or backends.default().name
-    results = bench.run(
-        name,
-        args.variants.split(","),
-        args.dtypes.split(","),
-        _sizes(args.sizes),
-        reps=args.reps,
-        peers=not args.no_peers,
-        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
-    )
-    timer_info = backends.get(name).device_info(backends.get(name).queue_of(None))
-    print(f"\ndevice: {timer_info.name} (backend {name})\n")
-    print(bench.table(results))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([r.as_dict() for r in results], fh, indent=1)
-    return 0
+    if args.command == "bench":
+        try:
+            return bench_command(args)
+        except (JitscanError, ValueError) as exc:  # an unknown or unavailable backend
+            parser.exit(2, f"jitscan bench: {exc}\n")
+    return 2  # pragma: no cover - argparse rejects unknown commands
 
 
 if __name__ == "__main__":
