@@ -1,0 +1,1 @@
+"""asv (airspeed velocity) benchmarks of jitscan; see docs/benchmarks.md."""

@@ -1,0 +1,251 @@
+"""asv benchmarks: throughput of jitscan's variants, their share of memcpy, and fallback
+under simulated blocking. See docs/benchmarks.md.
+
+Timing uses device events (CUDA events, OpenCL profiling events) through
+:mod:`jitscan.bench`; asv's own clock only times the end-to-end calls of :class:`Call`.
+Each class measures its whole parameter grid once, in ``setup_cache`` (one process:
+every kernel is compiled once), and its ``track_`` methods report from that cache, so a
+run costs one measurement per configuration however many metrics are tracked.
+
+Nothing here touches a device at import time: asv may import this module in a process
+that forks (``--launch-method forkserver``), and neither CUDA nor PoCL survives a fork.
+The parameter lists therefore come from what is importable and from the environment:
+
+``JITSCAN_ASV_BACKENDS``
+    Comma-separated backends (default: ``cupy`` if CuPy is importable, ``opencl`` if
+    PyOpenCL is).
+``JITSCAN_ASV_SIZES``
+    Exponents of two, ``lo:hi[:step]`` or ``a,b,c`` (default ``10:28:2`` where CuPy is
+    importable, a GPU machine; else ``10,14,18``, small sizes for PoCL on a CPU).
+``JITSCAN_ASV_DTYPES``
+    Comma-separated dtypes (default ``int32,float32,int64,float64``).
+``JITSCAN_ASV_QUICK=1``
+    A smoke-test grid for CI: 2^10 elements, int32, blocking rates none and 1/2, 3 runs
+    (the variables above still override it).
+
+A configuration that cannot run here (an absent backend, ``segmented`` before jitscan
+has segmented scans, a size beyond the device memory) raises ``NotImplementedError``
+in ``setup``, which asv records as skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+VARIANTS = ["memcpy", "rts", "lookback", "fallback", "segmented"]
+ALL_DTYPES = ["int32", "float32", "int64", "float64"]
+
+
+def _exponents(text: str) -> list[int]:
+    if ":" in text:
+        lo, hi, *step = (int(v) for v in text.split(":"))
+        return [1 << e for e in range(lo, hi + 1, step[0] if step else 1)]
+    return [1 << int(v) for v in text.split(",") if v.strip()]
+
+
+def _backends() -> list[str]:
+    env = os.environ.get("JITSCAN_ASV_BACKENDS")
+    if env:
+        return [v.strip() for v in env.split(",") if v.strip()]
+    names = [n for n, mod in (("cupy", "cupy"), ("opencl", "pyopencl")) if importlib.util.find_spec(mod)]
+    return names or ["opencl"]
+
+
+def _gpu_machine() -> bool:
+    return importlib.util.find_spec("cupy") is not None
+
+
+QUICK = os.environ.get("JITSCAN_ASV_QUICK", "") not in ("", "0")
+BACKENDS = _backends()
+_DEFAULT_SIZES = "10" if QUICK else "10:28:2" if _gpu_machine() else "10,14,18"
+SIZES = _exponents(os.environ.get("JITSCAN_ASV_SIZES", _DEFAULT_SIZES))
+_DEFAULT_DTYPES = "int32" if QUICK else ",".join(ALL_DTYPES)
+DTYPES = [v.strip() for v in os.environ.get("JITSCAN_ASV_DTYPES", _DEFAULT_DTYPES).split(",") if v.strip()]
+#: timed runs per configuration (the median is reported)
+REPS = 3 if QUICK else 20 if _gpu_machine() else 5
+#: simulated blocking, 1 in k workgroups never posts (0: none)
+BLOCKING_RATES = [0, 2] if QUICK else [0, 512, 64, 8, 2]
+#: size of the blocking sweep
+BLOCKING_SIZE = 1 << (12 if QUICK else 24 if _gpu_machine() else 16)
+
+
+def _timer(name: str) -> Any:
+    """A device timer for backend ``name``, or the reason there is none."""
+    from jitscan import bench
+
+    try:
+        return bench.Timer(name)
+    except Exception as exc:  # noqa: BLE001 - unavailable backend: every entry says why
+        return f"backend {name} unavailable: {exc}"
+
+
+def sweep(
+    backends: list[str], variants: list[str], dtypes: list[str], sizes: list[int], reps: int = REPS
+) -> dict[tuple, Any]:
+    """Device seconds of every configuration: ``{(backend, variant, dtype, n): seconds or reason}``."""
+    from jitscan import bench
+
+    out: dict[tuple, Any] = {}
+    for name in backends:
+        timer = _timer(name)
+        for dtype in dtypes:
+            for n in sizes:
+                for variant in variants:
+                    key = (name, variant, dtype, n)
+                    if isinstance(timer, str):
+                        out[key] = timer
+                        continue
+                    try:
+                        r = bench.measure_variant(timer, variant, dtype, n, reps, stat_runs=0)
+                        out[key] = r.seconds
+                    except bench.Unsupported as exc:
+                        out[key] = str(exc)
+                    except Exception as exc:  # noqa: BLE001 - recorded as a skip with the reason
+                        out[key] = f"{type(exc).__name__}: {exc}"
+        if not isinstance(timer, str):
+            timer.release()
+    return out
+
+
+def blocking_sweep(backends: list[str], rates: list[int], n: int, reps: int = REPS) -> dict[tuple, Any]:
+    """The fallback variant under simulated blocking: ``{(backend, rate): Result or reason}``."""
+    from jitscan import bench
+
+    out: dict[tuple, Any] = {}
+    for name in backends:
+        timer = _timer(name)
+        for k in rates:
+            if isinstance(timer, str):
+                out[(name, k)] = timer
+                continue
+            try:
+                knobs = {"simulate_blocking": k} if k else {}
+                out[(name, k)] = bench.measure_variant(timer, "fallback", "int32", n, reps, **knobs)
+            except Exception as exc:  # noqa: BLE001 - recorded as a skip with the reason
+                out[(name, k)] = f"{type(exc).__name__}: {exc}"
+        if not isinstance(timer, str):
+            timer.release()
+    return out
+
+
+def _entry(cache: dict, key: tuple) -> Any:
+    value = cache.get(key, "not measured")
+    if isinstance(value, str):
+        raise NotImplementedError(value)  # asv: skipped
+    return value
+
+
+class Scan:
+    """Inclusive prefix sum of random data: device time, elements/s and % of memcpy."""
+
+    params = (BACKENDS, VARIANTS, DTYPES, SIZES)
+    param_names = ("backend", "variant", "dtype", "n")
+    timeout = 3600  # setup_cache measures the whole grid
+
+    def setup_cache(self) -> dict:
+        return sweep(BACKENDS, VARIANTS, DTYPES, SIZES)
+
+    def setup(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> None:
+        self.seconds = _entry(cache, (backend, variant, dtype, n))
+
+    def track_device_seconds(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> float:
+        """Median device time of one scan (CUDA or OpenCL events)."""
+        return self.seconds
+
+    track_device_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+    def track_elements_per_second(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> float:
+        """Throughput: elements scanned per second of device time."""
+        return n / self.seconds
+
+    track_elements_per_second.unit = "elements/s"  # type: ignore[attr-defined]
+
+    def track_percent_of_memcpy(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> float:
+        """Throughput as a percentage of jitscan's memcpy (same loads and stores, no scan)."""
+        return 100.0 * _entry(cache, (backend, "memcpy", dtype, n)) / self.seconds
+
+    track_percent_of_memcpy.unit = "%"  # type: ignore[attr-defined]
+
+
+class Blocking:
+    """The fallback variant (int32) when 1 in k workgroups never posts (the paper's figure)."""
+
+    params = (BACKENDS, BLOCKING_RATES)
+    param_names = ("backend", "blocking_rate")
+    timeout = 1800
+
+    def setup_cache(self) -> dict:
+        return blocking_sweep(BACKENDS, BLOCKING_RATES, BLOCKING_SIZE)
+
+    def setup(self, cache: dict, backend: str, rate: int) -> None:
+        self.result = _entry(cache, (backend, rate))
+
+    def track_elements_per_second(self, cache: dict, backend: str, rate: int) -> float:
+        """Throughput under blocking."""
+        return self.result.elements_per_s
+
+    track_elements_per_second.unit = "elements/s"  # type: ignore[attr-defined]
+
+    def track_percent_of_unblocked(self, cache: dict, backend: str, rate: int) -> float:
+        """Throughput as a percentage of the same scan without blocking."""
+        return 100.0 * self.result.elements_per_s / _entry(cache, (backend, 0)).elements_per_s
+
+    track_percent_of_unblocked.unit = "%"  # type: ignore[attr-defined]
+
+    def track_fallbacks_per_workgroup(self, cache: dict, backend: str, rate: int) -> float:
+        """Fallbacks initiated per workgroup (instrumented runs)."""
+        return self.result.per_workgroup("fallbacks")
+
+    track_fallbacks_per_workgroup.unit = "fallbacks/workgroup"  # type: ignore[attr-defined]
+
+    def track_spins_per_workgroup(self, cache: dict, backend: str, rate: int) -> float:
+        """Spins on a not-ready predecessor per workgroup (instrumented runs)."""
+        return self.result.per_workgroup("spins")
+
+    track_spins_per_workgroup.unit = "spins/workgroup"  # type: ignore[attr-defined]
+
+
+class Call:
+    """End-to-end ``jitscan.cumsum`` (host clock): device input, and NumPy input (copies included)."""
+
+    params = (BACKENDS, ["fallback", "rts"], sorted({SIZES[0], SIZES[-1]}))
+    param_names = ("backend", "variant", "n")
+    timeout = 600
+
+    def setup(self, backend: str, variant: str, n: int) -> None:
+        import numpy as np
+
+        import jitscan
+        from jitscan import backends
+
+        b = backends.get(backend)
+        if not b.available():
+            raise NotImplementedError(f"backend {backend} unavailable: {b.unavailable_reason()}")
+        self.variant, self.backend = variant, b
+        self.host = np.random.default_rng(n).integers(-1000, 1000, n).astype(np.int32)
+        self.queue = b.queue_of(None)
+        self.device = b.to_device(self.host, self.queue)
+        jitscan.cumsum(self.device, variant=variant)  # compile outside the timing
+        jitscan.cumsum(self.host, backend=backend, variant=variant)
+
+    def _sync(self) -> None:
+        q = self.queue
+        if hasattr(q, "finish"):
+            q.finish()
+        else:
+            q.stream.synchronize()
+
+    def time_cumsum_device(self, backend: str, variant: str, n: int) -> None:
+        """A scan of a device array, waited for."""
+        import jitscan
+
+        jitscan.cumsum(self.device, variant=self.variant)
+        self._sync()
+
+    def time_cumsum_numpy(self, backend: str, variant: str, n: int) -> None:
+        """A scan of a NumPy array: upload, scan, download."""
+        import jitscan
+
+        jitscan.cumsum(self.host, backend=backend, variant=self.variant)
