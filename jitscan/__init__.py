@@ -12,6 +12,7 @@ from .api import cummax, cummin, cumprod, cumsum, memcpy, reduce, scan, source
 from .errors import BackendUnavailableError, CompileError, DeadlockError, JitscanError
 from .monoid import BUILTIN as BUILTIN_OPS
 from .monoid import Monoid
+from .segmented import segmented_cumsum, segmented_reduce, segmented_scan
 from .spec import KINDS, VARIANTS, ScanSpec
 
 __version__ = "0.1.0"
@@ -34,5 +35,8 @@ __all__ = [
     "memcpy",
     "reduce",
     "scan",
+    "segmented_cumsum",
+    "segmented_reduce",
+    "segmented_scan",
     "source",
 ]

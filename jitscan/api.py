@@ -98,17 +98,43 @@ def _check_out(out: Any, inp: _Input, shape: tuple[int, ...]) -> None:
         raise ValueError("out= must be C-contiguous")
 
 
-def _spec(inp: _Input, variant: str, kind: str, monoid: Monoid, stats: bool, knobs: dict) -> ScanSpec:
+def _spec(
+    inp: _Input, variant: str, kind: str, monoid: Monoid, stats: bool, knobs: dict, segmented: str = ""
+) -> ScanSpec:
     unknown = set(knobs) - set(KNOBS)
     if unknown:
         raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; tuning knobs: {', '.join(KNOBS)}")
     info = inp.backend.device_info(inp.queue)
     return tuning.spec_for(
-        info, variant=variant, kind=kind, dtype=inp.dtype, monoid=monoid, stats=stats, **knobs
+        info,
+        variant=variant,
+        kind=kind,
+        dtype=inp.dtype,
+        monoid=monoid,
+        stats=stats,
+        n=inp.n,
+        segmented=segmented,
+        **knobs,
     )
 
 
-def _run(inp: _Input, spec: ScanSpec, out_len: int, out: Any, stats: dict | None) -> Any:
+def _empty_result(inp: _Input, out: Any) -> Any:
+    if out is not None:
+        return out
+    if inp.on_device:
+        return inp.backend.empty((0,), inp.dtype.numpy, inp.queue)
+    return np.empty(0, inp.dtype.numpy)
+
+
+def _run(
+    inp: _Input,
+    spec: ScanSpec,
+    out_len: int,
+    out: Any,
+    stats: dict | None,
+    heads: Any = None,
+    row_len: int = 0,
+) -> Any:
     """Run ``spec`` and return the result array (device or host, like the input)."""
     b = inp.backend
     if inp.on_device:
@@ -116,14 +142,14 @@ def _run(inp: _Input, spec: ScanSpec, out_len: int, out: Any, stats: dict | None
         if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):
             # in place: a fallback may re-read a tile after its owner wrote it
             dst = b.empty((out_len,), inp.dtype.numpy, inp.queue)
-        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n)
+        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n, heads=heads, row_len=row_len)
         if out is not None and dst is not out:
             b.copy(out, dst)
             dst = out
         result = dst
     else:
         dst = b.empty((out_len,), inp.dtype.numpy, inp.queue)
-        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n)
+        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n, heads=heads, row_len=row_len)
         host = b.to_host(dst)
         if out is not None:
             out[...] = host
@@ -145,6 +171,7 @@ def scan(
     dtype: Any = None,
     out: Any = None,
     stats: dict | None = None,
+    axis: int | None = None,
     **knobs: Any,
 ) -> Any:
     """Prefix scan of ``x`` with an associative operator.
@@ -170,6 +197,9 @@ def scan(
     stats : dict, optional
         Chained variants only: filled with the look-back counters of this run
         (``spins``, ``lookback_steps``, ``fallbacks``, ``insertions``, ``tiles``).
+    axis : int, optional
+        Scan every 1-D lane along ``axis`` independently (a batched, segmented scan in
+        one pass); the result has the shape of ``x``. Default: the flattened array.
     **knobs
         ``tile_state`` ("packed" or "split"), ``spin_limit`` (spins before a fallback,
         or the look-back deadlock watchdog), ``simulate_blocking`` (k in 2..512: 1 in k
@@ -196,16 +226,20 @@ def scan(
     variant = DEFAULT_VARIANT if variant is None else check_choice("variant", variant, VARIANTS)
     monoid = resolve(op)
     if kind == "reduce":
+        if axis is not None:
+            raise ValueError("kind='reduce' with axis= is not supported; use segmented_reduce")
         return reduce(x, op=monoid, variant=variant, backend=backend, dtype=dtype, stats=stats, **knobs)
+    if axis is not None:
+        if variant == "memcpy":
+            raise ValueError("variant='memcpy' has no axis form")
+        from .segmented import scan_along_axis
+
+        return scan_along_axis(x, monoid, axis, kind, variant, backend, dtype, out, stats, knobs)
     inp = _prepare(x, backend, dtype)
     _check_out(out, inp, (inp.n,))
     spec = _spec(inp, variant, kind, monoid, stats is not None, knobs)
     if inp.n == 0:
-        if out is not None:
-            return out
-        if inp.on_device:
-            return inp.backend.empty((0,), inp.dtype.numpy, inp.queue)
-        return np.empty(0, inp.dtype.numpy)
+        return _empty_result(inp, out)
     return _run(inp, spec, inp.n, out, stats)
 
 
@@ -241,28 +275,69 @@ def reduce(
     return result[0]
 
 
-def cumsum(x: Any, dtype: Any = None, out: Any = None, *, exclusive: bool = False, **kwargs: Any) -> Any:
-    """Cumulative sum, like ``numpy.cumsum(x)`` but in ``x.dtype`` unless ``dtype`` is given.
+def cumsum(
+    x: Any,
+    axis: int | None = None,
+    dtype: Any = None,
+    out: Any = None,
+    *,
+    exclusive: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """Cumulative sum, like ``numpy.cumsum(x, axis)`` but in ``x.dtype`` unless ``dtype`` is given.
 
-    ``exclusive=True`` starts from 0 instead of the first element. Other keywords as
-    in :func:`scan`.
+    ``axis=None`` scans the flattened array; an axis scans every lane along it (rows
+    as segments, one pass). ``exclusive=True`` starts from 0 instead of the first
+    element. Other keywords as in :func:`scan`.
     """
-    return scan(x, "add", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, **kwargs)
+    return scan(
+        x, "add", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
+    )
 
 
-def cumprod(x: Any, dtype: Any = None, out: Any = None, *, exclusive: bool = False, **kwargs: Any) -> Any:
+def cumprod(
+    x: Any,
+    axis: int | None = None,
+    dtype: Any = None,
+    out: Any = None,
+    *,
+    exclusive: bool = False,
+    **kwargs: Any,
+) -> Any:
     """Cumulative product (see :func:`cumsum`)."""
-    return scan(x, "mul", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, **kwargs)
+    return scan(
+        x, "mul", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
+    )
 
 
-def cummax(x: Any, dtype: Any = None, out: Any = None, *, exclusive: bool = False, **kwargs: Any) -> Any:
+def cummax(
+    x: Any,
+    axis: int | None = None,
+    dtype: Any = None,
+    out: Any = None,
+    *,
+    exclusive: bool = False,
+    **kwargs: Any,
+) -> Any:
     """Running maximum, like ``numpy.maximum.accumulate`` (NaN propagates)."""
-    return scan(x, "max", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, **kwargs)
+    return scan(
+        x, "max", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
+    )
 
 
-def cummin(x: Any, dtype: Any = None, out: Any = None, *, exclusive: bool = False, **kwargs: Any) -> Any:
+def cummin(
+    x: Any,
+    axis: int | None = None,
+    dtype: Any = None,
+    out: Any = None,
+    *,
+    exclusive: bool = False,
+    **kwargs: Any,
+) -> Any:
     """Running minimum, like ``numpy.minimum.accumulate`` (NaN propagates)."""
-    return scan(x, "min", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, **kwargs)
+    return scan(
+        x, "min", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
+    )
 
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:

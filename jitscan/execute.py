@@ -27,13 +27,23 @@ def launch_plan(spec: ScanSpec, n: int) -> list[tuple[str, int]]:
 
 
 def run(
-    backend: Backend, queue: Any, spec: ScanSpec, src: Any, dst: Any, n: int, check: bool = True
+    backend: Backend,
+    queue: Any,
+    spec: ScanSpec,
+    src: Any,
+    dst: Any,
+    n: int,
+    check: bool = True,
+    heads: Any = None,
+    row_len: int = 0,
 ) -> dict[str, int] | None:
     """Scan ``n`` elements of contiguous ``src`` into ``dst`` (one element for a reduction).
 
     Returns the instrumentation counters when ``spec.stats`` is set. With ``check`` (the
     default) a look-back run waits for the kernel to read its deadlock flag; benchmarks
-    turn that off to keep launches back to back.
+    turn that off to keep launches back to back. Segmented specs take ``heads`` (a
+    contiguous uint8 array, nonzero at segment heads) or ``row_len`` (heads every
+    ``row_len`` elements).
 
     Raises
     ------
@@ -44,15 +54,21 @@ def run(
     in_buf, in_off = backend.buffer(src)
     out_buf, out_off = backend.buffer(dst)
     tiles = -(-n // spec.tile)
+    seg: list[Any] = []
+    if spec.segmented:
+        # with row_len the heads buffer is never read; any buffer will do
+        seg = [backend.buffer(heads)[0] if heads is not None else in_buf, row_len]
     if spec.variant == "memcpy":
         prog.launch("js_memcpy", tiles, [in_buf, in_off, out_buf, out_off, n])
         return None
     if spec.variant == "rts":
-        spine, _ = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "spine")
-        prog.launch("js_rts_reduce", tiles, [in_buf, in_off, n, spine])
+        spine, _ = backend.scratch(tiles * spec.element_bytes, queue, "spine")
+        prog.launch("js_rts_reduce", tiles, [in_buf, in_off, n, spine, *seg])
         prog.launch("js_rts_spine", 1, [spine, tiles, out_buf, out_off, spec.kind_code])
         if spec.kind != "reduce":
-            prog.launch("js_rts_scan", tiles, [in_buf, in_off, out_buf, out_off, n, spine, spec.kind_code])
+            prog.launch(
+                "js_rts_scan", tiles, [in_buf, in_off, out_buf, out_off, n, spine, spec.kind_code, *seg]
+            )
         return None
     # chained: control words (tile counter, deadlock flag, counters), then the tile
     # descriptors. Descriptors carry the launch's epoch, so stale ones read as
@@ -69,7 +85,7 @@ def run(
     elif spec.stats:
         backend.zero(ctrl, _CTRL_WORDS * 4, queue)  # the counters only
     _EPOCHS[key] = epoch
-    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, ctrl, spec.kind_code, epoch])
+    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, ctrl, spec.kind_code, epoch, *seg])
     if (spec.variant == "lookback" and check) or spec.stats:
         words = backend.read_u32(ctrl, _CTRL_WORDS, queue)
         if words[1]:

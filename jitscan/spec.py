@@ -15,6 +15,7 @@ from .monoid import Monoid
 
 VARIANTS = ("fallback", "lookback", "rts", "memcpy")
 KINDS = ("inclusive", "exclusive", "reduce")
+SEGMENTED = ("", "flags", "rows")
 KINDS_CODE = {"inclusive": 0, "exclusive": 1, "reduce": 2}
 TILE_STATES = ("packed", "split")
 #: variants that carry tile state between workgroups in one pass
@@ -62,6 +63,9 @@ class ScanSpec:
     min_blocks : int
         Occupancy hint: workgroups per multiprocessor the compiler should fit
         (CUDA ``__launch_bounds__``); 0 leaves it to the compiler.
+    segmented : {"", "flags", "rows"}
+        Plain scan, or a segmented one whose heads come from a uint8 flag array or
+        from a fixed row length (both launch arguments).
     """
 
     variant: str
@@ -79,11 +83,17 @@ class ScanSpec:
     block_every: int = 0
     stats: bool = False
     min_blocks: int = 0
+    segmented: str = ""
 
     def __post_init__(self) -> None:
         check_choice("variant", self.variant, VARIANTS)
         check_choice("kind", self.kind, KINDS)
         check_choice("tile_state", self.tile_state, TILE_STATES)
+        check_choice("segmented mode", self.segmented, SEGMENTED)
+        if self.segmented and self.vectors * self.vector_width > 64:
+            raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")
+        if self.segmented and self.variant == "memcpy":
+            raise ValueError("memcpy has no segmented form")
         self.monoid.check_dtype(self.dtype_info)
         for name in ("threads", "vectors", "vector_width", "subgroup", "lookback_width"):
             v = getattr(self, name)
@@ -142,8 +152,14 @@ class ScanSpec:
 
     @property
     def epoch_limit(self) -> int:
-        """Largest launch epoch the descriptor tag holds (tag = epoch << 2 | flag)."""
-        return (1 << (30 if self.tile_state == "packed" else 14)) - 1
+        """Largest launch epoch the descriptor tag holds (tag = epoch << 3 | head << 2 | flag)."""
+        return (1 << (29 if self.tile_state == "packed" else 13)) - 1
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes of one scanned element T: a (value, head) pair when segmented."""
+        size = self.dtype_info.itemsize
+        return 2 * size if self.segmented else size
 
     @property
     def state_word_bytes(self) -> int:

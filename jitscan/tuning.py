@@ -68,6 +68,7 @@ def spec_for(
     min_blocks: int | None = None,
     stats: bool = False,
     n: int | None = None,
+    segmented: str = "",
 ) -> ScanSpec:
     """The ScanSpec for one call: device defaults, overridden by the caller's knobs.
 
@@ -127,4 +128,5 @@ def spec_for(
         block_every=block,
         stats=stats,
         min_blocks=geo["min_blocks"],
+        segmented=segmented,
     )

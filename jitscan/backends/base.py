@@ -126,3 +126,11 @@ class Backend(ABC):
 
     @abstractmethod
     def shares_memory(self, a: Any, b: Any) -> bool: ...
+
+    @abstractmethod
+    def write(self, arr: Any, offset: int, host: np.ndarray) -> None:
+        """Copy ``host`` into ``arr`` starting at element ``offset``."""
+
+    @abstractmethod
+    def take(self, arr: Any, indices: np.ndarray) -> Any:
+        """A new device array of ``arr[indices]``."""

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import ENTRY_POINTS, SIGNATURES, render
+from ..kernels import ENTRY_POINTS, render, signature
 from ..spec import ScanSpec
 from .base import Backend, DeviceInfo, Program
 
@@ -46,7 +46,7 @@ class _CudaProgram(Program):
         self.stream: Any = None
 
     def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:
-        sig = SIGNATURES[entry]
+        sig = signature(entry, self.spec)
         conv = [a if kind == "buf" else _ARG_DTYPES[kind](a) for kind, a in zip(sig, args, strict=True)]
         with cupy.cuda.Device(self.device):
             self.kernels[entry]((groups,), (self.spec.threads,), tuple(conv), stream=self.stream)
@@ -162,6 +162,12 @@ class CupyBackend(Backend):
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         return bool(cupy.may_share_memory(a, b))
+
+    def write(self, arr: Any, offset: int, host: np.ndarray) -> None:
+        arr[offset : offset + host.size] = cupy.asarray(host, dtype=arr.dtype)
+
+    def take(self, arr: Any, indices: np.ndarray) -> Any:
+        return arr[cupy.asarray(indices)]
 
     def program(self, spec: ScanSpec, queue: _CudaQueue) -> _CudaProgram:
         spec = spec.program_spec()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import ENTRY_POINTS, SIGNATURES, render
+from ..kernels import ENTRY_POINTS, render, signature
 from ..spec import ScanSpec
 from .base import Backend, DeviceInfo, Program
 
@@ -52,7 +52,7 @@ class _CLProgram(Program):
         self.spec = spec
         self.kernels = {name: getattr(program, name) for name in ENTRY_POINTS[spec.variant]}
         for k in self.kernels.values():
-            k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in SIGNATURES[k.function_name]])
+            k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in signature(k.function_name, spec)])
 
     def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:
         t = self.spec.threads
@@ -246,6 +246,13 @@ class OpenCLBackend(Backend):
         a0, a1 = a.offset, a.offset + a.nbytes
         b0, b1 = b.offset, b.offset + b.nbytes
         return a0 < b1 and b0 < a1
+
+    def write(self, arr: Any, offset: int, host: np.ndarray) -> None:
+        arr[offset : offset + host.size].set(np.ascontiguousarray(host, dtype=arr.dtype))
+
+    def take(self, arr: Any, indices: np.ndarray) -> Any:
+        idx = cl_array.to_device(arr.queue, np.ascontiguousarray(indices, dtype=np.int64))
+        return cl_array.take(arr, idx)
 
     # -- compilation -------------------------------------------------------------------
     def program(self, spec: ScanSpec, queue: Any) -> _CLProgram:

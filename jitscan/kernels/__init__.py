@@ -25,6 +25,17 @@ SIGNATURES = {
     "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32", "u32"),
 }
 
+_SEGMENT_ARGS = ("buf", "size")  # head flags, row length
+
+
+def signature(entry: str, spec: ScanSpec) -> tuple[str, ...]:
+    """Argument kinds of ``entry`` as compiled for ``spec``."""
+    sig = SIGNATURES[entry]
+    if spec.segmented and entry in ("js_chained", "js_rts_reduce", "js_rts_scan"):
+        sig = sig + _SEGMENT_ARGS
+    return sig
+
+
 _FILES = {
     "memcpy": ("tile.h", "memcpy.c"),
     "rts": ("tile.h", "rts.c"),
@@ -47,12 +58,13 @@ def render(spec: ScanSpec, dialect: str | Dialect) -> str:
         f" * tile {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items, "
         f"subgroup {spec.subgroup}, tile state {spec.tile_state}, look-back width "
         f"{spec.lookback_width}, spin limit {spec.spin_limit}, simulated blocking "
-        f"{'1/' + str(spec.block_every) if spec.block_every else 'off'}. */\n"
+        f"{'1/' + str(spec.block_every) if spec.block_every else 'off'}"
+        f"{', segmented by ' + spec.segmented if spec.segmented else ''}. */\n"
     )
     spec = spec.program_spec()
-    parts = [header, d.prelude(spec), d.common(spec), d.epilogue(spec)]
+    parts = [header, d.prelude(spec), d.common(spec), d.epilogue(spec), d.shuffles(spec)]
     parts += [_read(name) for name in _FILES[spec.variant]]
     return "\n".join(parts)
 
 
-__all__ = ["ENTRY_POINTS", "SIGNATURES", "render", "DIALECTS"]
+__all__ = ["ENTRY_POINTS", "SIGNATURES", "render", "signature", "DIALECTS"]

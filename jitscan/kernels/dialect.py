@@ -27,17 +27,37 @@ class Dialect:
     def ctype(self, dtype: DType) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def literal(self, value: np.generic, dtype: DType) -> str:
-        """A C literal of type T for a NumPy scalar."""
+    def literal(self, value: np.generic, dtype: DType, ctype: str = "js_val") -> str:
+        """A C literal of type ``ctype`` for a NumPy scalar."""
         if dtype.is_float:
             v = float(value)
             if math.isnan(v):
-                return "((T)NAN)"
+                return f"(({ctype})NAN)"
             if math.isinf(v):
-                return "((T)INFINITY)" if v > 0 else "((T)-INFINITY)"
-            return f"((T){v.hex()}{'f' if dtype.itemsize == 4 else ''})"
+                return f"(({ctype})INFINITY)" if v > 0 else f"(({ctype})-INFINITY)"
+            return f"(({ctype}){v.hex()}{'f' if dtype.itemsize == 4 else ''})"
         bits = int(value) & ((1 << (8 * dtype.itemsize)) - 1)
-        return f"((T){hex(bits)}{self.u64_suffix})"
+        return f"(({ctype}){hex(bits)}{self.u64_suffix})"
+
+    def shuffles(self, spec: ScanSpec) -> str:
+        """JS_SHFL_UP / JS_SHFL_IDX on T, from the dialect's value and u32 shuffles."""
+        if not spec.shuffle:
+            return ""
+        if not spec.segmented:
+            return (
+                "#define JS_SHFL_UP(x, d) JS_SHFL_UP_V(x, d)\n#define JS_SHFL_IDX(x, s) JS_SHFL_IDX_V(x, s)\n"
+            )
+        return """JS_DEVICE_FN T js_shfl_up_pair(T x, js_u32 d)
+{
+    return js_pair(JS_SHFL_UP_U32(x.h, d), JS_SHFL_UP_V(x.v, d));
+}
+JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
+{
+    return js_pair(JS_SHFL_IDX_U32(x.h, s), JS_SHFL_IDX_V(x.v, s));
+}
+#define JS_SHFL_UP(x, d) js_shfl_up_pair(x, d)
+#define JS_SHFL_IDX(x, s) js_shfl_idx_pair(x, s)
+"""
 
     def prelude(self, spec: ScanSpec) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -65,18 +85,58 @@ class Dialect:
             f"#define JS_SPIN_LIMIT {spec.spin_limit}u",
             f"#define JS_BLOCK_EVERY {spec.block_every}u",
             f"#define JS_STATS {int(spec.stats)}",
-            f"typedef {self.ctype(dt)} T;",
+            f"typedef {self.ctype(dt)} js_val;",
             f"typedef {bits_type} js_bits;",
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",
             f"#define JS_FLAG_SHIFT {32 if packed else 16}",
             f"#define JS_PART_BITS {32 if packed else 16}",
             f"#define JS_NPARTS {spec.state_parts}",
-            f"#define JS_IDENTITY {self.literal(spec.monoid.identity_for(dt), dt)}",
+            f"#define JS_VIDENTITY {self.literal(spec.monoid.identity_for(dt), dt, 'js_val')}",
             f"#define JS_ISNAN(x) {'((x) != (x))' if dt.is_float else '0'}",
             "",
             f"/* op {spec.monoid.name}: a holds the earlier elements, b the later ones */",
-            f"JS_DEVICE_FN T js_op(T a, T b) {{ return ({spec.monoid.combine}); }}",
+            f"JS_DEVICE_FN js_val js_vop(js_val a, js_val b) {{ return ({spec.monoid.combine}); }}",
         ]
+        if spec.segmented:
+            lines += [
+                "",
+                "/* segmented: scan (head, value) pairs with the lifted operator */",
+                "#define JS_SEGMENTED 1",
+                "typedef struct { js_val v; js_u32 h; } T;",
+                "typedef js_u64 js_heads;",
+                "#define JS_SEG_PARAMS , JS_GLOBAL const js_u8* heads, js_size row_len",
+                "#define JS_SEG_ARGS , heads, row_len",
+                "JS_DEVICE_FN T js_pair(js_u32 h, js_val v) { T r; r.v = v; r.h = h; return r; }",
+                "#define JS_IDENTITY js_pair(0u, JS_VIDENTITY)",
+                "/* a head in b cuts off everything before it */",
+                "JS_DEVICE_FN T js_op(T a, T b) { return js_pair(a.h | b.h, b.h ? b.v : js_vop(a.v, b.v)); }",
+                "#define JS_VALUE_OF(x) ((x).v)",
+                "#define JS_PREFIX_DONE(p) ((p).h)",
+                "#define JS_STATE_BITS(x) JS_TO_BITS((x).v)",
+                "#define JS_STATE_EXTRA(x) ((x).h)",
+                "#define JS_STATE_MAKE(b, e) js_pair((e), JS_FROM_BITS(b))",
+                "#define JS_VLOAD_T(dst, ptr, vi) "
+                "do { for (js_u32 _e = 0; _e < JS_V; ++_e) (dst)[_e] = (ptr)[(vi) * JS_V + _e]; } while (0)",
+                "#define JS_VSTORE_T(src, ptr, vi) "
+                "do { for (js_u32 _e = 0; _e < JS_V; ++_e) (ptr)[(vi) * JS_V + _e] = (src)[_e]; } while (0)",
+            ]
+        else:
+            lines += [
+                "#define JS_SEGMENTED 0",
+                "typedef js_val T;",
+                "typedef js_u32 js_heads;",
+                "#define JS_SEG_PARAMS",
+                "#define JS_SEG_ARGS",
+                "#define JS_IDENTITY JS_VIDENTITY",
+                "#define js_op js_vop",
+                "#define JS_VALUE_OF(x) (x)",
+                "#define JS_PREFIX_DONE(p) 0",
+                "#define JS_STATE_BITS(x) JS_TO_BITS(x)",
+                "#define JS_STATE_EXTRA(x) 0u",
+                "#define JS_STATE_MAKE(b, e) JS_FROM_BITS(b)",
+                "#define JS_VLOAD_T JS_VLOAD",
+                "#define JS_VSTORE_T JS_VSTORE",
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -125,6 +185,7 @@ class OpenCLDialect(Dialect):
         else:
             lanes = "#define JS_LANE JS_LID\n#define JS_SG_ID 0u"
         body = f"""
+typedef uchar js_u8;
 typedef uint js_u32;
 typedef ulong js_u64;
 typedef long js_i64;
@@ -182,8 +243,10 @@ static inline uint js_shfl_idx_u32(uint v, uint s)
 }}
 static inline js_bits js_shfl_up_bits(js_bits v, uint d) {{ return {up}; }}
 static inline js_bits js_shfl_idx_bits(js_bits v, uint s) {{ return {idx}; }}
-#define JS_SHFL_UP(x, d) JS_FROM_BITS(js_shfl_up_bits(JS_TO_BITS(x), (d)))
-#define JS_SHFL_IDX(x, s) JS_FROM_BITS(js_shfl_idx_bits(JS_TO_BITS(x), (s)))
+#define JS_SHFL_UP_V(x, d) JS_FROM_BITS(js_shfl_up_bits(JS_TO_BITS(x), (d)))
+#define JS_SHFL_IDX_V(x, s) JS_FROM_BITS(js_shfl_idx_bits(JS_TO_BITS(x), (s)))
+#define JS_SHFL_UP_U32(x, d) js_shfl_up_u32((x), (d))
+#define JS_SHFL_IDX_U32(x, s) js_shfl_idx_u32((x), (s))
 """
 
 
@@ -239,7 +302,8 @@ class CUDADialect(Dialect):
             "float64": ("(js_u64)__double_as_longlong(x)", "__longlong_as_double((long long)(b))"),
         }[dt.name]
         launch_bounds = f"{spec.threads}, {spec.min_blocks}" if spec.min_blocks else f"{spec.threads}"
-        return f"""typedef unsigned int js_u32;
+        return f"""typedef unsigned char js_u8;
+typedef unsigned int js_u32;
 typedef unsigned long long js_u64;
 typedef long long js_i64;
 typedef unsigned long long js_size;
@@ -269,13 +333,15 @@ typedef unsigned long long js_size;
 #define JS_LOAD_SW(p) (*(volatile js_sw*)(p))
 #define JS_TO_BITS(x) {to_bits}
 #define JS_FROM_BITS(b) {from_bits}
+#define JS_SHFL_UP_U32 JS_SHFL_UP_V
+#define JS_SHFL_IDX_U32 JS_SHFL_IDX_V
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__)
-#define JS_SHFL_UP(x, d) __shfl_up((x), (d), JS_SG)
-#define JS_SHFL_IDX(x, s) __shfl((x), (s), JS_SG)
+#define JS_SHFL_UP_V(x, d) __shfl_up((x), (d), JS_SG)
+#define JS_SHFL_IDX_V(x, s) __shfl((x), (s), JS_SG)
 #define JS_SPIN_PAUSE() __builtin_amdgcn_s_sleep(1)
 #else
-#define JS_SHFL_UP(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
-#define JS_SHFL_IDX(x, s) __shfl_sync(0xffffffffu, (x), (s))
+#define JS_SHFL_UP_V(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
+#define JS_SHFL_IDX_V(x, s) __shfl_sync(0xffffffffu, (x), (s))
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 #define JS_SPIN_PAUSE() __nanosleep(32)
 #else

@@ -12,8 +12,8 @@
  * workgroup scan. Elsewhere the own tile is scanned before the loop, which keeps
  * the loop small and the own tile's registers out of it. */
 
-JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* out, js_size out_off,
-                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch)
+JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
+                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
@@ -40,13 +40,14 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
     int posts = !(JS_BLOCK_EVERY && tile % JS_BLOCK_EVERY == 0);
 
     T own[JS_P][JS_V], own_left[JS_P], agg = JS_IDENTITY;
+    js_heads own_heads = 0, other_heads;
     js_stats st = {0u, 0u, 0u, 0u};
     js_walk w = {JS_IDENTITY, 0, 0u};
     js_i64 cur = (js_i64)tile - 1;
 
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
-    js_load_tile(in, base, n, own);
+    js_load_input(in, base, n, own, &own_heads JS_SEG_ARGS);
     agg = js_scan_tile(own, own_left, &sh);
     if (lid == 0) {
         if (posts)
@@ -64,7 +65,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
         if (step == JS_LB_OWN || step == JS_LB_FALLBACK) {
             js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb_cur;
             T x[JS_P][JS_V], left[JS_P];
-            js_load_tile(in, (js_size)which * JS_TILE, n, x);
+            js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_ARGS);
             T a = js_scan_tile(x, left, &sh);
             /* every thread has read `step` before thread 0 overwrites it below */
             JS_BARRIER();
@@ -78,6 +79,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
                         own[j][e] = x[j][e];
                 }
                 agg = a;
+                own_heads = other_heads;
                 if (lid == 0) {
                     if (posts)
                         js_post(state, epoch, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, a);
@@ -112,9 +114,9 @@ JS_KERNEL void js_chained(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* ou
 
     if (kind == JS_KIND_REDUCE) {
         if (lid == 0 && base + JS_TILE >= n)
-            out[0] = tile ? js_op(prefix, agg) : agg;
+            out[0] = JS_VALUE_OF(tile ? js_op(prefix, agg) : agg);
     } else {
-        js_store_scanned(out, base, n, own, own_left, prefix, tile > 0, kind == JS_KIND_EXCLUSIVE);
+        js_store_output(out, base, n, own, own_left, prefix, tile > 0, kind == JS_KIND_EXCLUSIVE, own_heads);
     }
 
 #if JS_STATS

@@ -55,7 +55,8 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
         if (f == JS_NOT_READY)
             break;
         js_walk_take(w, sh->lb_val[k]);
-        done = f == JS_INCLUSIVE;
+        /* a segment head completes the prefix: nothing before it matters */
+        done = f == JS_INCLUSIVE || JS_PREFIX_DONE(w->prefix);
         ++k;
     }
     st->steps += k;
@@ -94,5 +95,5 @@ JS_DEVICE_FN js_u32 js_fallback_take(JS_GLOBAL js_sw* state, js_u32 epoch, js_i6
     js_walk_take(w, inclusive ? found : agg);
     w->spins = 0;
     *cur -= 1;
-    return (inclusive || *cur < 0) ? JS_LB_DONE : JS_LB_LOOK;
+    return (inclusive || *cur < 0 || JS_PREFIX_DONE(w->prefix)) ? JS_LB_DONE : JS_LB_LOOK;
 }

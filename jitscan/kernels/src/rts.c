@@ -2,12 +2,13 @@
  * workgroup ever waits on another, so it needs no forward-progress guarantee. */
 
 /* 1. every tile's aggregate into the spine */
-JS_KERNEL void js_rts_reduce(JS_GLOBAL const T* in, js_size in_off, js_size n, JS_GLOBAL T* spine)
+JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size n, JS_GLOBAL T* spine JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
     T x[JS_P][JS_V], left[JS_P];
-    js_load_tile(in + in_off, (js_size)tile * JS_TILE, n, x);
+    js_heads own;
+    js_load_input(in + in_off, (js_size)tile * JS_TILE, n, x, &own JS_SEG_ARGS);
     T agg = js_scan_tile(x, left, &sh);
     if (JS_LID == 0)
         spine[tile] = agg;
@@ -15,7 +16,7 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const T* in, js_size in_off, js_size n, J
 
 /* 2. one workgroup turns the spine into exclusive prefixes, a tile of it at a time;
  *    for a reduction the grand total goes to out[0] instead */
-JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL T* out, js_size out_off, js_u32 kind)
+JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val* out, js_size out_off, js_u32 kind)
 {
     JS_LOCAL_DECL js_shared sh;
     T run = JS_IDENTITY;
@@ -24,24 +25,37 @@ JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL T* out
         T x[JS_P][JS_V], left[JS_P];
         js_load_tile(spine, base, ntiles, x);
         T agg = js_scan_tile(x, left, &sh);
-        if (kind != JS_KIND_REDUCE)
-            js_store_scanned(spine, base, ntiles, x, left, run, have, 1);
+        if (kind != JS_KIND_REDUCE) {
+            /* exclusive prefixes, in place: the spine holds (head, value) pairs when
+             * segmented, so this stores whole T, not values */
+            T y[JS_P][JS_V];
+#pragma unroll
+            for (js_u32 j = 0; j < JS_P; ++j) {
+                T l = have ? js_op(run, left[j]) : left[j];
+                y[j][0] = l;
+#pragma unroll
+                for (js_u32 e = 1; e < JS_V; ++e)
+                    y[j][e] = js_op(l, x[j][e - 1]);
+            }
+            js_store_tile(spine, base, ntiles, y);
+        }
         run = have ? js_op(run, agg) : agg;
         have = 1;
     }
     if (kind == JS_KIND_REDUCE && JS_LID == 0)
-        out[out_off] = run;
+        out[out_off] = JS_VALUE_OF(run);
 }
 
 /* 3. every tile scanned again, seeded with its prefix from the spine */
-JS_KERNEL void js_rts_scan(JS_GLOBAL const T* in, js_size in_off, JS_GLOBAL T* out, js_size out_off,
-                           js_size n, JS_GLOBAL const T* spine, js_u32 kind)
+JS_KERNEL void js_rts_scan(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
+                           js_size n, JS_GLOBAL const T* spine, js_u32 kind JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
     js_size base = (js_size)tile * JS_TILE;
     T x[JS_P][JS_V], left[JS_P];
-    js_load_tile(in + in_off, base, n, x);
+    js_heads own;
+    js_load_input(in + in_off, base, n, x, &own JS_SEG_ARGS);
     js_scan_tile(x, left, &sh);
-    js_store_scanned(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE);
+    js_store_output(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }

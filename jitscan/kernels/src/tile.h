@@ -56,7 +56,7 @@ JS_DEVICE_FN void js_load_tile(JS_GLOBAL const T* in, js_size base, js_size n, T
     if (base + JS_TILE <= n) {
 #pragma unroll
         for (js_u32 j = 0; j < JS_P; ++j)
-            JS_VLOAD(x[j], in + base, js_vec_index(j));
+            JS_VLOAD_T(x[j], in + base, js_vec_index(j));
     } else {
 #pragma unroll
         for (js_u32 j = 0; j < JS_P; ++j) {
@@ -73,7 +73,7 @@ JS_DEVICE_FN void js_store_tile(JS_GLOBAL T* out, js_size base, js_size n, T y[J
     if (base + JS_TILE <= n) {
 #pragma unroll
         for (js_u32 j = 0; j < JS_P; ++j)
-            JS_VSTORE(y[j], out + base, js_vec_index(j));
+            JS_VSTORE_T(y[j], out + base, js_vec_index(j));
     } else {
 #pragma unroll
         for (js_u32 j = 0; j < JS_P; ++j) {
@@ -197,12 +197,102 @@ JS_DEVICE_FN T js_scan_tile(T x[JS_P][JS_V], T left[JS_P], JS_LOCAL_PTR js_share
 #endif
 }
 
+/* ---- element layer: what the input and output arrays hold -------------------------
+ * Plain scans: T is the element type itself. Segmented scans: T is a (head, value)
+ * pair, built from the values and the head flags (a uint8 array, or every row_len-th
+ * element when row_len != 0), and only values are stored. */
+
+JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n, js_val y[JS_P][JS_V])
+{
+    if (base + JS_TILE <= n) {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j)
+            JS_VSTORE(y[j], out + base, js_vec_index(j));
+    } else {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                if (first + e < n)
+                    out[first + e] = y[j][e];
+        }
+    }
+}
+
+#if JS_SEGMENTED
+/* Loads values and heads; own receives this thread's head bits (bit j*JS_V+e). */
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, T x[JS_P][JS_V],
+                                js_heads* own JS_SEG_PARAMS)
+{
+    js_heads mask = 0;
+    int full = base + JS_TILE <= n;
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_size first = base + js_vec_index(j) * JS_V;
+        js_val v[JS_V];
+        if (full) {
+            JS_VLOAD(v, in + base, js_vec_index(j));
+        } else {
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                v[e] = first + e < n ? in[first + e] : JS_VIDENTITY;
+        }
+        /* position within the row, advanced instead of divided per element */
+        js_size r = row_len ? first % row_len : 0;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e) {
+            js_u32 h;
+            if (first + e >= n)
+                h = 0u;
+            else if (row_len)
+                h = r == 0;
+            else
+                h = heads[first + e] != 0;
+            r = r + 1 == row_len ? 0 : r + 1;
+            x[j][e] = js_pair(h, v[e]);
+            mask |= (js_heads)h << (j * JS_V + e);
+        }
+    }
+    *own = mask;
+}
+
+/* Exclusive: a head starts its segment from the identity. */
+JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, T x[JS_P][JS_V],
+                                  T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads own)
+{
+    js_val y[JS_P][JS_V];
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        T l = has_prefix ? js_op(prefix, left[j]) : left[j];
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e) {
+            if (exclusive) {
+                int head = (int)((own >> (j * JS_V + e)) & 1u);
+                T before = e ? js_op(l, x[j][e - 1]) : l;
+                y[j][e] = head ? JS_VIDENTITY : before.v;
+            } else {
+                y[j][e] = js_op(l, x[j][e]).v;
+            }
+        }
+    }
+    js_store_values(out, base, n, y);
+}
+#else
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, T x[JS_P][JS_V],
+                                js_heads* own)
+{
+    *own = 0;
+    js_load_tile(in, base, n, x);
+}
+
 /* Writes the scan of a tile whose predecessors combine to `prefix` (ignored when
  * has_prefix is 0, as for the first tile). */
-JS_DEVICE_FN void js_store_scanned(JS_GLOBAL T* out, js_size base, js_size n, T x[JS_P][JS_V],
-                                   T left[JS_P], T prefix, int has_prefix, int exclusive)
+JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, T x[JS_P][JS_V],
+                                  T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads own)
 {
     T y[JS_P][JS_V];
+    (void)own;
 #pragma unroll
     for (js_u32 j = 0; j < JS_P; ++j) {
         T l = has_prefix ? js_op(prefix, left[j]) : left[j];
@@ -217,5 +307,6 @@ JS_DEVICE_FN void js_store_scanned(JS_GLOBAL T* out, js_size base, js_size n, T 
                 y[j][e] = js_op(l, x[j][e]);
         }
     }
-    js_store_tile(out, base, n, y);
+    js_store_values(out, base, n, y);
 }
+#endif

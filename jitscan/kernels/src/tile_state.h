@@ -4,7 +4,8 @@
  * Every word carries a tag in its top bits and JS_PART_BITS bits of the value below:
  *   packed: 64-bit words, 32 value bits and a 32-bit tag (one word for a 32-bit type);
  *   split:  32-bit words, 16 value bits and a 16-bit tag (the SPAA 2025 encoding).
- * The tag is (epoch << 2 | flag). The host passes a new epoch to every launch, so
+ * The tag is (epoch << 3 | extra << 2 | flag), extra being the head bit of a segmented
+ * scan's (head, value) pair. The host passes a new epoch to every launch, so
  * descriptors left by earlier launches read as NOT_READY and need no clearing: the
  * buffer is zeroed only when it is new or the epoch would overflow the tag.
  * A reader accepts a descriptor only when all its words show the same flag. That is
@@ -17,24 +18,27 @@
 
 #define JS_PART_MASK (((js_sw)1 << JS_PART_BITS) - 1)
 
-JS_DEVICE_FN js_sw js_state_word(js_u32 epoch, js_u32 flag, js_bits bits, js_u32 part)
+JS_DEVICE_FN js_sw js_state_word(js_u32 epoch, js_u32 flag, js_u32 extra, js_bits bits, js_u32 part)
 {
-    return ((js_sw)(epoch << 2 | flag) << JS_FLAG_SHIFT) | ((js_sw)(bits >> (part * JS_PART_BITS)) & JS_PART_MASK);
+    js_u32 tag = epoch << 3 | extra << 2 | flag;
+    return ((js_sw)tag << JS_FLAG_SHIFT) | ((js_sw)(bits >> (part * JS_PART_BITS)) & JS_PART_MASK);
 }
 
-/* The flag of a word in this launch: words of earlier launches are NOT_READY. */
+/* flag and extra bit (extra << 2 | flag) of a word in this launch; words of earlier
+ * launches are NOT_READY */
 JS_DEVICE_FN js_u32 js_flag_of(js_sw w, js_u32 epoch)
 {
     js_u32 tag = (js_u32)(w >> JS_FLAG_SHIFT);
-    return (tag >> 2) == epoch ? (tag & 3u) : JS_NOT_READY;
+    return (tag >> 3) == epoch ? (tag & 7u) : JS_NOT_READY;
 }
 
 JS_DEVICE_FN void js_post(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, js_u32 flag, T value)
 {
-    js_bits bits = JS_TO_BITS(value);
+    js_bits bits = JS_STATE_BITS(value);
+    js_u32 extra = JS_STATE_EXTRA(value);
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p)
-        JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p, js_state_word(epoch, flag, bits, p));
+        JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p, js_state_word(epoch, flag, extra, bits, p));
 }
 
 /* Returns the flag and, unless NOT_READY, the value of a descriptor. Words caught
@@ -53,8 +57,8 @@ JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T
             flag = JS_NOT_READY;
         bits |= (js_bits)(w & JS_PART_MASK) << (p * JS_PART_BITS);
     }
-    *value = JS_FROM_BITS(bits);
-    return flag;
+    *value = JS_STATE_MAKE(bits, flag >> 2);
+    return flag & 3u;
 }
 
 /* Fallback insertion: posts `value` as READY unless the tile got further. Returns 1 when
@@ -63,20 +67,22 @@ JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T
 JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T value, int* inclusive,
                            T* found)
 {
-    js_bits bits = JS_TO_BITS(value), old_bits = 0;
+    js_bits bits = JS_STATE_BITS(value), old_bits = 0;
+    js_u32 extra = JS_STATE_EXTRA(value), old_extra = 0;
     int all_inclusive = 1, inserted = 0;
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p) {
         js_sw old = JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p,
-                                     js_state_word(epoch, JS_READY, bits, p));
+                                     js_state_word(epoch, JS_READY, extra, bits, p));
         js_u32 f = js_flag_of(old, epoch);
         if (p == 0 && f == JS_NOT_READY)
             inserted = 1;
-        if (f != JS_INCLUSIVE)
+        if ((f & 3u) != JS_INCLUSIVE)
             all_inclusive = 0;
+        old_extra = f >> 2;
         old_bits |= (js_bits)(old & JS_PART_MASK) << (p * JS_PART_BITS);
     }
     *inclusive = all_inclusive;
-    *found = JS_FROM_BITS(old_bits);
+    *found = JS_STATE_MAKE(old_bits, old_extra);
     return inserted;
 }

@@ -1,0 +1,272 @@
+"""Segmented scans against a NumPy reference: ragged segments, heads at tile edges, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import (
+    DTYPES,
+    FFILL,
+    assert_scan_equal,
+    op_dtype_pairs,
+    poison,
+    random_input,
+    reference,
+    tile_size,
+)
+
+import jitscan
+from jitscan import backends
+
+VARIANTS = ("fallback", "lookback", "rts")
+
+
+def lengths(rng: np.random.Generator, n: int, mean: float) -> np.ndarray:
+    """Random segment lengths (geometric, empty segments included) that sum to n."""
+    out = []
+    total = 0
+    while total < n:
+        k = int(rng.geometric(1.0 / (mean + 1.0))) - 1
+        k = min(k, n - total)
+        out.append(k)
+        total += k
+    return np.array(out, dtype=np.int64)
+
+
+def offsets_of(lens: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+
+
+def seg_reference(x: np.ndarray, off: np.ndarray, op: object, kind: str) -> np.ndarray:
+    """Scan each segment on its own with the flat reference."""
+    out = np.empty(x.size, dtype=np.float64 if x.dtype.kind == "f" else x.dtype)
+    for s, e in zip(off[:-1], off[1:], strict=True):
+        if e > s:
+            out[s:e] = reference(x[s:e], op, kind)
+    return out
+
+
+def seg_reduce_reference(x: np.ndarray, off: np.ndarray, op: object) -> np.ndarray:
+    m = op if isinstance(op, jitscan.Monoid) else jitscan.BUILTIN_OPS[op]
+    ident = m.identity_for(jitscan.dtypes.lookup(x.dtype.name))
+    return np.array(
+        [reference(x[s:e], op, "reduce") if e > s else ident for s, e in zip(off[:-1], off[1:], strict=True)]
+    )
+
+
+def run_segmented(backend, x, op, kind, variant, offsets=None, flags=None, **knobs):
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    out = b.to_device(poison(x.size, x.dtype.name), q)
+    res = jitscan.segmented_scan(
+        b.to_device(x, q), offsets=offsets, flags=flags, op=op, kind=kind, variant=variant, out=out, **knobs
+    )
+    assert res is out
+    return b.to_host(out)
+
+
+def check_ops(backend, rng, variant, op, dtype):
+    tile = tile_size(backend, dtype)
+    for mean in (1, 10, 1000):
+        n = 3 * tile + 17
+        off = offsets_of(lengths(rng, n, mean))
+        x = random_input(rng, n, dtype, op)
+        for kind in ("inclusive", "exclusive"):
+            got = run_segmented(backend, x, op, kind, variant, offsets=off)
+            assert_scan_equal(got, seg_reference(x, off, op, kind), x, op)
+
+
+@pytest.mark.parametrize(("op", "dtype"), op_dtype_pairs())
+def test_every_op_and_dtype_per_segment(backend, rng, op, dtype):
+    check_ops(backend, rng, "fallback", op, dtype)
+
+
+# the other variants share the element layer and the lifted operator with fallback:
+# two ops per dtype keep the PoCL compile count (about 3 s a program) in bounds
+@pytest.mark.parametrize("variant", ["lookback", "rts"])
+@pytest.mark.parametrize("op", ["add", "max"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_other_variants_per_segment(backend, rng, variant, op, dtype):
+    check_ops(backend, rng, variant, op, dtype)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_non_commutative_monoid_per_segment(backend, rng, variant, dtype):
+    n = 4 * tile_size(backend, dtype) + 1
+    off = offsets_of(lengths(rng, n, 10))
+    x = random_input(rng, n, dtype, FFILL)
+    for kind in ("inclusive", "exclusive"):
+        got = run_segmented(backend, x, FFILL, kind, variant, offsets=off)
+        assert_scan_equal(got, seg_reference(x, off, FFILL, kind), x, FFILL)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_segment_shapes_that_trip_scans_up(backend, rng, variant):
+    tile = tile_size(backend, "int32")
+    n = 12 * tile
+    cases = {
+        "one segment over everything": np.array([0, n]),
+        "a head on every element": np.arange(n + 1),
+        "heads exactly at tile boundaries": np.arange(0, n + 1, tile),
+        "heads one after tile boundaries": np.concatenate([[0], np.arange(1, n, tile), [n]]),
+        "empty segments everywhere": np.repeat(np.arange(0, n + 1, 7 * tile // 3), 3)[2:],
+        "segments spanning many tiles": np.array([0, 1, 5 * tile + 3, 5 * tile + 3, n - 1, n]),
+        "one huge segment among tiny ones": offsets_of(
+            np.concatenate([np.ones(50, int), [n - 100], np.ones(50, int)])
+        ),
+    }
+    for name, off in cases.items():
+        off = np.unique(off) if name != "empty segments everywhere" else np.sort(off)
+        off[0], off[-1] = 0, n
+        x = random_input(rng, n, "int32")
+        for kind in ("inclusive", "exclusive"):
+            got = run_segmented(backend, x, "add", kind, variant, offsets=off)
+            assert_scan_equal(got, seg_reference(x, off, "add", kind), x), name
+
+
+@pytest.mark.parametrize("tile_state", ["packed", "split"])
+@pytest.mark.parametrize("every", [2, 64])
+def test_fallback_under_simulated_blocking(backend, rng, tile_state, every):
+    tiles = max(2 * every, 40)
+    n = tiles * tile_size(backend, "int64") - 3
+    for mean in (1, 10, 1000):
+        off = offsets_of(lengths(rng, n, mean))
+        x = random_input(rng, n, "int64")
+        stats: dict = {}
+        got = run_segmented(
+            backend,
+            x,
+            "add",
+            "inclusive",
+            "fallback",
+            offsets=off,
+            tile_state=tile_state,
+            simulate_blocking=every,
+            spin_limit=4,
+            stats=stats,
+        )
+        assert_scan_equal(got, seg_reference(x, off, "add", "inclusive"), x)
+        assert stats["fallbacks"] >= 1
+
+
+def test_flags_give_the_same_segments_as_offsets(backend, rng):
+    b = backends.get(backend)
+    n = 5 * tile_size(backend, "float32") + 9
+    off = offsets_of(lengths(rng, n, 10))
+    x = random_input(rng, n, "float32")
+    heads = np.zeros(n, dtype=bool)
+    heads[off[:-1][off[:-1] < off[1:]]] = True
+    ref = seg_reference(x, off, "add", "inclusive")
+    for flags in (
+        heads,
+        heads.astype(np.uint8),
+        heads.astype(np.int32),
+        b.to_device(heads.astype(np.uint8), b.queue_of(None)),
+    ):
+        assert_scan_equal(run_segmented(backend, x, "add", "inclusive", "fallback", flags=flags), ref, x)
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min", "mul"])
+def test_segmented_reduce_gives_one_value_per_segment(backend, rng, op):
+    b = backends.get(backend)
+    n = 6 * tile_size(backend, "int32") + 5
+    off = offsets_of(lengths(rng, n, 10))
+    x = random_input(rng, n, "int32", op)
+    ref = seg_reduce_reference(x, off, op)
+    np.testing.assert_array_equal(jitscan.segmented_reduce(x, offsets=off, op=op, backend=backend), ref)
+    dev = jitscan.segmented_reduce(b.to_device(x, b.queue_of(None)), offsets=off, op=op)
+    assert b.owns(dev)
+    np.testing.assert_array_equal(b.to_host(dev), ref)
+
+
+def test_empty_inputs():
+    assert jitscan.segmented_cumsum(np.empty(0, np.int32), offsets=np.array([0])).shape == (0,)
+    np.testing.assert_array_equal(
+        jitscan.segmented_reduce(np.empty(0, np.int32), offsets=np.array([0, 0, 0])), [0, 0]
+    )
+    np.testing.assert_array_equal(
+        jitscan.segmented_reduce(np.array([5], np.int32), offsets=[0, 0, 1], op="max"),
+        [np.iinfo(np.int32).min, 5],
+    )
+
+
+def test_segmented_cumsum_wrapper(rng):
+    x = random_input(rng, 1000, "int32")
+    off = offsets_of(lengths(rng, 1000, 10))
+    np.testing.assert_array_equal(
+        jitscan.segmented_cumsum(x, offsets=off), seg_reference(x, off, "add", "inclusive")
+    )
+    np.testing.assert_array_equal(
+        jitscan.segmented_cumsum(x, offsets=off, exclusive=True), seg_reference(x, off, "add", "exclusive")
+    )
+
+
+# -- batched scans along an axis --------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(7, 1000), (3, 4, 513), (1, 1), (5, 0), (2000, 3)])
+def test_cumsum_along_every_axis_matches_numpy(rng, shape):
+    x = rng.integers(-50, 50, shape).astype(np.int64)
+    for axis in range(-len(shape), len(shape)):
+        np.testing.assert_array_equal(jitscan.cumsum(x, axis=axis), np.cumsum(x, axis=axis))
+    np.testing.assert_array_equal(jitscan.cummax(x, axis=0), np.maximum.accumulate(x, axis=0))
+
+
+def test_axis_on_device_arrays(backend, rng):
+    b = backends.get(backend)
+    x = rng.integers(-50, 50, (37, 301)).astype(np.float32)
+    xd = b.to_device(x, b.queue_of(None))
+    for axis in (0, 1, -1):
+        y = jitscan.cumsum(xd, axis=axis)
+        assert b.owns(y) and tuple(y.shape) == x.shape
+        np.testing.assert_array_equal(b.to_host(y), np.cumsum(x, axis=axis))
+
+
+def test_axis_out_of_bounds():
+    with pytest.raises(ValueError, match="out of bounds"):
+        jitscan.cumsum(np.ones((2, 3), np.int32), axis=2)
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+X = np.arange(10, dtype=np.int32)
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        (np.array([1, 5, 10]), r"start at 0: offsets\[0\] == 1"),
+        (np.array([0, 5, 9]), r"end at n == 10: offsets\[2\] == 9"),
+        (np.array([0, 6, 4, 10]), r"non-decreasing: offsets\[2\] == 4 < offsets\[1\] == 6"),
+        (np.array([0.0, 10.0]), "integer dtype"),
+        (np.array([]), "non-empty"),
+    ],
+)
+def test_bad_offsets_name_the_problem_and_the_first_bad_index(offsets, message):
+    with pytest.raises(ValueError, match=message):
+        jitscan.segmented_cumsum(X, offsets=offsets)
+
+
+def test_flags_of_the_wrong_length():
+    with pytest.raises(ValueError, match="one entry per value: 9 flags for 10 values"):
+        jitscan.segmented_cumsum(X, flags=np.ones(9, bool))
+
+
+def test_both_or_neither_of_flags_and_offsets():
+    with pytest.raises(ValueError, match="exactly one"):
+        jitscan.segmented_cumsum(X)
+    with pytest.raises(ValueError, match="exactly one"):
+        jitscan.segmented_cumsum(X, offsets=[0, 10], flags=np.ones(10, bool))
+
+
+def test_awkward_arrays_keep_their_structure(rng):
+    ak = pytest.importorskip("awkward", reason="awkward is an optional dependency")
+    lists = [list(rng.integers(0, 9, k)) for k in (3, 0, 1, 7, 2)]
+    arr = ak.Array(lists)
+    y = jitscan.segmented_cumsum(arr)
+    assert isinstance(y, ak.Array)
+    assert y.tolist() == [list(np.cumsum(v)) for v in lists]
+    np.testing.assert_array_equal(
+        jitscan.segmented_reduce(arr, op="max"), [max(v) if v else np.iinfo(np.int64).min for v in lists]
+    )
