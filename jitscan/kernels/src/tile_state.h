@@ -68,21 +68,20 @@ JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T 
                            T* found)
 {
     js_bits bits = JS_STATE_BITS(value), old_bits = 0;
-    js_u32 extra = JS_STATE_EXTRA(value), old_extra = 0;
-    int all_inclusive = 1, inserted = 0;
+    js_u32 extra = JS_STATE_EXTRA(value), first = 0;
+    int all_inclusive = 1;
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p) {
         js_sw old = JS_ATOMIC_MAX_SW(state + (js_size)tile * JS_NPARTS + p,
                                      js_state_word(epoch, JS_READY, extra, bits, p));
         js_u32 f = js_flag_of(old, epoch);
-        if (p == 0 && f == JS_NOT_READY)
-            inserted = 1;
+        if (p == 0)
+            first = f;
         if ((f & 3u) != JS_INCLUSIVE)
             all_inclusive = 0;
-        old_extra = f >> 2;
         old_bits |= (js_bits)(old & JS_PART_MASK) << (p * JS_PART_BITS);
     }
     *inclusive = all_inclusive;
-    *found = JS_STATE_MAKE(old_bits, old_extra);
-    return inserted;
+    *found = JS_STATE_MAKE(old_bits, first >> 2);
+    return first == JS_NOT_READY;
 }
