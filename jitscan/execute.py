@@ -85,7 +85,23 @@ def run(
     elif spec.stats:
         backend.zero(ctrl, _CTRL_WORDS * 4, queue)  # the counters only
     _EPOCHS[key] = epoch
-    prog.launch("js_chained", tiles, [in_buf, in_off, out_buf, out_off, n, ctrl, spec.kind_code, epoch, *seg])
+    prog.launch(
+        "js_chained",
+        tiles,
+        [
+            in_buf,
+            in_off,
+            out_buf,
+            out_off,
+            n,
+            ctrl,
+            spec.kind_code,
+            epoch,
+            spec.spin_limit,
+            spec.block_every,
+            *seg,
+        ],
+    )
     if (spec.variant == "lookback" and check) or spec.stats:
         words = backend.read_u32(ctrl, _CTRL_WORDS, queue)
         if words[1]:

@@ -127,9 +127,11 @@ class ScanSpec:
     def program_spec(self) -> ScanSpec:
         """This spec with the launch-time fields normalized: the key of a compiled program.
 
-        The kind only decides the final stores, so one program serves all kinds.
+        The kind only decides the final stores, and the spin limit and simulated
+        blocking are read once per workgroup, so all three are launch arguments: one
+        program serves every value of them.
         """
-        return replace(self, kind="inclusive")
+        return replace(self, kind="inclusive", spin_limit=0, block_every=0)
 
     @property
     def dtype_info(self) -> DType:

@@ -132,8 +132,17 @@ def test_lookback_watchdog_reports_a_deadlock_instead_of_hanging(backend, rng):
     )
 
 
-def test_spin_limit_reaches_the_kernel():
-    assert "#define JS_SPIN_LIMIT 7u" in jitscan.source("int32", spin_limit=7, backend="opencl")
+def test_spin_limit_and_blocking_are_launch_arguments_of_one_program(backend, rng):
+    src = jitscan.source("int32", spin_limit=7, simulate_blocking=3, backend="opencl")
+    assert "launch argument spin_limit = 7" in src and "launch argument block_every = 3" in src
+    b = backends.get(backend)
+    x = random_input(rng, 20 * tile_size(backend, "int32"), "int32")
+    jitscan.cumsum(x, backend=backend, spin_limit=5)
+    before = b.compiled_count
+    for k in (2, 7, 100):
+        y = jitscan.cumsum(x, backend=backend, spin_limit=k, simulate_blocking=k)
+        assert_scan_equal(y, reference(x, "add", "inclusive"), x)
+    assert b.compiled_count == before
 
 
 def _is_pocl() -> bool:

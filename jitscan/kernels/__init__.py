@@ -22,7 +22,7 @@ SIGNATURES = {
     "js_rts_reduce": ("buf", "size", "size", "buf"),
     "js_rts_spine": ("buf", "size", "buf", "size", "u32"),
     "js_rts_scan": ("buf", "size", "buf", "size", "size", "buf", "u32"),
-    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32", "u32"),
+    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32"),
 }
 
 _SEGMENT_ARGS = ("buf", "size")  # head flags, row length
@@ -57,9 +57,13 @@ def render(spec: ScanSpec, dialect: str | Dialect) -> str:
         f"lowered to {d.name}.\n"
         f" * tile {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items, "
         f"subgroup {spec.subgroup}, tile state {spec.tile_state}, look-back width "
-        f"{spec.lookback_width}, spin limit {spec.spin_limit}, simulated blocking "
+        f"{spec.lookback_width}; launched with spin limit {spec.spin_limit}, simulated blocking "
         f"{'1/' + str(spec.block_every) if spec.block_every else 'off'}"
         f"{', segmented by ' + spec.segmented if spec.segmented else ''}. */\n"
+    )
+    header += "".join(
+        f"/* launch argument {k} = {v} */\n"
+        for k, v in (("spin_limit", spec.spin_limit), ("block_every", spec.block_every))
     )
     spec = spec.program_spec()
     parts = [header, d.prelude(spec), d.common(spec), d.epilogue(spec), d.shuffles(spec)]

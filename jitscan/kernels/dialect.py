@@ -82,8 +82,6 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             "#define JS_KIND_REDUCE 2",
             f"#define JS_FALLBACK {int(spec.variant == 'fallback')}",
             f"#define JS_LB_W {spec.lookback_width}",
-            f"#define JS_SPIN_LIMIT {spec.spin_limit}u",
-            f"#define JS_BLOCK_EVERY {spec.block_every}u",
             f"#define JS_STATS {int(spec.stats)}",
             f"typedef {self.ctype(dt)} js_val;",
             f"typedef {bits_type} js_bits;",

@@ -13,7 +13,7 @@
  * the loop small and the own tile's registers out of it. */
 
 JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
-                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch JS_SEG_PARAMS)
+                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
@@ -35,14 +35,14 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     if (lid == 0 && base + JS_TILE >= n)
         JS_ATOMIC_XCHG_U32(ctrl + JS_CTRL_TILE, 0u);
 
-    /* Simulated blocking: 1 in JS_BLOCK_EVERY tiles never posts, as if its
-     * workgroup had been descheduled for good; successors must fall back. */
-    int posts = !(JS_BLOCK_EVERY && tile % JS_BLOCK_EVERY == 0);
+    /* Simulated blocking: 1 in block_every tiles never posts, as if its workgroup
+     * had been descheduled for good; successors must fall back. */
+    int posts = !(block_every && tile % block_every == 0);
 
     T own[JS_P][JS_V], own_left[JS_P], agg = JS_IDENTITY;
     js_heads own_heads = 0, other_heads;
     js_stats st = {0u, 0u, 0u, 0u};
-    js_walk w = {JS_IDENTITY, 0, 0u};
+    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit};
     js_i64 cur = (js_i64)tile - 1;
 
 #if !JS_ONE_SCAN_SITE

@@ -5,7 +5,7 @@
  * non-commutative operator stays in order) until an INCLUSIVE one ends the walk.
  * A NOT_READY predecessor stops the walk and the window is read again: a spin.
  *
- * After JS_SPIN_LIMIT spins on the same predecessor:
+ * After spin_limit spins on the same predecessor:
  *   fallback (JS_FALLBACK 1): the whole workgroup reduces that tile's input itself,
  *     tries to insert it as READY, and walks on past it. No forward-progress
  *     guarantee is needed: the wait is bounded by one tile's worth of work.
@@ -25,6 +25,7 @@ typedef struct {
     T prefix;       /* combination of the predecessors walked so far */
     int have;       /* prefix holds something (the identity is never combined in) */
     js_u32 spins;   /* consecutive spins on the current predecessor */
+    js_u32 limit;   /* spins before a fallback (or, for look-back, the watchdog) */
 } js_walk;
 
 JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
@@ -65,7 +66,7 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
         return JS_LB_DONE;
     w->spins = k ? 0 : w->spins + 1;
     st->spins += k ? 0 : 1;
-    if (w->spins > JS_SPIN_LIMIT) {
+    if (w->spins > w->limit) {
 #if JS_FALLBACK
         st->fallbacks++;
         return JS_LB_FALLBACK;
