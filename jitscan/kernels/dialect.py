@@ -173,6 +173,11 @@ class OpenCLDialect(Dialect):
                 f"do {{ {dt.opencl}{v} _v = vload{v}((vi), (ptr)); {loads} }} while (0)"
             )
             vstore = f"#define JS_VSTORE(src, ptr, vi) vstore{v}(({dt.opencl}{v})({packs}), (vi), (ptr))"
+        if v == 1:
+            vload_u8 = "#define JS_VLOAD_U8(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
+        else:
+            loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(_COMPONENTS_CL[:v]))
+            vload_u8 = f"#define JS_VLOAD_U8(dst, ptr, vi) do {{ uchar{v} _h = vload{v}((vi), (ptr)); {loads8} }} while (0)"
         sw_max = (
             "atom_max((volatile __global ulong*)(p), (v))"
             if spec.tile_state == "packed"
@@ -212,6 +217,7 @@ typedef ulong js_size;
 #define JS_SPIN_PAUSE() ((void)0)
 {vload}
 {vstore}
+{vload_u8}
 """
         return "\n".join(head) + body
 
@@ -291,6 +297,13 @@ class CUDADialect(Dialect):
                 f"#define JS_VSTORE(src, ptr, vi) do {{ {vt} _v; {stores} "
                 f"reinterpret_cast<{vt}*>(ptr)[vi] = _v; }} while (0)"
             )
+        if v == 1:
+            vload_u8 = "#define JS_VLOAD_U8(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
+        else:
+            comps8 = _COMPONENTS_CUDA[:v]
+            loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(comps8))
+            vload_u8 = (f"#define JS_VLOAD_U8(dst, ptr, vi) do {{ uchar{v} _h = "
+                        f"reinterpret_cast<const uchar{v}*>(ptr)[vi]; {loads8} }} while (0)")
         to_bits, from_bits = {
             "int32": ("(js_u32)(x)", "(int)(b)"),
             "uint32": ("(js_u32)(x)", "(unsigned int)(b)"),
@@ -348,6 +361,7 @@ typedef unsigned long long js_size;
 #endif
 {vload}
 {vstore}
+{vload_u8}
 """
 
 

@@ -238,20 +238,28 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
             for (js_u32 e = 0; e < JS_V; ++e)
                 v[e] = first + e < n ? in[first + e] : JS_VIDENTITY;
         }
-        /* position within the row, advanced instead of divided per element */
-        js_size r = row_len ? first % row_len : 0;
+        js_u32 h[JS_V];
+        if (row_len) {
+            /* position within the row, divided once per vector and then advanced;
+             * 32-bit division where it suffices (it is several times cheaper) */
+            js_size r = (first | row_len) >> 32 ? first % row_len : (js_size)((js_u32)first % (js_u32)row_len);
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e) {
+                h[e] = r == 0;
+                r = r + 1 == row_len ? 0 : r + 1;
+            }
+        } else if (full) {
+            JS_VLOAD_U8(h, heads + base, js_vec_index(j));
+        } else {
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                h[e] = first + e < n ? heads[first + e] : 0u;
+        }
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e) {
-            js_u32 h;
-            if (first + e >= n)
-                h = 0u;
-            else if (row_len)
-                h = r == 0;
-            else
-                h = heads[first + e] != 0;
-            r = r + 1 == row_len ? 0 : r + 1;
-            x[j][e] = js_pair(h, v[e]);
-            mask |= (js_heads)h << (j * JS_V + e);
+            js_u32 head = (first + e < n) && h[e] != 0;
+            x[j][e] = js_pair(head, v[e]);
+            mask |= (js_heads)head << (j * JS_V + e);
         }
     }
     *own = mask;
