@@ -21,7 +21,7 @@ from jitscan.monoid import resolve
 from jitscan.segmented import _heads_from_offsets
 
 
-def spec(timer, variant, dtype, n, segmented=""):
+def spec(timer, variant, dtype, n, segmented="", **knobs):
     return tuning.spec_for(
         timer.info,
         variant=variant,
@@ -30,7 +30,25 @@ def spec(timer, variant, dtype, n, segmented=""):
         monoid=resolve("add"),
         n=n,
         segmented=segmented,
+        **knobs,
     )
+
+
+#: tile shapes tried for the segmented kernel (threads, vectors, min_blocks)
+SHAPES = [(128, 16, 3), (128, 8, 0), (128, 8, 4), (256, 4, 0), (256, 8, 0), (64, 16, 0)]
+
+
+def sweep(timer, x, y, n, heads):
+    b, q = timer.backend, timer.queue
+    for threads, vectors, mb in SHAPES:
+        alt = spec(timer, "fallback", "int32", n, "flags", threads=threads, vectors=vectors, min_blocks=mb)
+        t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, heads=heads), 10)[0]
+        k = b.program(alt, q).kernels["js_chained"].attributes
+        print(
+            f"  shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s "
+            f"regs={k['num_regs']} local={k['local_size_bytes']}B",
+            flush=True,
+        )
 
 
 def time_cub(timer, x, off):
@@ -71,6 +89,8 @@ def main() -> None:
         off = off[off < n]
         off = np.concatenate([off, [n]]).astype(np.int64)
         heads = cupy.asarray(_heads_from_offsets(off, n))
+        if mean == 10:
+            sweep(timer, x, y, n, heads)
         t = timer.time(lambda i, heads=heads: execute.run(b, q, seg, x, y, n, check=False, heads=heads), 20)[
             0
         ]
