@@ -302,8 +302,10 @@ class CUDADialect(Dialect):
         else:
             comps8 = _COMPONENTS_CUDA[:v]
             loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(comps8))
-            vload_u8 = (f"#define JS_VLOAD_U8(dst, ptr, vi) do {{ uchar{v} _h = "
-                        f"reinterpret_cast<const uchar{v}*>(ptr)[vi]; {loads8} }} while (0)")
+            vload_u8 = (
+                f"#define JS_VLOAD_U8(dst, ptr, vi) do {{ uchar{v} _h = "
+                f"reinterpret_cast<const uchar{v}*>(ptr)[vi]; {loads8} }} while (0)"
+            )
         to_bits, from_bits = {
             "int32": ("(js_u32)(x)", "(int)(b)"),
             "uint32": ("(js_u32)(x)", "(unsigned int)(b)"),
