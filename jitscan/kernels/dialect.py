@@ -177,7 +177,10 @@ class OpenCLDialect(Dialect):
             vload_u8 = "#define JS_VLOAD_U8(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
         else:
             loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(_COMPONENTS_CL[:v]))
-            vload_u8 = f"#define JS_VLOAD_U8(dst, ptr, vi) do {{ uchar{v} _h = vload{v}((vi), (ptr)); {loads8} }} while (0)"
+            vload_u8 = (
+                f"#define JS_VLOAD_U8(dst, ptr, vi) "
+                f"do {{ uchar{v} _h = vload{v}((vi), (ptr)); {loads8} }} while (0)"
+            )
         sw_max = (
             "atom_max((volatile __global ulong*)(p), (v))"
             if spec.tile_state == "packed"
