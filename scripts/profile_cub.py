@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import sys
 
-import cupy
 import cuda.compute as cc
+import cupy
 import numpy as np
 
 n = 1 << int(sys.argv[1])
 x = cupy.random.default_rng(0).integers(-1000, 1000, n).astype(np.int32)
 y = cupy.empty_like(x)
 scan = cc.make_inclusive_scan(d_in=x, d_out=y, op=cc.OpKind.PLUS)
-tmp = cupy.empty(max(int(scan(temp_storage=None, d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None,
-                              num_items=n)), 1), np.uint8)
+tmp = cupy.empty(
+    max(int(scan(temp_storage=None, d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None, num_items=n)), 1),
+    np.uint8,
+)
 for _ in range(3):
     scan(temp_storage=tmp, d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None, num_items=n)
 cupy.cuda.Device().synchronize()
