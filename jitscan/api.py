@@ -295,49 +295,37 @@ def cumsum(
     )
 
 
-def cumprod(
-    x: Any,
-    axis: int | None = None,
-    dtype: Any = None,
-    out: Any = None,
-    *,
-    exclusive: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """Cumulative product (see :func:`cumsum`)."""
-    return scan(
-        x, "mul", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
-    )
+def _running(op: str, name: str, doc: str) -> Any:
+    """A cumsum-like function for another built-in op."""
+
+    def running(
+        x: Any,
+        axis: int | None = None,
+        dtype: Any = None,
+        out: Any = None,
+        *,
+        exclusive: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        kind = "exclusive" if exclusive else "inclusive"
+        return scan(x, op, kind=kind, dtype=dtype, out=out, axis=axis, **kwargs)
+
+    running.__name__ = running.__qualname__ = name
+    running.__doc__ = doc
+    return running
 
 
-def cummax(
-    x: Any,
-    axis: int | None = None,
-    dtype: Any = None,
-    out: Any = None,
-    *,
-    exclusive: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """Running maximum, like ``numpy.maximum.accumulate`` (NaN propagates)."""
-    return scan(
-        x, "max", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
-    )
-
-
-def cummin(
-    x: Any,
-    axis: int | None = None,
-    dtype: Any = None,
-    out: Any = None,
-    *,
-    exclusive: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """Running minimum, like ``numpy.minimum.accumulate`` (NaN propagates)."""
-    return scan(
-        x, "min", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
-    )
+cumprod = _running("mul", "cumprod", "Cumulative product (arguments as :func:`cumsum`).")
+cummax = _running(
+    "max",
+    "cummax",
+    "Running maximum, like ``numpy.maximum.accumulate`` (NaN propagates; arguments as :func:`cumsum`).",
+)
+cummin = _running(
+    "min",
+    "cummin",
+    "Running minimum, like ``numpy.minimum.accumulate`` (NaN propagates; arguments as :func:`cumsum`).",
+)
 
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:
