@@ -275,26 +275,6 @@ def reduce(
     return result[0]
 
 
-def cumsum(
-    x: Any,
-    axis: int | None = None,
-    dtype: Any = None,
-    out: Any = None,
-    *,
-    exclusive: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """Cumulative sum, like ``numpy.cumsum(x, axis)`` but in ``x.dtype`` unless ``dtype`` is given.
-
-    ``axis=None`` scans the flattened array; an axis scans every lane along it (rows
-    as segments, one pass). ``exclusive=True`` starts from 0 instead of the first
-    element. Other keywords as in :func:`scan`.
-    """
-    return scan(
-        x, "add", kind="exclusive" if exclusive else "inclusive", dtype=dtype, out=out, axis=axis, **kwargs
-    )
-
-
 def _running(op: str, name: str, doc: str) -> Any:
     """A cumsum-like function for another built-in op."""
 
@@ -315,6 +295,16 @@ def _running(op: str, name: str, doc: str) -> Any:
     return running
 
 
+cumsum = _running(
+    "add",
+    "cumsum",
+    """Cumulative sum, like ``numpy.cumsum(x, axis)`` but in ``x.dtype`` unless ``dtype`` is given.
+
+    ``axis=None`` scans the flattened array; an axis scans every lane along it (rows
+    as segments, one pass). ``exclusive=True`` starts from 0 instead of the first
+    element. Other keywords as in :func:`scan`.
+    """,
+)
 cumprod = _running("mul", "cumprod", "Cumulative product (arguments as :func:`cumsum`).")
 cummax = _running(
     "max",
