@@ -347,4 +347,12 @@ def source(
     else:
         info = backends.typical_device(b.name)
     spec = tuning.spec_for(info, variant=variant, kind=kind, dtype=dt, monoid=monoid, **knobs)
-    return render(spec, b.dialect)
+    launch = "".join(
+        f"/* launch argument {k} = {v} */\n"
+        for k, v in (
+            ("kind", spec.kind_code),
+            ("spin_limit", spec.spin_limit),
+            ("block_every", spec.block_every),
+        )
+    )
+    return launch + render(spec, b.dialect)

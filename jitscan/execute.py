@@ -15,17 +15,6 @@ _CTRL_WORDS = 8
 _EPOCHS: dict[tuple, int] = {}
 
 
-def launch_plan(spec: ScanSpec, n: int) -> list[tuple[str, int]]:
-    """The (kernel, workgroups) launches that scan ``n`` elements with ``spec``."""
-    tiles = -(-n // spec.tile)
-    if spec.variant == "memcpy":
-        return [("js_memcpy", tiles)]
-    if spec.variant == "rts":
-        plan = [("js_rts_reduce", tiles), ("js_rts_spine", 1)]
-        return plan if spec.kind == "reduce" else plan + [("js_rts_scan", tiles)]
-    return [("js_chained", tiles)]
-
-
 def run(
     backend: Backend,
     queue: Any,

@@ -50,22 +50,20 @@ def _read(name: str) -> str:
 
 
 def render(spec: ScanSpec, dialect: str | Dialect) -> str:
-    """Return the complete source of ``spec``'s kernels in ``dialect``."""
+    """Return the complete source of ``spec``'s kernels in ``dialect``.
+
+    Launch arguments (kind, spin limit, simulated blocking) are not part of the text, so
+    every value of them shares one source and one compiled program.
+    """
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
+    spec = spec.program_spec()
     header = (
         f"/* jitscan {spec.variant} scan of {spec.dtype} with op {spec.monoid.name}, "
         f"lowered to {d.name}.\n"
         f" * tile {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items, "
         f"subgroup {spec.subgroup}, tile state {spec.tile_state}, look-back width "
-        f"{spec.lookback_width}; launched with spin limit {spec.spin_limit}, simulated blocking "
-        f"{'1/' + str(spec.block_every) if spec.block_every else 'off'}"
-        f"{', segmented by ' + spec.segmented if spec.segmented else ''}. */\n"
+        f"{spec.lookback_width}{', segmented by ' + spec.segmented if spec.segmented else ''}. */\n"
     )
-    header += "".join(
-        f"/* launch argument {k} = {v} */\n"
-        for k, v in (("spin_limit", spec.spin_limit), ("block_every", spec.block_every))
-    )
-    spec = spec.program_spec()
     parts = [header, d.prelude(spec), d.common(spec), d.epilogue(spec), d.shuffles(spec)]
     parts += [_read(name) for name in _FILES[spec.variant]]
     return "\n".join(parts)

@@ -7,6 +7,7 @@ becomes OpenCL C or CUDA C (HIP-compatible) by prepending a different prelude.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import numpy as np
 
@@ -17,15 +18,16 @@ _COMPONENTS_CL = ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7")
 _COMPONENTS_CUDA = ("x", "y", "z", "w")
 
 
-class Dialect:
+class Dialect(ABC):
     """Base of the backend dialects; subclasses fill in the target-specific text."""
 
     name = "abstract"
     #: suffix of an unsigned 64-bit integer literal
     u64_suffix = "UL"
 
-    def ctype(self, dtype: DType) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def ctype(self, dtype: DType) -> str:
+        """The C name of an element type."""
 
     def literal(self, value: np.generic, dtype: DType, ctype: str = "js_val") -> str:
         """A C literal of type ``ctype`` for a NumPy scalar."""
@@ -59,8 +61,9 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
 #define JS_SHFL_IDX(x, s) js_shfl_idx_pair(x, s)
 """
 
-    def prelude(self, spec: ScanSpec) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def prelude(self, spec: ScanSpec) -> str:
+        """Target text before the common defines: types, qualifiers, ids, atomics, vectors."""
 
     def epilogue(self, spec: ScanSpec) -> str:
         """Target text that needs T and js_bits (placed after the common defines)."""
