@@ -34,10 +34,14 @@ def geometry(info: DeviceInfo, dtype: DType, n: int | None = None, segmented: st
         # below 2^18 elements a launch is latency-bound: smaller tiles spread it wider
         small = n is not None and n * dtype.itemsize <= (1 << 19)
         threads, vectors, min_blocks = (256, 4, 0) if small else (128, 16, 3)
-        if segmented:
-            # (head, value) pairs double the registers: 256 x 4 measured best on the H100
-            # (212 Ge/s int32 at 2^28, against 169 for 128 x 16)
-            threads, vectors, min_blocks = 256, 4, 0
+        if segmented == "rows":
+            # heads computed from the position: 128 x 8 measured best (scripts/seg_bench.py,
+            # H100, float32 (2^14, 2^14): 290 Ge/s, against 222 for 256 x 4)
+            threads, vectors, min_blocks = 128, 8, 0
+        elif segmented:
+            # uint8 heads read beside the values: 512 x 4 with 2 blocks per SM measured
+            # best (H100, int32 at 2^28: 232 Ge/s, against 176-207 for 128-256 threads)
+            threads, vectors, min_blocks = 512, 4, 2
     elif info.is_gpu:
         threads, vectors = 128, 8
     else:

@@ -35,17 +35,17 @@ def spec(timer, variant, dtype, n, segmented="", **knobs):
 
 
 #: tile shapes tried for the segmented kernel (threads, vectors, min_blocks)
-SHAPES = [(128, 16, 3), (128, 8, 0), (128, 8, 4), (256, 4, 0), (256, 8, 0), (64, 16, 0)]
+SHAPES = [(128, 16, 3), (128, 16, 2), (128, 8, 4), (128, 8, 0), (256, 8, 2), (256, 4, 0), (512, 4, 2)]
 
 
-def sweep(timer, x, y, n, heads):
+def sweep(timer, x, y, n, mode="flags", dtype="int32", **run_args):
     b, q = timer.backend, timer.queue
     for threads, vectors, mb in SHAPES:
-        alt = spec(timer, "fallback", "int32", n, "flags", threads=threads, vectors=vectors, min_blocks=mb)
-        t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, heads=heads), 10)[0]
+        alt = spec(timer, "fallback", dtype, n, mode, threads=threads, vectors=vectors, min_blocks=mb)
+        t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, **run_args), 10)[0]
         k = b.program(alt, q).kernels["js_chained"].attributes
         print(
-            f"  shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s "
+            f"  {mode} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s "
             f"regs={k['num_regs']} local={k['local_size_bytes']}B",
             flush=True,
         )
@@ -90,7 +90,7 @@ def main() -> None:
         off = np.concatenate([off, [n]]).astype(np.int64)
         heads = cupy.asarray(_heads_from_offsets(off, n))
         if mean == 10:
-            sweep(timer, x, y, n, heads)
+            sweep(timer, x, y, n, heads=heads)
         t = timer.time(lambda i, heads=heads: execute.run(b, q, seg, x, y, n, check=False, heads=heads), 20)[
             0
         ]
@@ -126,6 +126,7 @@ def main() -> None:
     flat = spec(timer, "fallback", "float32", side * side)
     rows_spec = spec(timer, "fallback", "float32", side * side, "rows")
     t_flat = timer.time(lambda i: execute.run(b, q, flat, a, out, side * side, check=False), 20)[0]
+    sweep(timer, a, out, side * side, "rows", "float32", row_len=side)
     t_rows = timer.time(
         lambda i: execute.run(b, q, rows_spec, a, out, side * side, check=False, row_len=side), 20
     )[0]

@@ -39,7 +39,8 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
      * had been descheduled for good; successors must fall back. */
     int posts = !(block_every && tile % block_every == 0);
 
-    T own[JS_P][JS_V], own_left[JS_P], agg = JS_IDENTITY;
+    js_val own[JS_P][JS_V];
+    T own_left[JS_P], agg = JS_IDENTITY;
     js_heads own_heads = 0, other_heads;
     js_stats st = {0u, 0u, 0u, 0u};
     js_walk w = {JS_IDENTITY, 0, 0u, spin_limit};
@@ -48,7 +49,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
     js_load_input(in, base, n, own, &own_heads JS_SEG_ARGS);
-    agg = js_scan_tile(own, own_left, &sh);
+    agg = js_scan_tile(own, own_left, own_heads, &sh);
     if (lid == 0) {
         if (posts)
             js_post(state, epoch, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, agg);
@@ -64,9 +65,10 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             break;
         if (step == JS_LB_OWN || step == JS_LB_FALLBACK) {
             js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb_cur;
-            T x[JS_P][JS_V], left[JS_P];
+            js_val x[JS_P][JS_V];
+            T left[JS_P];
             js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_ARGS);
-            T a = js_scan_tile(x, left, &sh);
+            T a = js_scan_tile(x, left, other_heads, &sh);
             /* every thread has read `step` before thread 0 overwrites it below */
             JS_BARRIER();
 #if JS_ONE_SCAN_SITE

@@ -6,10 +6,11 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size
 {
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
-    T x[JS_P][JS_V], left[JS_P];
+    js_val x[JS_P][JS_V];
+    T left[JS_P];
     js_heads own;
     js_load_input(in + in_off, (js_size)tile * JS_TILE, n, x, &own JS_SEG_ARGS);
-    T agg = js_scan_tile(x, left, &sh);
+    T agg = js_scan_tile(x, left, own, &sh);
     if (JS_LID == 0)
         spine[tile] = agg;
 }
@@ -22,9 +23,11 @@ JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val
     T run = JS_IDENTITY;
     int have = 0;
     for (js_size base = 0; base < ntiles; base += JS_TILE) {
-        T x[JS_P][JS_V], left[JS_P];
-        js_load_tile(spine, base, ntiles, x);
-        T agg = js_scan_tile(x, left, &sh);
+        T p[JS_P][JS_V], left[JS_P];
+        js_val x[JS_P][JS_V];
+        js_load_tile(spine, base, ntiles, p);
+        js_heads heads = js_split(p, x);
+        T agg = js_scan_tile(x, left, heads, &sh);
         if (kind != JS_KIND_REDUCE) {
             /* exclusive prefixes, in place: the spine holds (head, value) pairs when
              * segmented, so this stores whole T, not values */
@@ -35,7 +38,7 @@ JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val
                 y[j][0] = l;
 #pragma unroll
                 for (js_u32 e = 1; e < JS_V; ++e)
-                    y[j][e] = js_op(l, x[j][e - 1]);
+                    y[j][e] = js_op(l, JS_LIFT(JS_SEEN(heads, j, e - 1), x[j][e - 1]));
             }
             js_store_tile(spine, base, ntiles, y);
         }
@@ -53,9 +56,10 @@ JS_KERNEL void js_rts_scan(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
     js_size base = (js_size)tile * JS_TILE;
-    T x[JS_P][JS_V], left[JS_P];
+    js_val x[JS_P][JS_V];
+    T left[JS_P];
     js_heads own;
     js_load_input(in + in_off, base, n, x, &own JS_SEG_ARGS);
-    js_scan_tile(x, left, &sh);
+    js_scan_tile(x, left, own, &sh);
     js_store_output(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }

@@ -31,6 +31,21 @@
 /* the tile descriptors follow the control words in the same zeroed buffer */
 #define JS_CTRL_WORDS 8
 
+/* Items always hold plain values (js_val). A segmented scan carries its head flags
+ * beside them as one bit per item (bit j*JS_V+e of a js_heads mask) and lifts only
+ * vector and larger aggregates to (head, value) pairs T: a pair per item would double
+ * the tile's registers and halve the loads a thread can keep in flight. */
+#if JS_SEGMENTED
+#define JS_HEAD(h, j, e) ((js_u32)((h) >> ((j) * JS_V + (e))) & 1u)
+/* a head among items 0..e of vector j */
+#define JS_SEEN(h, j, e) ((((h) >> ((j) * JS_V)) & ((((js_heads)2u) << (e)) - 1u)) != 0)
+#define JS_LIFT(head, v) js_pair((head), (v))
+#else
+#define JS_HEAD(h, j, e) 0u
+#define JS_SEEN(h, j, e) 0
+#define JS_LIFT(head, v) (v)
+#endif
+
 typedef struct {
 #if !JS_HAS_SHUFFLE
     T rows[JS_P][JS_T];          /* row scans when the workgroup is the subgroup */
@@ -134,22 +149,23 @@ JS_DEVICE_FN void js_scan_rows(T v[JS_P], T excl[JS_P], T total[JS_P], JS_LOCAL_
 }
 
 /* Scans the tile in registers. Afterwards x[j][e] holds the inclusive prefix within its
- * vector and left[j] the combination of everything in the tile before vector j; the
- * tile aggregate is returned to every thread.
+ * vector (restarted at each head) and left[j] the combination of everything in the tile
+ * before vector j; the tile aggregate is returned to every thread.
  *
  * The owner of a tile and any workgroup doing a fallback for it call this same
  * function on the same data with the same thread mapping, so the aggregate is
  * bit-identical however often it is computed. The tile state relies on that: parts of
  * a READY value posted by different workgroups may be mixed by a reader. */
-JS_DEVICE_FN T js_scan_tile(T x[JS_P][JS_V], T left[JS_P], JS_LOCAL_PTR js_shared* sh)
+JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, JS_LOCAL_PTR js_shared* sh)
 {
     T last[JS_P], excl[JS_P], total[JS_P];
+    (void)heads;
 #pragma unroll
     for (js_u32 j = 0; j < JS_P; ++j) {
 #pragma unroll
         for (js_u32 e = 1; e < JS_V; ++e)
-            x[j][e] = js_op(x[j][e - 1], x[j][e]);
-        last[j] = x[j][JS_V - 1];
+            x[j][e] = JS_HEAD(heads, j, e) ? x[j][e] : js_vop(x[j][e - 1], x[j][e]);
+        last[j] = JS_LIFT(JS_SEEN(heads, j, JS_V - 1), x[j][JS_V - 1]);
     }
     js_scan_rows(last, excl, total, sh);
 
@@ -198,9 +214,8 @@ JS_DEVICE_FN T js_scan_tile(T x[JS_P][JS_V], T left[JS_P], JS_LOCAL_PTR js_share
 }
 
 /* ---- element layer: what the input and output arrays hold -------------------------
- * Plain scans: T is the element type itself. Segmented scans: T is a (head, value)
- * pair, built from the values and the head flags (a uint8 array, or every row_len-th
- * element when row_len != 0), and only values are stored. */
+ * Values in, values out. Segmented scans also read head flags: a uint8 array, or
+ * every row_len-th element when row_len != 0. */
 
 JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n, js_val y[JS_P][JS_V])
 {
@@ -221,8 +236,8 @@ JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n
 }
 
 #if JS_SEGMENTED
-/* Loads values and heads; own receives this thread's head bits (bit j*JS_V+e). */
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, T x[JS_P][JS_V],
+/* Loads values and heads; *own receives this thread's head bits. */
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_PARAMS)
 {
     js_heads mask = 0;
@@ -230,13 +245,12 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
 #pragma unroll
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_size first = base + js_vec_index(j) * JS_V;
-        js_val v[JS_V];
         if (full) {
-            JS_VLOAD(v, in + base, js_vec_index(j));
+            JS_VLOAD(x[j], in + base, js_vec_index(j));
         } else {
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
-                v[e] = first + e < n ? in[first + e] : JS_VIDENTITY;
+                x[j][e] = first + e < n ? in[first + e] : JS_VIDENTITY;
         }
         js_u32 h[JS_V];
         if (row_len) {
@@ -256,65 +270,60 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
                 h[e] = first + e < n ? heads[first + e] : 0u;
         }
 #pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e) {
-            js_u32 head = (first + e < n) && h[e] != 0;
-            x[j][e] = js_pair(head, v[e]);
-            mask |= (js_heads)head << (j * JS_V + e);
-        }
+        for (js_u32 e = 0; e < JS_V; ++e)
+            mask |= (js_heads)((first + e < n) && h[e] != 0) << (j * JS_V + e);
     }
     *own = mask;
 }
-
-/* Exclusive: a head starts its segment from the identity. */
-JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, T x[JS_P][JS_V],
-                                  T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads own)
-{
-    js_val y[JS_P][JS_V];
-#pragma unroll
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        T l = has_prefix ? js_op(prefix, left[j]) : left[j];
-#pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e) {
-            if (exclusive) {
-                int head = (int)((own >> (j * JS_V + e)) & 1u);
-                T before = e ? js_op(l, x[j][e - 1]) : l;
-                y[j][e] = head ? JS_VIDENTITY : before.v;
-            } else {
-                y[j][e] = js_op(l, x[j][e]).v;
-            }
-        }
-    }
-    js_store_values(out, base, n, y);
-}
 #else
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, T x[JS_P][JS_V],
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own)
 {
     *own = 0;
     js_load_tile(in, base, n, x);
 }
+#endif
 
-/* Writes the scan of a tile whose predecessors combine to `prefix` (ignored when
- * has_prefix is 0, as for the first tile). */
-JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, T x[JS_P][JS_V],
-                                  T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads own)
+/* Splits loaded pairs (the segmented spine of reduce-then-scan) into values and head bits. */
+JS_DEVICE_FN js_heads js_split(T p[JS_P][JS_V], js_val x[JS_P][JS_V])
 {
-    T y[JS_P][JS_V];
-    (void)own;
+    js_heads h = 0;
 #pragma unroll
     for (js_u32 j = 0; j < JS_P; ++j) {
-        T l = has_prefix ? js_op(prefix, left[j]) : left[j];
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e) {
+            x[j][e] = JS_VALUE_OF(p[j][e]);
+#if JS_SEGMENTED
+            h |= (js_heads)(p[j][e].h != 0) << (j * JS_V + e);
+#endif
+        }
+    }
+    return h;
+}
+
+/* Writes the scan of a tile whose predecessors combine to `prefix` (ignored when
+ * has_prefix is 0, as for the first tile). The carry l into vector j only reaches
+ * the items before the vector's first head; exclusive scans start a head from the
+ * identity. */
+JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, js_val x[JS_P][JS_V],
+                                  T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads heads)
+{
+    js_val y[JS_P][JS_V];
+    (void)heads;
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         if (exclusive) {
-            y[j][0] = l;
+            y[j][0] = JS_HEAD(heads, j, 0) ? JS_VIDENTITY : l;
 #pragma unroll
             for (js_u32 e = 1; e < JS_V; ++e)
-                y[j][e] = js_op(l, x[j][e - 1]);
+                y[j][e] = JS_HEAD(heads, j, e) ? JS_VIDENTITY
+                          : JS_SEEN(heads, j, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
         } else {
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
-                y[j][e] = js_op(l, x[j][e]);
+                y[j][e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
         }
     }
     js_store_values(out, base, n, y);
 }
-#endif
