@@ -132,24 +132,25 @@ def _run(
     out_len: int,
     out: Any,
     stats: dict | None,
-    heads: Any = None,
-    row_len: int = 0,
+    **segments: Any,
 ) -> Any:
-    """Run ``spec`` and return the result array (device or host, like the input)."""
+    """Run ``spec`` and return the result array (device or host, like the input).
+
+    ``segments`` (heads, row_len or offsets) go to :func:`execute.run`."""
     b = inp.backend
     if inp.on_device:
         dst = out
         if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):
             # in place: a fallback may re-read a tile after its owner wrote it
             dst = b.empty((out_len,), inp.dtype.numpy, inp.queue)
-        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n, heads=heads, row_len=row_len)
+        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n, **segments)
         if out is not None and dst is not out:
             b.copy(out, dst)
             dst = out
         result = dst
     else:
         dst = b.empty((out_len,), inp.dtype.numpy, inp.queue)
-        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n, heads=heads, row_len=row_len)
+        counters = execute.run(b, inp.queue, spec, inp.data, dst, inp.n, **segments)
         host = b.to_host(dst)
         if out is not None:
             out[...] = host
@@ -353,6 +354,7 @@ def source(
             ("kind", spec.kind_code),
             ("spin_limit", spec.spin_limit),
             ("block_every", spec.block_every),
+            ("row_tiles", 0),
         )
     )
     return launch + render(spec, b.dialect)

@@ -6,6 +6,7 @@ from typing import Any
 
 from .backends.base import Backend
 from .errors import DeadlockError
+from .kernels import SEG_FIRST
 from .spec import ScanSpec
 
 #: names of the instrumentation counters, in the order of the ctrl words after the first two
@@ -25,14 +26,18 @@ def run(
     check: bool = True,
     heads: Any = None,
     row_len: int = 0,
+    offsets: Any = None,
+    row_tiles: int = 0,
 ) -> dict[str, int] | None:
     """Scan ``n`` elements of contiguous ``src`` into ``dst`` (one element for a reduction).
 
     Returns the instrumentation counters when ``spec.stats`` is set. With ``check`` (the
     default) a look-back run waits for the kernel to read its deadlock flag; benchmarks
     turn that off to keep launches back to back. Segmented specs take ``heads`` (a
-    contiguous uint8 array, nonzero at segment heads) or ``row_len`` (heads every
-    ``row_len`` elements).
+    contiguous uint8 array, nonzero at segment heads), ``row_len`` (heads every
+    ``row_len`` elements) or ``offsets`` (CSR offsets as a contiguous uint64 device
+    array; with kind ``reduce`` ``dst`` receives one total per segment). A plain
+    chained spec takes ``row_tiles``: independent rows of that many whole tiles.
 
     Raises
     ------
@@ -44,11 +49,25 @@ def run(
     out_buf, out_off = backend.buffer(dst)
     tiles = -(-n // spec.tile)
     seg: list[Any] = []
-    if spec.segmented:
+    if spec.segmented == "offsets":
+        off_buf = backend.buffer(offsets)[0]
+        nseg = offsets.shape[0] - 1
+        first, _ = backend.scratch((tiles + 1) * 8, queue, "seg-first")
+        prog.launch(SEG_FIRST, -(-(tiles + 1) // spec.threads), [off_buf, nseg, n, first])
+        seg = [off_buf, first, nseg]
+    elif spec.segmented:
         # with row_len the heads buffer is never read; any buffer will do
         seg = [backend.buffer(heads)[0] if heads is not None else in_buf, row_len]
     if spec.variant == "memcpy":
         prog.launch("js_memcpy", tiles, [in_buf, in_off, out_buf, out_off, n])
+        return None
+    if spec.variant == "rts" and spec.segmented == "offsets" and spec.kind == "reduce":
+        spine, _ = backend.scratch(tiles * spec.element_bytes, queue, "spine")
+        carry, _ = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "carry")
+        prog.launch("js_rts_seg_reduce", tiles, [in_buf, in_off, n, spine, out_buf, out_off, carry, *seg])
+        prog.launch("js_rts_spine", 1, [spine, tiles, out_buf, out_off, spec.kind_code])
+        fixups = -(-tiles // spec.threads)
+        prog.launch("js_rts_seg_fixup", fixups, [spine, carry, out_buf, out_off, tiles, seg[1]])
         return None
     if spec.variant == "rts":
         spine, _ = backend.scratch(tiles * spec.element_bytes, queue, "spine")
@@ -88,6 +107,7 @@ def run(
             epoch,
             spec.spin_limit,
             spec.block_every,
+            row_tiles,
             *seg,
         ],
     )

@@ -14,12 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from . import api, execute
+from . import api
 from .monoid import Monoid, resolve
 from .spec import KINDS, VARIANTS, check_choice
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
 SEGMENTED_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
+
+
+#: segmented_reduce's default variant (see its docstring)
+REDUCE_VARIANT = "rts"
 
 
 def _awkward(values: Any) -> Any:
@@ -64,13 +68,6 @@ def check_offsets(offsets: Any, n: int) -> np.ndarray:
             f"offsets must be non-decreasing: offsets[{i}] == {off[i]} < offsets[{i - 1}] == {off[i - 1]}"
         )
     return off
-
-
-def _heads_from_offsets(off: np.ndarray, n: int) -> np.ndarray:
-    heads = np.zeros(n, np.uint8)
-    starts = off[:-1][off[:-1] < off[1:]]  # non-empty segments only
-    heads[starts] = 1
-    return heads
 
 
 def _heads_from_flags(flags: Any, n: int, backend: Any, queue: Any, on_device: bool) -> Any:
@@ -159,13 +156,13 @@ def segmented_scan(
     api._check_out(out, inp, (inp.n,))
     if which == "offsets":
         off = check_offsets(offsets, inp.n)
-        heads = inp.backend.to_device(_heads_from_offsets(off, inp.n), inp.queue) if inp.n else None
+        segments = {"offsets": _device_offsets(off, inp)}
     else:
-        heads = _heads_from_flags(flags, inp.n, inp.backend, inp.queue, inp.on_device)
-    spec = api._spec(inp, variant, kind, monoid, stats is not None, knobs, segmented="flags")
+        segments = {"heads": _heads_from_flags(flags, inp.n, inp.backend, inp.queue, inp.on_device)}
+    spec = api._spec(inp, variant, kind, monoid, stats is not None, knobs, segmented=which)
     if inp.n == 0:
         return api._empty_result(inp, out)
-    return api._run(inp, spec, inp.n, out, stats, heads=heads)
+    return api._run(inp, spec, inp.n, out, stats, **segments)
 
 
 def segmented_cumsum(
@@ -207,9 +204,12 @@ def segmented_reduce(
     lists needs no offsets). Returns an array of ``nseg`` values, NumPy for host and
     Awkward input, a device array for device input.
 
-    The reduction is the segmented scan followed by a gather of each segment's last
-    element, so it moves the data about twice as often as a dedicated segmented
-    reduction would.
+    The values are read once: tiles scan in local memory and store only each
+    segment's last element (the identity for empty segments). The default variant is
+    ``rts``: a tile stores the segments it holds whole without waiting on any other
+    tile, and a small fix-up pass completes the segments that cross tile edges, so
+    it needs no forward-progress guarantee and measured faster than the chained
+    variants (``fallback``, ``lookback``), which finish those segments by look-back.
     """
     ak = _awkward(values)
     if ak is not None:
@@ -220,29 +220,22 @@ def segmented_reduce(
         values = flat
     if offsets is None:
         raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-    variant = api.DEFAULT_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
+    variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
     monoid = resolve(op)
     inp = api._prepare(values, backend, dtype)
     off = check_offsets(offsets, inp.n)
     nseg = off.size - 1
-    ident = monoid.identity_for(inp.dtype)
-    # each segment's total sits at its last element; empty segments point one past
-    # the end, where the identity is appended
-    last = np.where(off[1:] > off[:-1], off[1:] - 1, inp.n)
     b = inp.backend
-    if inp.n == 0:
-        result = np.full(nseg, ident, inp.dtype.numpy)
+    if inp.n == 0 or nseg == 0:
+        result = np.full(nseg, monoid.identity_for(inp.dtype), inp.dtype.numpy)
         return b.to_device(result, inp.queue) if inp.on_device else result
-    spec = api._spec(inp, variant, "inclusive", monoid, False, knobs, segmented="flags")
-    heads = b.to_device(_heads_from_offsets(off, inp.n), inp.queue)
-    scanned = b.empty((inp.n + 1,), inp.dtype.numpy, inp.queue)
-    execute.run(b, inp.queue, spec, inp.data, scanned, inp.n, heads=heads)
-    if not inp.on_device:
-        host = b.to_host(scanned)
-        host[inp.n] = ident
-        return host[last]
-    b.write(scanned, inp.n, np.array([ident], inp.dtype.numpy))
-    return b.take(scanned, last)
+    spec = api._spec(inp, variant, "reduce", monoid, False, knobs, segmented="offsets")
+    return api._run(inp, spec, nseg, None, None, offsets=_device_offsets(off, inp))
+
+
+def _device_offsets(off: np.ndarray, inp: Any) -> Any:
+    """Checked host offsets as the uint64 device array the kernels read."""
+    return inp.backend.to_device(off.astype(np.uint64), inp.queue) if inp.n else None
 
 
 def scan_along_axis(
@@ -273,11 +266,16 @@ def scan_along_axis(
     result_shape = tuple(xa.shape)
     if out is not None:
         api._check_out(out, inp, result_shape)
-    spec = api._spec(inp, variant, kind, op, stats is not None, knobs, segmented="rows")
+    # rows of whole tiles need no heads: the plain chained scan restarts at each row
+    spec = api._spec(inp, variant, kind, op, stats is not None, knobs)
+    segments = {"row_tiles": row // spec.tile}
+    if not (spec.chained and row % spec.tile == 0):
+        spec = api._spec(inp, variant, kind, op, stats is not None, knobs, segmented="rows")
+        segments = {"row_len": row}
     if inp.n == 0:
         res = api._empty_result(inp, None)
     else:
-        res = api._run(inp, spec, inp.n, None, stats, row_len=row)
+        res = api._run(inp, spec, inp.n, None, stats, **segments)
     res = _moveaxis(res.reshape(shape), axis, inp.on_device, back=True)
     if inp.on_device:
         res = b.contiguous(res)

@@ -15,7 +15,7 @@ from .monoid import Monoid
 
 VARIANTS = ("fallback", "lookback", "rts", "memcpy")
 KINDS = ("inclusive", "exclusive", "reduce")
-SEGMENTED = ("", "flags", "rows")
+SEGMENTED = ("", "flags", "rows", "offsets")
 KINDS_CODE = {"inclusive": 0, "exclusive": 1, "reduce": 2}
 TILE_STATES = ("packed", "split")
 #: variants that carry tile state between workgroups in one pass
@@ -63,9 +63,10 @@ class ScanSpec:
     min_blocks : int
         Occupancy hint: workgroups per multiprocessor the compiler should fit
         (CUDA ``__launch_bounds__``); 0 leaves it to the compiler.
-    segmented : {"", "flags", "rows"}
-        Plain scan, or a segmented one whose heads come from a uint8 flag array or
-        from a fixed row length (both launch arguments).
+    segmented : {"", "flags", "rows", "offsets"}
+        Plain scan, or a segmented one whose heads come from a uint8 flag array, a
+        fixed row length, or CSR offsets (all launch arguments). With ``offsets`` the
+        kind ``reduce`` stores one total per segment.
     """
 
     variant: str

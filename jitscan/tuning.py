@@ -19,7 +19,14 @@ if TYPE_CHECKING:
 LOOKBACK_WATCHDOG = 1 << 20
 
 
-def geometry(info: DeviceInfo, dtype: DType, n: int | None = None, segmented: str = "") -> dict[str, int]:
+def geometry(
+    info: DeviceInfo,
+    dtype: DType,
+    n: int | None = None,
+    segmented: str = "",
+    variant: str = "",
+    kind: str = "",
+) -> dict[str, int]:
     """threads, vectors, vector_width and min_blocks for a device and element type.
 
     Measured on an NVIDIA H100 (scripts/sweep.py, int32 at 2^28, fallback): 128
@@ -34,14 +41,16 @@ def geometry(info: DeviceInfo, dtype: DType, n: int | None = None, segmented: st
         # below 2^18 elements a launch is latency-bound: smaller tiles spread it wider
         small = n is not None and n * dtype.itemsize <= (1 << 19)
         threads, vectors, min_blocks = (256, 4, 0) if small else (128, 16, 3)
-        if segmented == "rows":
-            # heads computed from the position: 128 x 8 measured best (scripts/seg_bench.py,
-            # H100, float32 (2^14, 2^14): 290 Ge/s, against 222 for 256 x 4)
-            threads, vectors, min_blocks = 128, 8, 0
-        elif segmented:
-            # uint8 heads read beside the values: 512 x 4 with 2 blocks per SM measured
-            # best (H100, int32 at 2^28: 232 Ge/s, against 176-207 for 128-256 threads)
-            threads, vectors, min_blocks = 512, 4, 2
+        if segmented:
+            # 256 x 4 with room for 4 blocks per SM measured best for every segmented
+            # mode (scripts/seg_bench.py, H100, 2^28): 283 Ge/s int32 + uint8 flags,
+            # 298 float32 rows, 404 segmented_reduce; 128-512 threads with more
+            # registers per thread reached 160-275
+            threads, vectors, min_blocks = 256, 4, 4
+        if segmented == "offsets" and kind == "reduce" and variant == "rts":
+            # no tile waits on another here, so registers buy loads in flight: 256 x 8
+            # measured best (531 Ge/s at mean length 1000, against 478 for 256 x 4)
+            threads, vectors, min_blocks = 256, 8, 2
     elif info.is_gpu:
         threads, vectors = 128, 8
     else:
@@ -87,7 +96,7 @@ def spec_for(
     """
     from .spec import CHAINED, TILE_STATES, ScanSpec, check_choice
 
-    geo = geometry(info, dtype, n, segmented)
+    geo = geometry(info, dtype, n, segmented, variant, kind)
     if threads is not None:
         geo["threads"] = threads
     if vectors is not None:

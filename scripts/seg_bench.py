@@ -4,7 +4,9 @@ Usage: python scripts/seg_bench.py [LOG2N]
 Times, with jitscan.bench's device timer (CUDA events, median, spin kernel before runs):
   - segmented fallback, int32 values + uint8 head flags, mean segment lengths 10 and 1000,
     against the memcpy-equivalent rate for the bytes it moves (9 per element vs memcpy's 8);
-  - segmented_reduce's kernels against CUB's segmented reduce (cuda.compute) on the same offsets;
+  - the same scans with CSR offsets (heads marked in-kernel; 8 bytes per element);
+  - segmented_reduce's kernels (offsets in, one total per segment out; the tile pre-pass
+    included) against CUB's segmented reduce (cuda.compute) on the same offsets;
   - cumsum(x, axis=-1) of a (2^14, 2^14) float32 array against the flat scan of as many elements.
 """
 
@@ -18,14 +20,13 @@ import numpy as np
 from jitscan import bench, execute, tuning
 from jitscan.dtypes import lookup
 from jitscan.monoid import resolve
-from jitscan.segmented import _heads_from_offsets
 
 
-def spec(timer, variant, dtype, n, segmented="", **knobs):
+def spec(timer, variant, dtype, n, segmented="", kind="inclusive", **knobs):
     return tuning.spec_for(
         timer.info,
         variant=variant,
-        kind="inclusive",
+        kind=kind,
         dtype=lookup(dtype),
         monoid=resolve("add"),
         n=n,
@@ -35,20 +36,28 @@ def spec(timer, variant, dtype, n, segmented="", **knobs):
 
 
 #: tile shapes tried for the segmented kernel (threads, vectors, min_blocks)
-SHAPES = [(128, 16, 3), (128, 16, 2), (128, 8, 4), (128, 8, 0), (256, 8, 2), (256, 4, 0), (512, 4, 2)]
+SHAPES = [(256, 4, 4), (256, 4, 3), (128, 4, 8), (128, 8, 4), (256, 8, 2), (512, 4, 2), (128, 16, 3)]
 
 
-def sweep(timer, x, y, n, mode="flags", dtype="int32", **run_args):
+def sweep(timer, x, y, n, mode="flags", dtype="int32", kind="inclusive", variant="fallback", **run_args):
     b, q = timer.backend, timer.queue
     for threads, vectors, mb in SHAPES:
-        alt = spec(timer, "fallback", dtype, n, mode, threads=threads, vectors=vectors, min_blocks=mb)
+        alt = spec(timer, variant, dtype, n, mode, kind, threads=threads, vectors=vectors, min_blocks=mb)
         t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, **run_args), 10)[0]
-        k = b.program(alt, q).kernels["js_chained"].attributes
+        entry = "js_rts_seg_reduce" if variant == "rts" else "js_chained"
+        k = b.program(alt, q).kernels[entry].attributes
         print(
-            f"  {mode} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s "
-            f"regs={k['num_regs']} local={k['local_size_bytes']}B",
+            f"  {variant} {mode} {kind} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s "
+            f"regs={k['num_regs']} local={k['local_size_bytes']}B shared={k['shared_size_bytes']}B",
             flush=True,
         )
+
+
+def heads_from_offsets(off, n):
+    """uint8 head flags of CSR offsets (empty segments share a head)."""
+    heads = np.zeros(n, np.uint8)
+    heads[off[:-1][off[:-1] < n]] = 1
+    return heads
 
 
 def time_cub(timer, x, off):
@@ -82,13 +91,16 @@ def main() -> None:
         f"{n / t_mem * 8 / 9 / 1e9:.1f} Ge/s"
     )
     seg = spec(timer, "fallback", "int32", n, "flags")
+    by_off = spec(timer, "fallback", "int32", n, "offsets")
+    red = spec(timer, "fallback", "int32", n, "offsets", "reduce")
+    red_rts = spec(timer, "rts", "int32", n, "offsets", "reduce")
     rows = []
     for mean in (10, 1000):
         lens = rng.geometric(1.0 / mean, size=n // mean * 2)
         off = np.concatenate([[0], np.cumsum(lens)])
         off = off[off < n]
         off = np.concatenate([off, [n]]).astype(np.int64)
-        heads = cupy.asarray(_heads_from_offsets(off, n))
+        heads = cupy.asarray(heads_from_offsets(off, n))
         if mean == 10:
             sweep(timer, x, y, n, heads=heads)
         t = timer.time(lambda i, heads=heads: execute.run(b, q, seg, x, y, n, check=False, heads=heads), 20)[
@@ -100,22 +112,34 @@ def main() -> None:
             f"segmented fallback int32+uint8 2^{e} mean {mean}: {rate / 1e9:.1f} Ge/s = "
             f"{100 * rate / (n / t_mem * 8 / 9):.1f}% of memcpy-equivalent"
         )
-        # segmented_reduce = segmented scan + gather of segment ends, vs CUB segmented reduce
-        last = cupy.asarray(np.where(off[1:] > off[:-1], off[1:] - 1, n))
-        ybig = cupy.empty(n + 1, np.int32)
-        ybig[n] = 0
+        offs = cupy.asarray(off.astype(np.uint64))
+        t = timer.time(lambda i, o=offs: execute.run(b, q, by_off, x, y, n, check=False, offsets=o), 20)[0]
+        print(
+            f"segmented fallback int32 by offsets 2^{e} mean {mean}: {n / t / 1e9:.1f} Ge/s = "
+            f"{100 * t_mem / t:.1f}% of memcpy"
+        )
+        nseg = off.size - 1
+        dsum = cupy.empty(nseg, np.int32)
+        if mean == 1000:
+            sweep(timer, x, dsum, n, "offsets", kind="reduce", offsets=offs)
+            sweep(timer, x, dsum, n, "offsets", kind="reduce", variant="rts", offsets=offs)
 
-        def ours(i, heads=heads, last=last, ybig=ybig):
-            execute.run(b, q, seg, x, ybig, n, check=False, heads=heads)
-            return ybig[last]
+        def ours(i, offs=offs, dsum=dsum):
+            execute.run(b, q, red, x, dsum, n, check=False, offsets=offs)
+            return dsum
+
+        def ours_rts(i, offs=offs, dsum=dsum):
+            execute.run(b, q, red_rts, x, dsum, n, check=False, offsets=offs)
+            return dsum
 
         t_ours = timer.time(ours, 10)[0]
+        t_rts = timer.time(ours_rts, 10)[0]
         try:
             t_cub, dout = time_cub(timer, x, off)
-            ok = bool((ours(0) == dout).all())
+            ok = bool((ours(0) == dout).all()) and bool((ours_rts(0) == dout).all())
             print(
-                f"segmented_reduce mean {mean}: jitscan {n / t_ours / 1e9:.1f} Ge/s, "
-                f"CUB {n / t_cub / 1e9:.1f} Ge/s (results equal: {ok})"
+                f"segmented_reduce mean {mean}: jitscan fallback {n / t_ours / 1e9:.1f} Ge/s, "
+                f"rts {n / t_rts / 1e9:.1f} Ge/s, CUB {n / t_cub / 1e9:.1f} Ge/s (results equal: {ok})"
             )
         except Exception as exc:  # noqa: BLE001
             print(f"CUB segmented reduce unavailable: {exc}")

@@ -9,8 +9,33 @@ import pytest
 from conftest import DTYPES, FFILL
 
 import jitscan
+from jitscan import backends, tuning
+from jitscan.dtypes import lookup
+from jitscan.kernels import render
+from jitscan.monoid import resolve
 
 NVCC = shutil.which("nvcc")
+
+
+def _compiles(path, src):
+    path.write_text(src)
+    res = subprocess.run(
+        [
+            NVCC,
+            "-arch=sm_90",
+            "--fmad=false",
+            "--diag-suppress=177",
+            "-c",
+            str(path),
+            "-o",
+            str(path.with_suffix(".o")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "warning" not in res.stderr.lower(), res.stderr  # 177: unused helper in memcpy
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
@@ -20,22 +45,20 @@ def test_cuda_source_compiles_with_nvcc(tmp_path, variant, dtype):
     for tile_state in ("packed", "split") if variant in ("fallback", "lookback") else ("packed",):
         op = FFILL if variant == "fallback" else "max"
         src = jitscan.source(dtype, op=op, variant=variant, backend="cupy", tile_state=tile_state)
-        path = tmp_path / f"{variant}_{dtype}_{tile_state}.cu"
-        path.write_text(src)
-        res = subprocess.run(
-            [
-                NVCC,
-                "-arch=sm_90",
-                "--fmad=false",
-                "--diag-suppress=177",
-                "-c",
-                str(path),
-                "-o",
-                str(path.with_suffix(".o")),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert res.returncode == 0, res.stderr
-        assert "warning" not in res.stderr.lower(), res.stderr  # 177: unused helper in memcpy
+        _compiles(tmp_path / f"{variant}_{dtype}_{tile_state}.cu", src)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize("mode", ["flags", "rows", "offsets"])
+@pytest.mark.parametrize("variant", ["fallback", "rts"])
+@pytest.mark.parametrize("dtype", ["uint32", "float64"])
+def test_segmented_cuda_source_compiles_with_nvcc(tmp_path, mode, variant, dtype):
+    spec = tuning.spec_for(
+        backends.typical_device("cupy"),
+        variant=variant,
+        kind="inclusive",
+        dtype=lookup(dtype),
+        monoid=resolve(FFILL if dtype == "float64" else "max"),
+        segmented=mode,
+    )
+    _compiles(tmp_path / f"seg_{mode}_{variant}_{dtype}.cu", render(spec, "cuda"))

@@ -100,10 +100,8 @@ def test_non_commutative_monoid_per_segment(backend, rng, variant, dtype):
         assert_scan_equal(got, seg_reference(x, off, FFILL, kind), x, FFILL)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_segment_shapes_that_trip_scans_up(backend, rng, variant):
-    tile = tile_size(backend, "int32")
-    n = 12 * tile
+def tricky_offsets(n: int, tile: int) -> dict[str, np.ndarray]:
+    """Segment layouts that trip segmented scans up, for n = 12 tiles."""
     cases = {
         "one segment over everything": np.array([0, n]),
         "a head on every element": np.arange(n + 1),
@@ -114,14 +112,40 @@ def test_segment_shapes_that_trip_scans_up(backend, rng, variant):
         "one huge segment among tiny ones": offsets_of(
             np.concatenate([np.ones(50, int), [n - 100], np.ones(50, int)])
         ),
+        "empty segments at both ends": np.array([0, 0, 0, tile - 1, n, n, n]),
     }
     for name, off in cases.items():
-        off = np.unique(off) if name != "empty segments everywhere" else np.sort(off)
+        off = np.unique(off) if "empty" not in name else np.sort(off)
         off[0], off[-1] = 0, n
+        cases[name] = off
+    return cases
+
+
+@pytest.mark.parametrize("given", ["offsets", "flags"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_segment_shapes_that_trip_scans_up(backend, rng, variant, given):
+    tile = tile_size(backend, "int32")
+    n = 12 * tile
+    for name, off in tricky_offsets(n, tile).items():
         x = random_input(rng, n, "int32")
+        segments = {"offsets": off}
+        if given == "flags":
+            flags = np.zeros(n, np.uint8)
+            flags[off[:-1][off[:-1] < n]] = 1
+            segments = {"flags": flags}
         for kind in ("inclusive", "exclusive"):
-            got = run_segmented(backend, x, "add", kind, variant, offsets=off)
+            got = run_segmented(backend, x, "add", kind, variant, **segments)
             assert_scan_equal(got, seg_reference(x, off, "add", kind), x), name
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_segmented_reduce_on_shapes_that_trip_scans_up(backend, rng, variant):
+    tile = tile_size(backend, "int32")
+    n = 12 * tile
+    for name, off in tricky_offsets(n, tile).items():
+        x = random_input(rng, n, "int32")
+        got = jitscan.segmented_reduce(x, offsets=off, op=FFILL, variant=variant, backend=backend)
+        np.testing.assert_array_equal(got, seg_reduce_reference(x, off, FFILL), err_msg=name)
 
 
 @pytest.mark.parametrize("tile_state", ["packed", "split"])
@@ -147,6 +171,16 @@ def test_fallback_under_simulated_blocking(backend, rng, tile_state, every):
         )
         assert_scan_equal(got, seg_reference(x, off, "add", "inclusive"), x)
         assert stats["fallbacks"] >= 1
+        red = jitscan.segmented_reduce(
+            x,
+            offsets=off,
+            backend=backend,
+            variant="fallback",
+            tile_state=tile_state,
+            simulate_blocking=every,
+            spin_limit=4,
+        )
+        np.testing.assert_array_equal(red, seg_reduce_reference(x, off, "add"))
 
 
 def test_flags_give_the_same_segments_as_offsets(backend, rng):
@@ -210,6 +244,26 @@ def test_cumsum_along_every_axis_matches_numpy(rng, shape):
     for axis in range(-len(shape), len(shape)):
         np.testing.assert_array_equal(jitscan.cumsum(x, axis=axis), np.cumsum(x, axis=axis))
     np.testing.assert_array_equal(jitscan.cummax(x, axis=0), np.maximum.accumulate(x, axis=0))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rows_of_whole_tiles_scan_like_rows_of_any_length(backend, rng, variant):
+    # rows a multiple of the tile long restart the plain chained scan at each row
+    tile = tile_size(backend, "int64")
+    for rows, tiles_per_row in ((5, 1), (3, 4)):
+        x = random_input(rng, rows * tiles_per_row * tile, "int64").reshape(rows, -1)
+        for exclusive in (False, True):
+            got = jitscan.cumsum(x, axis=-1, backend=backend, variant=variant, exclusive=exclusive)
+            ref = np.cumsum(x, axis=-1)
+            if exclusive:
+                ref = np.concatenate([np.zeros((rows, 1), x.dtype), ref[:, :-1]], axis=1)
+            np.testing.assert_array_equal(got, ref)
+    if variant == "fallback":
+        x = random_input(rng, 40 * tile, "int64").reshape(8, -1)
+        stats: dict = {}
+        got = jitscan.cumsum(x, axis=1, backend=backend, simulate_blocking=2, spin_limit=4, stats=stats)
+        np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
+        assert stats["fallbacks"] >= 1
 
 
 def test_axis_on_device_arrays(backend, rng):

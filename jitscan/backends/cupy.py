@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import ENTRY_POINTS, render, signature
+from ..kernels import entry_points, render, signature
 from ..spec import ScanSpec
 from .base import Backend, DeviceInfo, Program
 
@@ -42,7 +42,7 @@ class _CudaProgram(Program):
     def __init__(self, module: Any, spec: ScanSpec, device: int) -> None:
         self.spec = spec
         self.device = device
-        self.kernels = {name: module.get_function(name) for name in ENTRY_POINTS[spec.variant]}
+        self.kernels = {name: module.get_function(name) for name in entry_points(spec)}
         self.stream: Any = None
 
     def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import ENTRY_POINTS, render, signature
+from ..kernels import entry_points, render, signature
 from ..spec import ScanSpec
 from .base import Backend, DeviceInfo, Program
 
@@ -50,7 +50,7 @@ class _CLProgram(Program):
     def __init__(self, program: Any, spec: ScanSpec, queue: Any) -> None:
         self.queue = queue
         self.spec = spec
-        self.kernels = {name: getattr(program, name) for name in ENTRY_POINTS[spec.variant]}
+        self.kernels = {name: getattr(program, name) for name in entry_points(spec)}
         for k in self.kernels.values():
             k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in signature(k.function_name, spec)])
 

@@ -22,17 +22,38 @@ SIGNATURES = {
     "js_rts_reduce": ("buf", "size", "size", "buf"),
     "js_rts_spine": ("buf", "size", "buf", "size", "u32"),
     "js_rts_scan": ("buf", "size", "buf", "size", "size", "buf", "u32"),
-    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32"),
+    "js_chained": ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32", "u32"),
 }
 
-_SEGMENT_ARGS = ("buf", "size")  # head flags, row length
+#: what says where segments start, per segmented mode
+SEGMENT_ARGS = {
+    "flags": ("buf", "size"),  # head flags (row length 0)
+    "rows": ("buf", "size"),  # unused buffer, row length
+    "offsets": ("buf", "buf", "size"),  # CSR offsets, each tile's first segment, nseg
+}
+#: the pre-pass of segmented="offsets": each tile's first segment
+SEG_FIRST = "js_seg_first"
+SIGNATURES[SEG_FIRST] = ("buf", "size", "size", "buf")
+#: rts's segmented reduction: a tile pass that stores whole segments, then a fix-up
+SIGNATURES["js_rts_seg_reduce"] = ("buf", "size", "size", "buf", "buf", "size", "buf")
+SIGNATURES["js_rts_seg_fixup"] = ("buf", "buf", "buf", "size", "size", "buf")
+
+
+def entry_points(spec: ScanSpec) -> tuple[str, ...]:
+    """Kernel entry points compiled for ``spec``."""
+    names = ENTRY_POINTS[spec.variant]
+    if spec.segmented != "offsets":
+        return names
+    if spec.variant == "rts":
+        names = names + ("js_rts_seg_reduce", "js_rts_seg_fixup")
+    return names + (SEG_FIRST,)
 
 
 def signature(entry: str, spec: ScanSpec) -> tuple[str, ...]:
     """Argument kinds of ``entry`` as compiled for ``spec``."""
     sig = SIGNATURES[entry]
-    if spec.segmented and entry in ("js_chained", "js_rts_reduce", "js_rts_scan"):
-        sig = sig + _SEGMENT_ARGS
+    if spec.segmented and entry in ("js_chained", "js_rts_reduce", "js_rts_scan", "js_rts_seg_reduce"):
+        sig = sig + SEGMENT_ARGS[spec.segmented]
     return sig
 
 
@@ -69,4 +90,13 @@ def render(spec: ScanSpec, dialect: str | Dialect) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["ENTRY_POINTS", "SIGNATURES", "render", "signature", "DIALECTS"]
+__all__ = [
+    "ENTRY_POINTS",
+    "SIGNATURES",
+    "SEGMENT_ARGS",
+    "SEG_FIRST",
+    "entry_points",
+    "render",
+    "signature",
+    "DIALECTS",
+]

@@ -18,6 +18,31 @@ _COMPONENTS_CL = ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7")
 _COMPONENTS_CUDA = ("x", "y", "z", "w")
 
 
+def _segment_params(mode: str) -> list[str]:
+    """Kernel parameters that say where segments start, per segmented mode.
+
+    ``flags``/``rows``: a uint8 head array, or a row length. ``offsets``: the CSR
+    offsets (as js_size) with each tile's first segment (``js_seg_first``) and the
+    segment count; heads are then marked in local memory, so loading takes ``sh``.
+    """
+    if mode == "offsets":
+        params = ", JS_GLOBAL const js_size* offsets, JS_GLOBAL const js_size* seg_first, js_size nseg"
+        return [
+            "#define JS_SEG_OFFSETS 1",
+            f"#define JS_SEG_PARAMS {params}",
+            "#define JS_SEG_ARGS , offsets, seg_first, nseg",
+            "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS, JS_LOCAL_PTR js_shared* sh",
+            "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS, &sh",
+        ]
+    return [
+        "#define JS_SEG_OFFSETS 0",
+        "#define JS_SEG_PARAMS , JS_GLOBAL const js_u8* heads, js_size row_len",
+        "#define JS_SEG_ARGS , heads, row_len",
+        "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS",
+        "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS",
+    ]
+
+
 class Dialect(ABC):
     """Base of the backend dialects; subclasses fill in the target-specific text."""
 
@@ -105,8 +130,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "#define JS_SEGMENTED 1",
                 "typedef struct { js_val v; js_u32 h; } T;",
                 "typedef js_u64 js_heads;",
-                "#define JS_SEG_PARAMS , JS_GLOBAL const js_u8* heads, js_size row_len",
-                "#define JS_SEG_ARGS , heads, row_len",
+                *_segment_params(spec.segmented),
                 "JS_DEVICE_FN T js_pair(js_u32 h, js_val v) { T r; r.v = v; r.h = h; return r; }",
                 "#define JS_IDENTITY js_pair(0u, JS_VIDENTITY)",
                 "/* a head in b cuts off everything before it */",
@@ -124,6 +148,9 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
         else:
             lines += [
                 "#define JS_SEGMENTED 0",
+                "#define JS_SEG_OFFSETS 0",
+                "#define JS_SEG_LOAD_PARAMS",
+                "#define JS_SEG_LOAD_ARGS",
                 "typedef js_val T;",
                 "typedef js_u32 js_heads;",
                 "#define JS_SEG_PARAMS",
@@ -214,6 +241,7 @@ typedef ulong js_size;
 #define JS_ATOMIC_XCHG_U32(p, v) atomic_xchg((volatile __global uint*)(p), (v))
 #define JS_ATOMIC_MAX_U32(p, v) atomic_max((volatile __global uint*)(p), (v))
 #define JS_ATOMIC_MAX_SW(p, v) {sw_max}
+#define JS_ATOMIC_OR_LOCAL(p, v) atomic_or((volatile __local uint*)(p), (v))
 /* OpenCL C 1.2 has no atomic load: an aligned volatile word load is the relaxed
    atomic load every implementation provides (one access, never cached stale) */
 #define JS_LOAD_U32(p) (*(volatile __global js_u32*)(p))
@@ -347,6 +375,7 @@ typedef unsigned long long js_size;
 #define JS_ATOMIC_XCHG_U32(p, v) atomicExch((js_u32*)(p), (js_u32)(v))
 #define JS_ATOMIC_MAX_U32(p, v) atomicMax((js_u32*)(p), (js_u32)(v))
 #define JS_ATOMIC_MAX_SW(p, v) atomicMax((js_sw*)(p), (js_sw)(v))
+#define JS_ATOMIC_OR_LOCAL(p, v) atomicOr((js_u32*)(p), (js_u32)(v))
 /* volatile loads are not cached in L1: the relaxed load look-back needs */
 #define JS_LOAD_U32(p) (*(volatile js_u32*)(p))
 #define JS_LOAD_SW(p) (*(volatile js_sw*)(p))

@@ -13,7 +13,7 @@
  * the loop small and the own tile's registers out of it. */
 
 JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
-                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every JS_SEG_PARAMS)
+                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
@@ -43,18 +43,23 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     T own_left[JS_P], agg = JS_IDENTITY;
     js_heads own_heads = 0, other_heads;
     js_stats st = {0u, 0u, 0u, 0u};
-    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit};
+    /* Rows aligned to tiles (row_tiles > 0, a batched scan along the last axis): the
+     * first tile of a row starts afresh and no walk goes back past it, so rows need
+     * no head flags at all. */
+    js_u32 row_first = row_tiles ? tile - tile % row_tiles : 0u;
+    int fresh = tile == row_first;
+    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first};
     js_i64 cur = (js_i64)tile - 1;
 
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
-    js_load_input(in, base, n, own, &own_heads JS_SEG_ARGS);
+    js_load_input(in, base, n, own, &own_heads JS_SEG_LOAD_ARGS);
     agg = js_scan_tile(own, own_left, own_heads, &sh);
     if (lid == 0) {
         if (posts)
-            js_post(state, epoch, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, agg);
+            js_post(state, epoch, tile, fresh ? JS_INCLUSIVE : JS_READY, agg);
         sh.lb_cur = cur;
-        sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
+        sh.lb_ctrl = fresh ? JS_LB_DONE : JS_LB_LOOK;
     }
     JS_BARRIER();
 #endif
@@ -67,7 +72,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb_cur;
             js_val x[JS_P][JS_V];
             T left[JS_P];
-            js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_ARGS);
+            js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_LOAD_ARGS);
             T a = js_scan_tile(x, left, other_heads, &sh);
             /* every thread has read `step` before thread 0 overwrites it below */
             JS_BARRIER();
@@ -84,9 +89,9 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
                 own_heads = other_heads;
                 if (lid == 0) {
                     if (posts)
-                        js_post(state, epoch, tile, tile == 0 ? JS_INCLUSIVE : JS_READY, a);
+                        js_post(state, epoch, tile, fresh ? JS_INCLUSIVE : JS_READY, a);
                     sh.lb_cur = cur;
-                    sh.lb_ctrl = tile == 0 ? JS_LB_DONE : JS_LB_LOOK;
+                    sh.lb_ctrl = fresh ? JS_LB_DONE : JS_LB_LOOK;
                 }
             } else
 #endif
@@ -107,7 +112,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 
     /* propagate first: successors are waiting on it, the stores are not */
     if (lid == 0) {
-        if (posts && tile > 0)
+        if (posts && !fresh)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
         sh.lb_prefix = w.prefix;
     }
@@ -115,10 +120,14 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     T prefix = sh.lb_prefix;
 
     if (kind == JS_KIND_REDUCE) {
+#if JS_SEG_OFFSETS
+        js_store_segment_totals(out, base, own, own_left, prefix, !fresh, own_heads, 0 JS_SEG_LOAD_ARGS);
+#else
         if (lid == 0 && base + JS_TILE >= n)
             out[0] = JS_VALUE_OF(tile ? js_op(prefix, agg) : agg);
+#endif
     } else {
-        js_store_output(out, base, n, own, own_left, prefix, tile > 0, kind == JS_KIND_EXCLUSIVE, own_heads);
+        js_store_output(out, base, n, own, own_left, prefix, !fresh, kind == JS_KIND_EXCLUSIVE, own_heads);
     }
 
 #if JS_STATS

@@ -26,6 +26,7 @@ typedef struct {
     int have;       /* prefix holds something (the identity is never combined in) */
     js_u32 spins;   /* consecutive spins on the current predecessor */
     js_u32 limit;   /* spins before a fallback (or, for look-back, the watchdog) */
+    js_i64 stop;    /* the first tile the walk may take (of its row, else 0) */
 } js_walk;
 
 JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
@@ -51,7 +52,7 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
 {
     js_u32 k = 0;
     int done = 0;
-    while (k < JS_LB_W && *cur - (js_i64)k >= 0 && !done) {
+    while (k < JS_LB_W && *cur - (js_i64)k >= w->stop && !done) {
         js_u32 f = sh->lb_flag[k];
         if (f == JS_NOT_READY)
             break;
@@ -62,7 +63,7 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
     }
     st->steps += k;
     *cur -= k;
-    if (done || *cur < 0)
+    if (done || *cur < w->stop)
         return JS_LB_DONE;
     w->spins = k ? 0 : w->spins + 1;
     st->spins += k ? 0 : 1;
@@ -96,5 +97,5 @@ JS_DEVICE_FN js_u32 js_fallback_take(JS_GLOBAL js_sw* state, js_u32 epoch, js_i6
     js_walk_take(w, inclusive ? found : agg);
     w->spins = 0;
     *cur -= 1;
-    return (inclusive || *cur < 0 || JS_PREFIX_DONE(w->prefix)) ? JS_LB_DONE : JS_LB_LOOK;
+    return (inclusive || *cur < w->stop || JS_PREFIX_DONE(w->prefix)) ? JS_LB_DONE : JS_LB_LOOK;
 }

@@ -9,7 +9,7 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_input(in + in_off, (js_size)tile * JS_TILE, n, x, &own JS_SEG_ARGS);
+    js_load_input(in + in_off, (js_size)tile * JS_TILE, n, x, &own JS_SEG_LOAD_ARGS);
     T agg = js_scan_tile(x, left, own, &sh);
     if (JS_LID == 0)
         spine[tile] = agg;
@@ -28,7 +28,8 @@ JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val
         js_load_tile(spine, base, ntiles, p);
         js_heads heads = js_split(p, x);
         T agg = js_scan_tile(x, left, heads, &sh);
-        if (kind != JS_KIND_REDUCE) {
+        /* a segmented reduction still needs every tile's prefix (js_rts_seg_fixup) */
+        if (kind != JS_KIND_REDUCE || JS_SEG_OFFSETS) {
             /* exclusive prefixes, in place: the spine holds (head, value) pairs when
              * segmented, so this stores whole T, not values */
             T y[JS_P][JS_V];
@@ -45,7 +46,7 @@ JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val
         run = have ? js_op(run, agg) : agg;
         have = 1;
     }
-    if (kind == JS_KIND_REDUCE && JS_LID == 0)
+    if (kind == JS_KIND_REDUCE && !JS_SEG_OFFSETS && JS_LID == 0)
         out[out_off] = JS_VALUE_OF(run);
 }
 
@@ -59,7 +60,42 @@ JS_KERNEL void js_rts_scan(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_input(in + in_off, base, n, x, &own JS_SEG_ARGS);
+    js_load_input(in + in_off, base, n, x, &own JS_SEG_LOAD_ARGS);
     js_scan_tile(x, left, own, &sh);
     js_store_output(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }
+
+#if JS_SEG_OFFSETS
+/* A segmented reduction reads the data once: instead of js_rts_reduce, every tile
+ * stores the totals of the segments it holds whole, its aggregate into the spine and
+ * the local total of a segment it continues into carry; after the spine scan,
+ * js_rts_seg_fixup completes those segments with their tiles' prefixes. */
+JS_KERNEL void js_rts_seg_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size n, JS_GLOBAL T* spine,
+                                 JS_GLOBAL js_val* out, js_size out_off, JS_GLOBAL js_val* carry JS_SEG_PARAMS)
+{
+    JS_LOCAL_DECL js_shared sh;
+    js_u32 tile = JS_GROUP_ID;
+    js_size base = (js_size)tile * JS_TILE;
+    js_val x[JS_P][JS_V];
+    T left[JS_P];
+    js_heads own;
+    js_load_input(in + in_off, base, n, x, &own JS_SEG_LOAD_ARGS);
+    T agg = js_scan_tile(x, left, own, &sh);
+    if (JS_LID == 0)
+        spine[tile] = agg;
+    js_store_segment_totals(out + out_off, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
+}
+
+/* one thread per tile: the segment continued into tile t ends there (seg_first[t] <
+ * seg_first[t + 1]); its total is the tile's exclusive prefix combined with the carry */
+JS_KERNEL void js_rts_seg_fixup(JS_GLOBAL const T* spine, JS_GLOBAL const js_val* carry, JS_GLOBAL js_val* out,
+                                js_size out_off, js_size ntiles, JS_GLOBAL const js_size* seg_first)
+{
+    js_size t = (js_size)JS_GROUP_ID * JS_T + JS_LID;
+    if (t == 0 || t >= ntiles)
+        return;
+    js_size lo = seg_first[t];  /* >= 1: offsets[0] == 0 lies before tile t */
+    if (lo < seg_first[t + 1])
+        out[out_off + lo - 1] = js_vop(JS_VALUE_OF(spine[t]), carry[t]);
+}
+#endif

@@ -58,6 +58,10 @@ typedef struct {
     js_i64 lb_cur;
     js_u32 lb_ctrl;
     js_u32 tile;
+#if JS_SEG_OFFSETS
+    js_u32 head_bits[(JS_TILE + 31) / 32];  /* the tile's heads, marked from the offsets */
+    js_val stage[JS_TILE + 1];              /* a reduction's inclusive values, from position base - 1 */
+#endif
 } js_shared;
 
 JS_DEVICE_FN js_size js_vec_index(js_u32 j)
@@ -236,22 +240,69 @@ JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n
 }
 
 #if JS_SEGMENTED
-/* Loads values and heads; *own receives this thread's head bits. */
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
-                                js_heads* own JS_SEG_PARAMS)
+JS_DEVICE_FN void js_load_values(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
-    js_heads mask = 0;
-    int full = base + JS_TILE <= n;
+    if (base + JS_TILE <= n) {
 #pragma unroll
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        js_size first = base + js_vec_index(j) * JS_V;
-        if (full) {
+        for (js_u32 j = 0; j < JS_P; ++j)
             JS_VLOAD(x[j], in + base, js_vec_index(j));
-        } else {
+    } else {
+#pragma unroll
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 x[j][e] = first + e < n ? in[first + e] : JS_VIDENTITY;
         }
+    }
+}
+#endif
+
+#if JS_SEG_OFFSETS
+/* Loads values; *own receives this thread's head bits. The workgroup marks the heads
+ * of the tile in local memory from the offsets of the segments starting in it
+ * (seg_first[t] .. seg_first[t + 1]), so every segment costs one coalesced read. */
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+                                js_heads* own JS_SEG_LOAD_PARAMS)
+{
+    js_u32 lid = JS_LID;
+    js_size t = base / JS_TILE;
+    js_load_values(in, base, n, x);
+    js_size lo = seg_first[t], hi = seg_first[t + 1];
+    /* a previous call's readers may still be reading the bits */
+    JS_BARRIER();
+    for (js_u32 w = lid; w < (JS_TILE + 31) / 32; w += JS_T)
+        sh->head_bits[w] = 0u;
+    JS_BARRIER();
+    /* offsets[s] >= base for s >= lo, and < base + JS_TILE for s < hi except in the
+     * last tile, where trailing empty segments start at n */
+    for (js_size s = lo + lid; s < hi && s < nseg; s += JS_T) {
+        js_size p = offsets[s];
+        if (p < n)
+            JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
+    }
+    JS_BARRIER();
+    js_heads mask = 0;
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        /* JS_V divides 32, so a vector's bits share one word */
+        js_u32 q = (js_u32)js_vec_index(j) * JS_V;
+        js_u32 bits = (sh->head_bits[q >> 5] >> (q & 31u)) & (js_u32)((((js_u64)1) << JS_V) - 1u);
+        mask |= (js_heads)bits << (j * JS_V);
+    }
+    *own = mask;
+}
+#elif JS_SEGMENTED
+/* Loads values and heads; *own receives this thread's head bits. */
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+                                js_heads* own JS_SEG_LOAD_PARAMS)
+{
+    js_heads mask = 0;
+    int full = base + JS_TILE <= n;
+    js_load_values(in, base, n, x);
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_size first = base + js_vec_index(j) * JS_V;
         js_u32 h[JS_V];
         if (row_len) {
             /* position within the row, divided once per vector and then advanced;
@@ -327,3 +378,65 @@ JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n
     }
     js_store_values(out, base, n, y);
 }
+
+#if JS_SEG_OFFSETS
+/* A segmented reduction's stores: the total of segment s sits at its last element,
+ * offsets[s + 1] - 1. The tile stages its inclusive values in local memory, with the
+ * value just before the tile (the prefix) in front, and writes the totals of the
+ * segments s + 1 in seg_first[t] .. seg_first[t + 1]: these partition 1..nseg, and
+ * their last elements lie in base - 1 .. base + JS_TILE - 1. Empty ones get the identity.
+ * Only the first of them can have begun before the tile; without a prefix (carry
+ * given) its local total goes to carry[t] for js_rts_seg_fixup to complete. */
+JS_DEVICE_FN void js_store_segment_totals(JS_GLOBAL js_val* out, js_size base, js_val x[JS_P][JS_V],
+                                          T left[JS_P], T prefix, int has_prefix, js_heads heads,
+                                          JS_GLOBAL js_val* carry JS_SEG_LOAD_PARAMS)
+{
+    js_u32 lid = JS_LID;
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
+        js_u32 q = 1u + (js_u32)js_vec_index(j) * JS_V;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            sh->stage[q + e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
+    }
+    if (lid == 0)
+        sh->stage[0] = has_prefix ? JS_VALUE_OF(prefix) : JS_VIDENTITY;
+    JS_BARRIER();
+    js_size t = base / JS_TILE;
+    js_size lo = seg_first[t], hi = seg_first[t + 1];
+    for (js_size s = lo + lid; s < hi; s += JS_T) {
+        if (s == 0)
+            continue;
+        js_size a = offsets[s - 1], b = offsets[s];
+        js_val v = a == b ? JS_VIDENTITY : sh->stage[b - base];
+        if (carry && s == lo)
+            carry[t] = v;
+        else
+            out[s - 1] = v;
+    }
+}
+
+/* Tile t's first segment: the first s with offsets[s] >= t * JS_TILE, and nseg + 1
+ * after the last tile (so the last tile also stores trailing empty segments). */
+JS_KERNEL void js_seg_first(JS_GLOBAL const js_size* offsets, js_size nseg, js_size n, JS_GLOBAL js_size* seg_first)
+{
+    js_size t = (js_size)JS_GROUP_ID * JS_T + JS_LID;
+    js_size ntiles = (n + JS_TILE - 1) / JS_TILE;
+    if (t > ntiles)
+        return;
+    if (t == ntiles) {
+        seg_first[t] = nseg + 1;
+        return;
+    }
+    js_size key = t * JS_TILE, lo = 0, hi = nseg;  /* offsets[nseg] == n > key */
+    while (lo < hi) {
+        js_size mid = lo + (hi - lo) / 2;
+        if (offsets[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    seg_first[t] = lo;
+}
+#endif
