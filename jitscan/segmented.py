@@ -10,6 +10,7 @@ successor like any other (decoupled fallback).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -269,7 +270,9 @@ def scan_along_axis(
     # rows of whole tiles need no heads: the plain chained scan restarts at each row
     spec = api._spec(inp, variant, kind, op, stats is not None, knobs)
     segments = {"row_tiles": row // spec.tile}
-    if not (spec.chained and row % spec.tile == 0):
+    if spec.chained and row % spec.tile == 0:
+        spec = replace(spec, row_tiles=True)
+    else:
         spec = api._spec(inp, variant, kind, op, stats is not None, knobs, segmented="rows")
         segments = {"row_len": row}
     if inp.n == 0:

@@ -16,6 +16,8 @@ from .monoid import Monoid
 VARIANTS = ("fallback", "lookback", "rts", "memcpy")
 KINDS = ("inclusive", "exclusive", "reduce")
 SEGMENTED = ("", "flags", "rows", "offsets")
+#: bytes of local memory a tile may stage (CUDA's static shared-memory limit per block)
+STAGE_LIMIT = 48 * 1024
 KINDS_CODE = {"inclusive": 0, "exclusive": 1, "reduce": 2}
 TILE_STATES = ("packed", "split")
 #: variants that carry tile state between workgroups in one pass
@@ -67,6 +69,10 @@ class ScanSpec:
         Plain scan, or a segmented one whose heads come from a uint8 flag array, a
         fixed row length, or CSR offsets (all launch arguments). With ``offsets`` the
         kind ``reduce`` stores one total per segment.
+    row_tiles : bool
+        A plain chained scan of independent rows, each a whole number of tiles long
+        (the launch argument ``row_tiles``): no head flags, and no look-back past the
+        first tile of a row.
     """
 
     variant: str
@@ -85,6 +91,7 @@ class ScanSpec:
     stats: bool = False
     min_blocks: int = 0
     segmented: str = ""
+    row_tiles: bool = False
 
     def __post_init__(self) -> None:
         check_choice("variant", self.variant, VARIANTS)
@@ -93,6 +100,14 @@ class ScanSpec:
         check_choice("segmented mode", self.segmented, SEGMENTED)
         if self.segmented and self.vectors * self.vector_width > 64:
             raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")
+        if self.row_tiles and (self.segmented or self.variant not in CHAINED):
+            raise ValueError("row_tiles applies to plain chained scans")
+        stage = (self.tile + 1) * self.dtype_info.itemsize
+        if self.segmented == "offsets" and stage > STAGE_LIMIT:
+            raise ValueError(
+                f"segments given by offsets stage a tile in local memory: {self.tile} elements of "
+                f"{self.dtype} need {stage} bytes, over {STAGE_LIMIT}; use a smaller tile"
+            )
         if self.segmented and self.variant == "memcpy":
             raise ValueError("memcpy has no segmented form")
         self.monoid.check_dtype(self.dtype_info)

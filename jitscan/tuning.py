@@ -48,11 +48,16 @@ def geometry(
             # registers per thread reached 160-275
             threads, vectors, min_blocks = 256, 4, 4
         if segmented == "offsets" and kind == "reduce" and variant == "rts":
-            # no tile waits on another here, so registers buy loads in flight: 256 x 8
-            # measured best (531 Ge/s at mean length 1000, against 478 for 256 x 4)
-            threads, vectors, min_blocks = 256, 8, 2
+            # no tile waits on another here, so registers buy loads in flight: 128 x 16
+            # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
+            # 522-529 for 256 x 8 and 478 for 256 x 4)
+            threads, vectors, min_blocks = 128, 16, 4
     elif info.is_gpu:
         threads, vectors = 128, 8
+        if segmented:
+            # NVIDIA's OpenCL on the H100 (scripts/seg_bench.py 28 opencl, flags, mean
+            # length 10): 64 x 8 gave 203 Ge/s, 128 x 8 195, 256 x 4 139
+            threads = 64
     else:
         # CPU (PoCL): one worker thread runs a whole workgroup; small groups keep the
         # local-memory row scans cheap and leave many tiles to share out

@@ -1,20 +1,25 @@
 """Segmented-scan targets on a CUDA GPU (issue: segmented look-back with fallback).
 
-Usage: python scripts/seg_bench.py [LOG2N]
+Usage: python scripts/seg_bench.py [LOG2N] [opencl]   (opencl: the segmented tile sweep there)
 Times, with jitscan.bench's device timer (CUDA events, median, spin kernel before runs):
   - segmented fallback, int32 values + uint8 head flags, mean segment lengths 10 and 1000,
     against the memcpy-equivalent rate for the bytes it moves (9 per element vs memcpy's 8);
   - the same scans with CSR offsets (heads marked in-kernel; 8 bytes per element);
   - segmented_reduce's kernels (offsets in, one total per segment out; the tile pre-pass
     included) against CUB's segmented reduce (cuda.compute) on the same offsets;
-  - cumsum(x, axis=-1) of a (2^14, 2^14) float32 array against the flat scan of as many elements.
+  - cumsum(x, axis=-1) of a (2^14, 2^14) float32 array against the flat scan of as many elements,
+    both as cumsum runs it (rows of whole tiles) and with heads from the row length.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
-import cupy
+try:
+    import cupy
+except ImportError:  # the opencl sweep needs no CuPy
+    cupy = None
 import numpy as np
 
 from jitscan import bench, execute, tuning
@@ -39,18 +44,21 @@ def spec(timer, variant, dtype, n, segmented="", kind="inclusive", **knobs):
 SHAPES = [(256, 4, 4), (256, 4, 3), (128, 4, 8), (128, 8, 4), (256, 8, 2), (512, 4, 2), (128, 16, 3)]
 
 
+#: tile shapes tried for rts's segmented reduction (no waiting: registers are cheaper)
+RTS_SHAPES = [(256, 8, 2), (256, 8, 3), (128, 16, 4), (128, 16, 2), (512, 4, 3), (1024, 2, 2)]
+
+
 def sweep(timer, x, y, n, mode="flags", dtype="int32", kind="inclusive", variant="fallback", **run_args):
     b, q = timer.backend, timer.queue
-    for threads, vectors, mb in SHAPES:
+    for threads, vectors, mb in RTS_SHAPES if variant == "rts" else SHAPES:
         alt = spec(timer, variant, dtype, n, mode, kind, threads=threads, vectors=vectors, min_blocks=mb)
         t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, **run_args), 10)[0]
-        entry = "js_rts_seg_reduce" if variant == "rts" else "js_chained"
-        k = b.program(alt, q).kernels[entry].attributes
-        print(
-            f"  {variant} {mode} {kind} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s "
-            f"regs={k['num_regs']} local={k['local_size_bytes']}B shared={k['shared_size_bytes']}B",
-            flush=True,
-        )
+        line = f"  {variant} {mode} {kind} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s"
+        if timer.name == "cupy":
+            entry = "js_rts_seg_reduce" if variant == "rts" else "js_chained"
+            k = b.program(alt, q).kernels[entry].attributes
+            line += f" regs={k['num_regs']} local={k['local_size_bytes']}B shared={k['shared_size_bytes']}B"
+        print(line, flush=True)
 
 
 def heads_from_offsets(off, n):
@@ -76,9 +84,34 @@ def time_cub(timer, x, off):
     return t, dout
 
 
+#: OpenCL has no occupancy hint: shapes (threads, vectors, 0) for its segmented sweep
+OPENCL_SHAPES = [(128, 8, 0), (128, 4, 0), (256, 4, 0), (64, 8, 0), (256, 8, 0), (64, 16, 0)]
+
+
+def opencl_sweep(n: int) -> None:
+    """Segmented (flags, mean length 10) tile shapes on the OpenCL backend."""
+    timer = bench.Timer("opencl")
+    b, q = timer.backend, timer.queue
+    rng = np.random.default_rng(7)
+    x = b.to_device(rng.integers(-1000, 1000, n, dtype=np.int32), q)
+    y = b.empty((n,), np.int32, q)
+    lens = rng.geometric(0.1, size=n // 5)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    off = np.concatenate([off[off < n], [n]]).astype(np.int64)
+    heads = b.to_device(heads_from_offsets(off, n), q)
+    mem = spec(timer, "memcpy", "int32", n)
+    t_mem = timer.time(lambda i: execute.run(b, q, mem, x, y, n), 10)[0]
+    print(f"OpenCL memcpy int32: {n / t_mem / 1e9:.1f} Ge/s")
+    SHAPES[:] = OPENCL_SHAPES
+    sweep(timer, x, y, n, heads=heads)
+
+
 def main() -> None:
     e = int(sys.argv[1]) if len(sys.argv) > 1 else 28
     n = 1 << e
+    if len(sys.argv) > 2 and sys.argv[2] == "opencl":
+        opencl_sweep(n)
+        return
     timer = bench.Timer("cupy")
     b, q = timer.backend, timer.queue
     rng = np.random.default_rng(7)
@@ -121,7 +154,6 @@ def main() -> None:
         nseg = off.size - 1
         dsum = cupy.empty(nseg, np.int32)
         if mean == 1000:
-            sweep(timer, x, dsum, n, "offsets", kind="reduce", offsets=offs)
             sweep(timer, x, dsum, n, "offsets", kind="reduce", variant="rts", offsets=offs)
 
         def ours(i, offs=offs, dsum=dsum):
@@ -143,24 +175,28 @@ def main() -> None:
             )
         except Exception as exc:  # noqa: BLE001
             print(f"CUB segmented reduce unavailable: {exc}")
-    # batched rows
+    # batched rows: rows of whole tiles run the plain chained kernel restarting per row
+    # (what cumsum(axis=-1) picks here); rows mode marks heads from the row length
     side = 1 << 14
     a = cupy.asarray(rng.standard_normal((side, side), dtype=np.float32))
     out = cupy.empty_like(a)
     flat = spec(timer, "fallback", "float32", side * side)
     rows_spec = spec(timer, "fallback", "float32", side * side, "rows")
     t_flat = timer.time(lambda i: execute.run(b, q, flat, a, out, side * side, check=False), 20)[0]
-    sweep(timer, a, out, side * side, "rows", "float32", row_len=side)
-    t_rows = timer.time(
-        lambda i: execute.run(b, q, rows_spec, a, out, side * side, check=False, row_len=side), 20
-    )[0]
     ref = cupy.cumsum(a[:3].astype(np.float64), axis=1)
-    err = float(cupy.abs(out[:3] - ref).max())
-    print(
-        f"cumsum axis=-1 (2^14, 2^14) float32: {side * side / t_rows / 1e9:.1f} Ge/s = "
-        f"{100 * t_flat / t_rows:.1f}% of the flat scan ({side * side / t_flat / 1e9:.1f} Ge/s); "
-        f"max err {err:.2e}"
-    )
+    for name, sp, args in (
+        ("rows of whole tiles", replace(flat, row_tiles=True), {"row_tiles": side // flat.tile}),
+        ("rows by heads", rows_spec, {"row_len": side}),
+    ):
+        t_rows = timer.time(
+            lambda i, sp=sp, args=args: execute.run(b, q, sp, a, out, side * side, False, **args), 20
+        )[0]
+        err = float(cupy.abs(out[:3] - ref).max())
+        print(
+            f"cumsum axis=-1 (2^14, 2^14) float32, {name}: {side * side / t_rows / 1e9:.1f} Ge/s = "
+            f"{100 * t_flat / t_rows:.1f}% of the flat scan ({side * side / t_flat / 1e9:.1f} Ge/s); "
+            f"max err {err:.2e}"
+        )
 
 
 if __name__ == "__main__":

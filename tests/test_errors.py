@@ -88,3 +88,9 @@ def test_simulated_blocking_only_for_chained_variants():
 def test_device_array_with_a_foreign_backend():
     with pytest.raises(ValueError):
         jitscan.cumsum(X, backend="nonexistent")
+
+
+def test_offsets_tile_too_large_for_local_memory():
+    # segments by offsets stage the tile's results in local memory
+    with pytest.raises(ValueError, match="local memory"):
+        jitscan.segmented_reduce(X.astype(np.int64), offsets=[0, 50, 100], threads=256, vectors=32)

@@ -43,11 +43,16 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     T own_left[JS_P], agg = JS_IDENTITY;
     js_heads own_heads = 0, other_heads;
     js_stats st = {0u, 0u, 0u, 0u};
-    /* Rows aligned to tiles (row_tiles > 0, a batched scan along the last axis): the
+    /* Rows aligned to tiles (JS_ROW_TILES, a batched scan along the last axis): the
      * first tile of a row starts afresh and no walk goes back past it, so rows need
      * no head flags at all. */
-    js_u32 row_first = row_tiles ? tile - tile % row_tiles : 0u;
-    int fresh = tile == row_first;
+#if JS_ROW_TILES
+    js_u32 row_first = tile - tile % row_tiles;
+#else
+    /* a constant, so plain scans pay no registers for rows */
+    js_u32 row_first = 0u;
+    (void)row_tiles;
+#endif
     js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first};
     js_i64 cur = (js_i64)tile - 1;
 
@@ -57,9 +62,9 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     agg = js_scan_tile(own, own_left, own_heads, &sh);
     if (lid == 0) {
         if (posts)
-            js_post(state, epoch, tile, fresh ? JS_INCLUSIVE : JS_READY, agg);
+            js_post(state, epoch, tile, tile == row_first ? JS_INCLUSIVE : JS_READY, agg);
         sh.lb_cur = cur;
-        sh.lb_ctrl = fresh ? JS_LB_DONE : JS_LB_LOOK;
+        sh.lb_ctrl = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
     }
     JS_BARRIER();
 #endif
@@ -89,9 +94,9 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
                 own_heads = other_heads;
                 if (lid == 0) {
                     if (posts)
-                        js_post(state, epoch, tile, fresh ? JS_INCLUSIVE : JS_READY, a);
+                        js_post(state, epoch, tile, tile == row_first ? JS_INCLUSIVE : JS_READY, a);
                     sh.lb_cur = cur;
-                    sh.lb_ctrl = fresh ? JS_LB_DONE : JS_LB_LOOK;
+                    sh.lb_ctrl = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
                 }
             } else
 #endif
@@ -112,7 +117,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 
     /* propagate first: successors are waiting on it, the stores are not */
     if (lid == 0) {
-        if (posts && !fresh)
+        if (posts && tile > row_first)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
         sh.lb_prefix = w.prefix;
     }
@@ -121,13 +126,13 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 
     if (kind == JS_KIND_REDUCE) {
 #if JS_SEG_OFFSETS
-        js_store_segment_totals(out, base, own, own_left, prefix, !fresh, own_heads, 0 JS_SEG_LOAD_ARGS);
+        js_store_segment_totals(out, base, own, own_left, prefix, tile > row_first, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
         if (lid == 0 && base + JS_TILE >= n)
             out[0] = JS_VALUE_OF(tile ? js_op(prefix, agg) : agg);
 #endif
     } else {
-        js_store_output(out, base, n, own, own_left, prefix, !fresh, kind == JS_KIND_EXCLUSIVE, own_heads);
+        js_store_output(out, base, n, own, own_left, prefix, tile > row_first, kind == JS_KIND_EXCLUSIVE, own_heads);
     }
 
 #if JS_STATS
