@@ -52,12 +52,13 @@ def geometry(
             # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
             # 522-529 for 256 x 8 and 478 for 256 x 4)
             threads, vectors, min_blocks = 128, 16, 4
+    elif info.is_gpu and info.shuffle_width:
+        # NVIDIA's OpenCL (PTX shuffles) on the H100, scripts/seg_bench.py 28 opencl:
+        # flat 128 x 8 capped to 4 blocks' registers 281 Ge/s (250 uncapped, 249-272
+        # for 128 x 16); segmented (flags, mean length 10) 128 x 4 222, 64 x 8 215
+        threads, vectors, min_blocks = (128, 4, 0) if segmented else (128, 8, 4)
     elif info.is_gpu:
         threads, vectors = 128, 8
-        if segmented:
-            # NVIDIA's OpenCL on the H100 (scripts/seg_bench.py 28 opencl, flags, mean
-            # length 10): 64 x 8 gave 203 Ge/s, 128 x 8 195, 256 x 4 139
-            threads = 64
     else:
         # CPU (PoCL): one worker thread runs a whole workgroup; small groups keep the
         # local-memory row scans cheap and leave many tiles to share out

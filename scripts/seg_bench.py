@@ -88,6 +88,10 @@ def time_cub(timer, x, off):
 OPENCL_SHAPES = [(128, 8, 0), (128, 4, 0), (256, 4, 0), (64, 8, 0), (256, 8, 0), (64, 16, 0)]
 
 
+#: flat-scan shapes for OpenCL (threads, vectors, min_blocks as a register cap)
+FLAT_OPENCL_SHAPES = [(128, 8, 0), (128, 16, 0), (128, 16, 3), (128, 16, 2), (128, 8, 4), (256, 8, 2)]
+
+
 def opencl_sweep(n: int) -> None:
     """Segmented (flags, mean length 10) tile shapes on the OpenCL backend."""
     timer = bench.Timer("opencl")
@@ -104,6 +108,11 @@ def opencl_sweep(n: int) -> None:
     print(f"OpenCL memcpy int32: {n / t_mem / 1e9:.1f} Ge/s")
     SHAPES[:] = OPENCL_SHAPES
     sweep(timer, x, y, n, heads=heads)
+    # the flat scan, with NVIDIA's register cap standing in for __launch_bounds__
+    for threads, vectors, mb in FLAT_OPENCL_SHAPES:
+        alt = spec(timer, "fallback", "int32", n, threads=threads, vectors=vectors, min_blocks=mb)
+        t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False), 10)[0]
+        print(f"  fallback flat shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s", flush=True)
 
 
 def main() -> None:

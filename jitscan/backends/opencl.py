@@ -59,6 +59,17 @@ class _CLProgram(Program):
         self.kernels[entry](self.queue, (groups * t,), (t,), *args)
 
 
+def _build_options(spec: ScanSpec, device: Any) -> list[str]:
+    """Compiler options: NVIDIA's register cap stands in for CUDA's __launch_bounds__.
+
+    With ``min_blocks`` workgroups per multiprocessor wanted, each thread may use at
+    most 65536 / (threads * min_blocks) registers (cl_nv_compiler_options).
+    """
+    if not spec.min_blocks or "cl_nv_compiler_options" not in device.extensions:
+        return []
+    return [f"-cl-nv-maxrregcount={min(255, 65536 // (spec.threads * spec.min_blocks))}"]
+
+
 def _pick_device() -> Any:
     """A GPU if there is one, else the first device (PoCL on a CPU machine).
 
@@ -262,7 +273,9 @@ class OpenCLBackend(Backend):
         if prog is None:
             src = render(spec, self.dialect)
             try:
-                built = cl.Program(queue.context, src).build(devices=[queue.device])
+                built = cl.Program(queue.context, src).build(
+                    options=_build_options(spec, queue.device), devices=[queue.device]
+                )
             except (cl.RuntimeError, cl.LogicError) as exc:
                 raise CompileError(
                     f"OpenCL build of the {spec.variant} kernel for op {spec.monoid.name!r} "

@@ -235,7 +235,7 @@ typedef ulong js_size;
 #define JS_LID ((js_u32)get_local_id(0))
 #define JS_GROUP_ID ((js_u32)get_group_id(0))
 {lanes}
-#define JS_ONE_SCAN_SITE 1
+#define JS_ONE_SCAN_SITE {int(not spec.shuffle)}
 /* orders local memory only: workgroups talk through atomics, never through barriers */
 #define JS_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define JS_ATOMIC_ADD_U32(p, v) atomic_add((volatile __global uint*)(p), (v))

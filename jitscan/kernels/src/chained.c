@@ -7,10 +7,10 @@
  *   LOOK      read a window of predecessors and walk it;
  *   FALLBACK  scan a stalled predecessor's tile and insert its aggregate;
  *   DONE      the prefix is known.
- * With JS_ONE_SCAN_SITE (the OpenCL dialect) OWN and FALLBACK share one call of
- * js_scan_tile: PoCL's LLVM 14 crashes on kernels with two inlined copies of the
- * workgroup scan. Elsewhere the own tile is scanned before the loop, which keeps
- * the loop small and the own tile's registers out of it. */
+ * With JS_ONE_SCAN_SITE (OpenCL without shuffles: PoCL and the like) OWN and
+ * FALLBACK share one call of js_scan_tile: PoCL's LLVM 14 crashes on kernels with two
+ * inlined copies of the workgroup scan. Elsewhere the own tile is scanned before the
+ * loop, which keeps the loop small and the own tile's registers out of it. */
 
 JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
                           js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
