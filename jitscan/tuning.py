@@ -42,11 +42,12 @@ def geometry(
         small = n is not None and n * dtype.itemsize <= (1 << 19)
         threads, vectors, min_blocks = (256, 4, 0) if small else (128, 16, 3)
         if segmented:
-            # 256 x 4 with room for 4 blocks per SM measured best for every segmented
-            # mode (scripts/seg_bench.py, H100, 2^28): 283 Ge/s int32 + uint8 flags,
-            # 298 float32 rows, 404 segmented_reduce; 128-512 threads with more
-            # registers per thread reached 160-275
-            threads, vectors, min_blocks = 256, 4, 4
+            # 64 registers a thread, 1024 threads per SM measured best for every segmented
+            # mode (scripts/seg_bench.py, H100, 2^28): 128 x 4 with 8 blocks 290-291 Ge/s
+            # int32 + uint8 flags (256 x 4 with 4 blocks 283), 301 float32 rows by
+            # heads, 430 chained segmented_reduce; shapes with more registers per
+            # thread reached 160-275 on flags
+            threads, vectors, min_blocks = 128, 4, 8
         if segmented == "offsets" and kind == "reduce" and variant == "rts":
             # no tile waits on another here, so registers buy loads in flight: 128 x 16
             # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against

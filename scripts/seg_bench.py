@@ -41,7 +41,7 @@ def spec(timer, variant, dtype, n, segmented="", kind="inclusive", **knobs):
 
 
 #: tile shapes tried for the segmented kernel (threads, vectors, min_blocks)
-SHAPES = [(256, 4, 4), (256, 4, 3), (128, 4, 8), (128, 8, 4), (256, 8, 2), (512, 4, 2), (128, 16, 3)]
+SHAPES = [(128, 4, 8), (256, 4, 4), (256, 4, 3), (128, 8, 4), (256, 8, 2), (512, 4, 2), (128, 16, 3)]
 
 
 #: tile shapes tried for rts's segmented reduction (no waiting: registers are cheaper)
