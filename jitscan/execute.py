@@ -6,7 +6,7 @@ from typing import Any
 
 from .backends.base import Backend
 from .errors import DeadlockError
-from .kernels import SEG_FIRST
+from .kernels import CHECK_OFFSETS, SEG_FIRST
 from .spec import ScanSpec
 
 #: names of the instrumentation counters, in the order of the ctrl words after the first two
@@ -127,3 +127,16 @@ def run(
             out["tiles"] = tiles
             return out
     return None
+
+
+def offsets_ok(backend: Backend, queue: Any, spec: ScanSpec, offsets: Any, n: int) -> bool:
+    """Whether contiguous uint64 device ``offsets`` start at 0, end at ``n`` and never decrease.
+
+    Runs on the device (``spec`` must be segmented by offsets) and reads back one word.
+    """
+    prog = backend.program(spec, queue)
+    bad, _ = backend.scratch(4, queue, "offsets-check")
+    backend.zero(bad, 4, queue)
+    nseg = offsets.shape[0] - 1
+    prog.launch(CHECK_OFFSETS, -(-(nseg + 1) // spec.threads), [backend.buffer(offsets)[0], nseg, n, bad])
+    return int(backend.read_u32(bad, 1, queue)[0]) == 0

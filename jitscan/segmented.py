@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import api
+from . import api, execute
 from .monoid import Monoid, resolve
 from .spec import KINDS, VARIANTS, check_choice
 
@@ -155,12 +155,11 @@ def segmented_scan(
     which = _segments(offsets, flags)
     inp = api._prepare(values, backend, dtype)
     api._check_out(out, inp, (inp.n,))
+    spec = api._spec(inp, variant, kind, monoid, stats is not None, knobs, segmented=which)
     if which == "offsets":
-        off = check_offsets(offsets, inp.n)
-        segments = {"offsets": _device_offsets(off, inp)}
+        segments = {"offsets": _offsets_on_device(offsets, inp, spec)[0]}
     else:
         segments = {"heads": _heads_from_flags(flags, inp.n, inp.backend, inp.queue, inp.on_device)}
-    spec = api._spec(inp, variant, kind, monoid, stats is not None, knobs, segmented=which)
     if inp.n == 0:
         return api._empty_result(inp, out)
     return api._run(inp, spec, inp.n, out, stats, **segments)
@@ -224,19 +223,33 @@ def segmented_reduce(
     variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
     monoid = resolve(op)
     inp = api._prepare(values, backend, dtype)
-    off = check_offsets(offsets, inp.n)
-    nseg = off.size - 1
+    spec = api._spec(inp, variant, "reduce", monoid, False, knobs, segmented="offsets")
+    dev, nseg = _offsets_on_device(offsets, inp, spec)
     b = inp.backend
     if inp.n == 0 or nseg == 0:
         result = np.full(nseg, monoid.identity_for(inp.dtype), inp.dtype.numpy)
         return b.to_device(result, inp.queue) if inp.on_device else result
-    spec = api._spec(inp, variant, "reduce", monoid, False, knobs, segmented="offsets")
-    return api._run(inp, spec, nseg, None, None, offsets=_device_offsets(off, inp))
+    return api._run(inp, spec, nseg, None, None, offsets=dev)
 
 
-def _device_offsets(off: np.ndarray, inp: Any) -> Any:
-    """Checked host offsets as the uint64 device array the kernels read."""
-    return inp.backend.to_device(off.astype(np.uint64), inp.queue) if inp.n else None
+def _offsets_on_device(offsets: Any, inp: Any, spec: Any) -> tuple[Any, int]:
+    """Validated offsets as the uint64 device array the kernels read, and the segment count.
+
+    Offsets already on the values' device are checked there (one small kernel and a
+    one-word read); only bad ones come to the host, to name the first bad index.
+    """
+    b = inp.backend
+    if inp.n and inp.on_device and b.owns(offsets):
+        shape = tuple(offsets.shape)
+        if len(shape) == 1 and shape[0] > 0 and np.dtype(offsets.dtype).kind in "iu":
+            dev = b.contiguous(offsets).astype(np.uint64)
+            if execute.offsets_ok(b, inp.queue, spec, dev, inp.n):
+                return dev, shape[0] - 1
+        check_offsets(offsets, inp.n)  # raises, naming the problem
+        raise ValueError("offsets failed the device check (values beyond int64?)")
+    off = check_offsets(offsets, inp.n)
+    dev = b.to_device(off.astype(np.uint64), inp.queue) if inp.n else None
+    return dev, off.size - 1
 
 
 def scan_along_axis(

@@ -286,6 +286,38 @@ def test_axis_out_of_bounds():
 X = np.arange(10, dtype=np.int32)
 
 
+BAD_OFFSETS = [
+    (np.array([1, 5, 10]), r"start at 0: offsets\[0\] == 1"),
+    (np.array([0, 5, 9]), r"end at n == 10: offsets\[2\] == 9"),
+    (np.array([0, 6, 4, 10]), r"non-decreasing: offsets\[2\] == 4 < offsets\[1\] == 6"),
+    (np.array([0, -1, 10]), r"non-decreasing: offsets\[1\] == -1 < offsets\[0\] == 0"),
+]
+
+
+@pytest.mark.parametrize(("offsets", "message"), BAD_OFFSETS)
+def test_bad_device_offsets_are_caught_on_the_device_with_the_same_message(backend, offsets, message):
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    with pytest.raises(ValueError, match=message):
+        jitscan.segmented_cumsum(b.to_device(X, q), offsets=b.to_device(offsets, q))
+    with pytest.raises(ValueError, match=message):
+        jitscan.segmented_reduce(b.to_device(X, q), offsets=b.to_device(offsets.astype(np.int32), q))
+
+
+def test_device_offsets_stay_on_the_device(backend, rng):
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    n = 5 * tile_size(backend, "int32") + 3
+    off = offsets_of(lengths(rng, n, 10))
+    x = random_input(rng, n, "int32")
+    for dtype in (np.int64, np.int32, np.uint64):
+        d_off = b.to_device(off.astype(dtype), q)
+        got = jitscan.segmented_cumsum(b.to_device(x, q), offsets=d_off)
+        assert_scan_equal(b.to_host(got), seg_reference(x, off, "add", "inclusive"), x)
+        red = jitscan.segmented_reduce(b.to_device(x, q), offsets=d_off)
+        np.testing.assert_array_equal(b.to_host(red), seg_reduce_reference(x, off, "add"))
+
+
 @pytest.mark.parametrize(
     ("offsets", "message"),
     [

@@ -34,6 +34,9 @@ SEGMENT_ARGS = {
 #: the pre-pass of segmented="offsets": each tile's first segment
 SEG_FIRST = "js_seg_first"
 SIGNATURES[SEG_FIRST] = ("buf", "size", "size", "buf")
+#: segmented="offsets" also checks device offsets where they are
+CHECK_OFFSETS = "js_check_offsets"
+SIGNATURES[CHECK_OFFSETS] = ("buf", "size", "size", "buf")
 #: rts's segmented reduction: a tile pass that stores whole segments, then a fix-up
 SIGNATURES["js_rts_seg_reduce"] = ("buf", "size", "size", "buf", "buf", "size", "buf")
 SIGNATURES["js_rts_seg_fixup"] = ("buf", "buf", "buf", "size", "size", "buf")
@@ -46,7 +49,7 @@ def entry_points(spec: ScanSpec) -> tuple[str, ...]:
         return names
     if spec.variant == "rts":
         names = names + ("js_rts_seg_reduce", "js_rts_seg_fixup")
-    return names + (SEG_FIRST,)
+    return names + (SEG_FIRST, CHECK_OFFSETS)
 
 
 def signature(entry: str, spec: ScanSpec) -> tuple[str, ...]:
