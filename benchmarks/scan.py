@@ -207,6 +207,14 @@ class Blocking:
     track_spins_per_workgroup.unit = "spins/workgroup"  # type: ignore[attr-defined]
 
 
+def _sync(queue: Any) -> None:
+    """Wait for everything queued on a CuPy or PyOpenCL queue."""
+    if hasattr(queue, "finish"):
+        queue.finish()
+    else:
+        queue.stream.synchronize()
+
+
 class Call:
     """End-to-end ``jitscan.cumsum`` (host clock): device input, and NumPy input (copies included)."""
 
@@ -231,11 +239,7 @@ class Call:
         jitscan.cumsum(self.host, backend=backend, variant=variant)
 
     def _sync(self) -> None:
-        q = self.queue
-        if hasattr(q, "finish"):
-            q.finish()
-        else:
-            q.stream.synchronize()
+        _sync(self.queue)
 
     def time_cumsum_device(self, backend: str, variant: str, n: int) -> None:
         """A scan of a device array, waited for."""
@@ -249,3 +253,50 @@ class Call:
         import jitscan
 
         jitscan.cumsum(self.host, backend=backend, variant=self.variant)
+
+
+class Segmented:
+    """End-to-end segmented calls on device arrays (host clock, waited for): int32 values
+    with device CSR offsets of geometric segment lengths, and ``cumsum(axis=-1)`` of a
+    float32 matrix of as many elements."""
+
+    params = (BACKENDS, [10, 1000], [SIZES[-1]])
+    param_names = ("backend", "mean_length", "n")
+    timeout = 600
+
+    def setup(self, backend: str, mean_length: int, n: int) -> None:
+        import numpy as np
+
+        from jitscan import backends
+
+        b = backends.get(backend)
+        if not b.available():
+            raise NotImplementedError(f"backend {backend} unavailable: {b.unavailable_reason()}")
+        rng = np.random.default_rng(n)
+        ends = np.cumsum(rng.geometric(1.0 / mean_length, size=2 * n // mean_length + 2))
+        offsets = np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+        self.queue = b.queue_of(None)
+        self.values = b.to_device(rng.integers(-1000, 1000, n).astype(np.int32), self.queue)
+        self.offsets = b.to_device(offsets, self.queue)
+        side = 1 << (n.bit_length() // 2)
+        self.matrix = b.to_device(rng.standard_normal((n // side, side)).astype(np.float32), self.queue)
+        for run in (self.time_segmented_cumsum, self.time_segmented_reduce, self.time_cumsum_rows):
+            run(backend, mean_length, n)  # compile outside the timing
+
+    def time_segmented_cumsum(self, backend: str, mean_length: int, n: int) -> None:
+        import jitscan
+
+        jitscan.segmented_cumsum(self.values, offsets=self.offsets)
+        _sync(self.queue)
+
+    def time_segmented_reduce(self, backend: str, mean_length: int, n: int) -> None:
+        import jitscan
+
+        jitscan.segmented_reduce(self.values, offsets=self.offsets)
+        _sync(self.queue)
+
+    def time_cumsum_rows(self, backend: str, mean_length: int, n: int) -> None:
+        import jitscan
+
+        jitscan.cumsum(self.matrix, axis=-1)
+        _sync(self.queue)
