@@ -84,8 +84,8 @@ def time_cub(timer, x, off):
     return t, dout
 
 
-#: OpenCL has no occupancy hint: shapes (threads, vectors, 0) for its segmented sweep
-OPENCL_SHAPES = [(128, 8, 0), (128, 4, 0), (256, 4, 0), (64, 8, 0), (256, 8, 0), (64, 16, 0)]
+#: segmented shapes for OpenCL (threads, vectors, min_blocks as a register cap)
+OPENCL_SHAPES = [(128, 4, 0), (128, 4, 8), (256, 4, 4), (128, 4, 6), (64, 8, 0), (128, 8, 4)]
 
 
 #: flat-scan shapes for OpenCL (threads, vectors, min_blocks as a register cap)
