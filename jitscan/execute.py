@@ -44,6 +44,8 @@ def run(
     DeadlockError
         When the look-back watchdog fired.
     """
+    if spec.row_tiles and row_tiles < 1:
+        raise ValueError("a spec with row_tiles needs row_tiles >= 1 (tiles per row)")
     prog = backend.program(spec, queue)
     in_buf, in_off = backend.buffer(src)
     out_buf, out_off = backend.buffer(dst)

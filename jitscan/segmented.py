@@ -204,12 +204,13 @@ def segmented_reduce(
     lists needs no offsets). Returns an array of ``nseg`` values, NumPy for host and
     Awkward input, a device array for device input.
 
-    The values are read once: tiles scan in local memory and store only each
-    segment's last element (the identity for empty segments). The default variant is
-    ``rts``: a tile stores the segments it holds whole without waiting on any other
-    tile, and a small fix-up pass completes the segments that cross tile edges, so
-    it needs no forward-progress guarantee and measured faster than the chained
-    variants (``fallback``, ``lookback``), which finish those segments by look-back.
+    The values are read once: tiles scan in registers, stage their results in local
+    memory and store only each segment's last element (the identity for empty
+    segments). The default variant is ``rts``: a tile stores the segments it holds
+    whole without waiting on any other tile, and a small fix-up pass completes the
+    segments that cross tile edges, so it needs no forward-progress guarantee and
+    measured faster than the chained variants (``fallback``, ``lookback``), which
+    finish those segments by look-back.
     """
     ak = _awkward(values)
     if ak is not None:

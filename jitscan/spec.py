@@ -103,9 +103,9 @@ class ScanSpec:
         if self.row_tiles and (self.segmented or self.variant not in CHAINED):
             raise ValueError("row_tiles applies to plain chained scans")
         stage = (self.tile + 1) * self.dtype_info.itemsize
-        if self.segmented == "offsets" and stage > STAGE_LIMIT:
+        if self.stages_tile and stage > STAGE_LIMIT:
             raise ValueError(
-                f"segments given by offsets stage a tile in local memory: {self.tile} elements of "
+                f"a segmented reduction stages a tile in local memory: {self.tile} elements of "
                 f"{self.dtype} need {stage} bytes, over {STAGE_LIMIT}; use a smaller tile"
             )
         if self.segmented and self.variant == "memcpy":
@@ -145,9 +145,16 @@ class ScanSpec:
 
         The kind only decides the final stores, and the spin limit and simulated
         blocking are read once per workgroup, so all three are launch arguments: one
-        program serves every value of them.
+        program serves every value of them. A reduction by offsets is the exception: it
+        stages its tile in local memory, which the scans should not pay for.
         """
-        return replace(self, kind="inclusive", spin_limit=0, block_every=0)
+        kind = "reduce" if self.stages_tile else "inclusive"
+        return replace(self, kind=kind, spin_limit=0, block_every=0)
+
+    @property
+    def stages_tile(self) -> bool:
+        """A segmented reduction by offsets: (tile + 1) values staged in local memory."""
+        return self.segmented == "offsets" and self.kind == "reduce"
 
     @property
     def dtype_info(self) -> DType:

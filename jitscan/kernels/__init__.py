@@ -47,7 +47,7 @@ def entry_points(spec: ScanSpec) -> tuple[str, ...]:
     names = ENTRY_POINTS[spec.variant]
     if spec.segmented != "offsets":
         return names
-    if spec.variant == "rts":
+    if spec.variant == "rts" and spec.stages_tile:
         names = names + ("js_rts_seg_reduce", "js_rts_seg_fixup")
     return names + (SEG_FIRST, CHECK_OFFSETS)
 
@@ -98,6 +98,7 @@ __all__ = [
     "SIGNATURES",
     "SEGMENT_ARGS",
     "SEG_FIRST",
+    "CHECK_OFFSETS",
     "entry_points",
     "render",
     "signature",

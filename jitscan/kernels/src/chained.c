@@ -125,7 +125,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     T prefix = sh.lb_prefix;
 
     if (kind == JS_KIND_REDUCE) {
-#if JS_SEG_OFFSETS
+#if JS_SEG_STAGE
         js_store_segment_totals(out, base, own, own_left, prefix, tile > row_first, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
         if (lid == 0 && base + JS_TILE >= n)

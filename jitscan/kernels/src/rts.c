@@ -16,7 +16,7 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size
 }
 
 /* 2. one workgroup turns the spine into exclusive prefixes, a tile of it at a time;
- *    for a reduction the grand total goes to out[0] instead */
+ *    for a plain reduction the grand total goes to out[0] instead */
 JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val* out, js_size out_off, js_u32 kind)
 {
     JS_LOCAL_DECL js_shared sh;
@@ -65,7 +65,7 @@ JS_KERNEL void js_rts_scan(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL
     js_store_output(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }
 
-#if JS_SEG_OFFSETS
+#if JS_SEG_STAGE
 /* A segmented reduction reads the data once: instead of js_rts_reduce, every tile
  * stores the totals of the segments it holds whole, its aggregate into the spine and
  * the local total of a segment it continues into carry; after the spine scan,

@@ -60,6 +60,8 @@ typedef struct {
     js_u32 tile;
 #if JS_SEG_OFFSETS
     js_u32 head_bits[(JS_TILE + 31) / 32];  /* the tile's heads, marked from the offsets */
+#endif
+#if JS_SEG_STAGE
     js_val stage[JS_TILE + 1];              /* a reduction's inclusive values, from position base - 1 */
 #endif
 } js_shared;
@@ -379,12 +381,13 @@ JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n
     js_store_values(out, base, n, y);
 }
 
-#if JS_SEG_OFFSETS
+#if JS_SEG_STAGE
 /* A segmented reduction's stores: the total of segment s sits at its last element,
  * offsets[s + 1] - 1. The tile stages its inclusive values in local memory, with the
- * value just before the tile (the prefix) in front, and writes the totals of the
- * segments s + 1 in seg_first[t] .. seg_first[t + 1]: these partition 1..nseg, and
- * their last elements lie in base - 1 .. base + JS_TILE - 1. Empty ones get the identity.
+ * value just before the tile (the prefix) in front, and writes the totals of segments
+ * s - 1 for s in seg_first[t] .. seg_first[t + 1] (these ranges partition 0..nseg; s = 0
+ * names no segment), whose last elements lie in base - 1 .. base + JS_TILE - 1. Empty
+ * ones get the identity.
  * Only the first of them can have begun before the tile; without a prefix (carry
  * given) its local total goes to carry[t] for js_rts_seg_fixup to complete. */
 JS_DEVICE_FN void js_store_segment_totals(JS_GLOBAL js_val* out, js_size base, js_val x[JS_P][JS_V],
@@ -416,6 +419,9 @@ JS_DEVICE_FN void js_store_segment_totals(JS_GLOBAL js_val* out, js_size base, j
             out[s - 1] = v;
     }
 }
+#endif
+
+#if JS_SEG_OFFSETS
 
 /* Device offsets are checked where they are: *bad is set when they do not start at 0,
  * end at n, or decrease somewhere (the host then finds the first bad index). */
