@@ -63,19 +63,19 @@ def run(
     if spec.variant == "memcpy":
         prog.launch("js_memcpy", tiles, [in_buf, in_off, out_buf, out_off, n])
         return None
-    if spec.variant == "rts" and spec.segmented == "offsets" and spec.kind == "reduce":
-        spine, _ = backend.scratch(tiles * spec.element_bytes, queue, "spine")
-        carry, _ = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "carry")
-        prog.launch("js_rts_seg_reduce", tiles, [in_buf, in_off, n, spine, out_buf, out_off, carry, *seg])
-        prog.launch("js_rts_spine", 1, [spine, tiles, out_buf, out_off, spec.kind_code])
-        fixups = -(-tiles // spec.threads)
-        prog.launch("js_rts_seg_fixup", fixups, [spine, carry, out_buf, out_off, tiles, seg[1]])
-        return None
     if spec.variant == "rts":
         spine, _ = backend.scratch(tiles * spec.element_bytes, queue, "spine")
-        prog.launch("js_rts_reduce", tiles, [in_buf, in_off, n, spine, *seg])
+        stage: list[Any] = []
+        if spec.stages_tile:
+            # a segmented reduction: the tile pass also stores whole segments, a fix-up the rest
+            carry, _ = backend.scratch(tiles * spec.dtype_info.itemsize, queue, "carry")
+            stage = [out_buf, out_off, carry]
+        prog.launch("js_rts_reduce", tiles, [in_buf, in_off, n, spine, *stage, *seg])
         prog.launch("js_rts_spine", 1, [spine, tiles, out_buf, out_off, spec.kind_code])
-        if spec.kind != "reduce":
+        if spec.stages_tile:
+            fixups = -(-tiles // spec.threads)
+            prog.launch("js_rts_seg_fixup", fixups, [spine, carry, out_buf, out_off, tiles, seg[1]])
+        elif spec.kind != "reduce":
             prog.launch(
                 "js_rts_scan", tiles, [in_buf, in_off, out_buf, out_off, n, spine, spec.kind_code, *seg]
             )

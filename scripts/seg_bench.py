@@ -55,7 +55,7 @@ def sweep(timer, x, y, n, mode="flags", dtype="int32", kind="inclusive", variant
         t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, **run_args), 10)[0]
         line = f"  {variant} {mode} {kind} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s"
         if timer.name == "cupy":
-            entry = "js_rts_seg_reduce" if variant == "rts" else "js_chained"
+            entry = "js_rts_reduce" if variant == "rts" else "js_chained"
             k = b.program(alt, q).kernels[entry].attributes
             line += f" regs={k['num_regs']} local={k['local_size_bytes']}B shared={k['shared_size_bytes']}B"
         print(line, flush=True)

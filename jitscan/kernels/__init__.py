@@ -37,8 +37,9 @@ SIGNATURES[SEG_FIRST] = ("buf", "size", "size", "buf")
 #: segmented="offsets" also checks device offsets where they are
 CHECK_OFFSETS = "js_check_offsets"
 SIGNATURES[CHECK_OFFSETS] = ("buf", "size", "size", "buf")
-#: rts's segmented reduction: a tile pass that stores whole segments, then a fix-up
-SIGNATURES["js_rts_seg_reduce"] = ("buf", "size", "size", "buf", "buf", "size", "buf")
+#: rts's segmented reduction: js_rts_reduce also stores whole segments (out, out_off,
+#: carry), then a fix-up completes the segments that cross into a tile
+_RTS_STAGE_ARGS = ("buf", "size", "buf")
 SIGNATURES["js_rts_seg_fixup"] = ("buf", "buf", "buf", "size", "size", "buf")
 
 
@@ -48,14 +49,16 @@ def entry_points(spec: ScanSpec) -> tuple[str, ...]:
     if spec.segmented != "offsets":
         return names
     if spec.variant == "rts" and spec.stages_tile:
-        names = names + ("js_rts_seg_reduce", "js_rts_seg_fixup")
+        names = names + ("js_rts_seg_fixup",)
     return names + (SEG_FIRST, CHECK_OFFSETS)
 
 
 def signature(entry: str, spec: ScanSpec) -> tuple[str, ...]:
     """Argument kinds of ``entry`` as compiled for ``spec``."""
     sig = SIGNATURES[entry]
-    if spec.segmented and entry in ("js_chained", "js_rts_reduce", "js_rts_scan", "js_rts_seg_reduce"):
+    if entry == "js_rts_reduce" and spec.stages_tile:
+        sig = sig + _RTS_STAGE_ARGS
+    if spec.segmented and entry in ("js_chained", "js_rts_reduce", "js_rts_scan"):
         sig = sig + SEGMENT_ARGS[spec.segmented]
     return sig
 

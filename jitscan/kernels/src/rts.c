@@ -1,18 +1,30 @@
 /* jitscan reduce-then-scan: three launches and about 3n of traffic, but no
  * workgroup ever waits on another, so it needs no forward-progress guarantee. */
 
-/* 1. every tile's aggregate into the spine */
-JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size n, JS_GLOBAL T* spine JS_SEG_PARAMS)
+/* 1. every tile's aggregate into the spine.
+ *    A segmented reduction by offsets (JS_SEG_STAGE) reads the data only here: every
+ *    tile also stores the totals of the segments it holds whole, and the local total
+ *    of a segment it continues into carry; after the spine scan, js_rts_seg_fixup
+ *    completes those segments with their tiles' prefixes. */
+JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size n, JS_GLOBAL T* spine
+#if JS_SEG_STAGE
+                             , JS_GLOBAL js_val* out, js_size out_off, JS_GLOBAL js_val* carry
+#endif
+                             JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
+    js_size base = (js_size)tile * JS_TILE;
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_input(in + in_off, (js_size)tile * JS_TILE, n, x, &own JS_SEG_LOAD_ARGS);
+    js_load_input(in + in_off, base, n, x, &own JS_SEG_LOAD_ARGS);
     T agg = js_scan_tile(x, left, own, &sh);
     if (JS_LID == 0)
         spine[tile] = agg;
+#if JS_SEG_STAGE
+    js_store_segment_totals(out + out_off, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
+#endif
 }
 
 /* 2. one workgroup turns the spine into exclusive prefixes, a tile of it at a time;
@@ -66,26 +78,6 @@ JS_KERNEL void js_rts_scan(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL
 }
 
 #if JS_SEG_STAGE
-/* A segmented reduction reads the data once: instead of js_rts_reduce, every tile
- * stores the totals of the segments it holds whole, its aggregate into the spine and
- * the local total of a segment it continues into carry; after the spine scan,
- * js_rts_seg_fixup completes those segments with their tiles' prefixes. */
-JS_KERNEL void js_rts_seg_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size n, JS_GLOBAL T* spine,
-                                 JS_GLOBAL js_val* out, js_size out_off, JS_GLOBAL js_val* carry JS_SEG_PARAMS)
-{
-    JS_LOCAL_DECL js_shared sh;
-    js_u32 tile = JS_GROUP_ID;
-    js_size base = (js_size)tile * JS_TILE;
-    js_val x[JS_P][JS_V];
-    T left[JS_P];
-    js_heads own;
-    js_load_input(in + in_off, base, n, x, &own JS_SEG_LOAD_ARGS);
-    T agg = js_scan_tile(x, left, own, &sh);
-    if (JS_LID == 0)
-        spine[tile] = agg;
-    js_store_segment_totals(out + out_off, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
-}
-
 /* one thread per tile: the segment continued into tile t ends there (seg_first[t] <
  * seg_first[t + 1]); its total is the tile's exclusive prefix combined with the carry */
 JS_KERNEL void js_rts_seg_fixup(JS_GLOBAL const T* spine, JS_GLOBAL const js_val* carry, JS_GLOBAL js_val* out,
