@@ -283,8 +283,8 @@ def scan_along_axis(
         api._check_out(out, inp, result_shape)
     # rows of whole tiles need no heads: the plain chained scan restarts at each row
     spec = api._spec(inp, variant, kind, op, stats is not None, knobs)
-    segments = {"row_tiles": row // spec.tile}
     if spec.chained and row % spec.tile == 0:
+        segments = {"row_tiles": row // spec.tile}
         spec = replace(spec, row_tiles=True)
     else:
         spec = api._spec(inp, variant, kind, op, stats is not None, knobs, segmented="rows")

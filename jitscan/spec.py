@@ -102,11 +102,11 @@ class ScanSpec:
             raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")
         if self.row_tiles and (self.segmented or self.variant not in CHAINED):
             raise ValueError("row_tiles applies to plain chained scans")
-        stage = (self.tile + 1) * self.dtype_info.itemsize
-        if self.stages_tile and stage > STAGE_LIMIT:
+        if self.stages_tile and (self.tile + 1) * self.dtype_info.itemsize > STAGE_LIMIT:
             raise ValueError(
                 f"a segmented reduction stages a tile in local memory: {self.tile} elements of "
-                f"{self.dtype} need {stage} bytes, over {STAGE_LIMIT}; use a smaller tile"
+                f"{self.dtype} need {(self.tile + 1) * self.dtype_info.itemsize} bytes, over "
+                f"{STAGE_LIMIT}; use a smaller tile"
             )
         if self.segmented and self.variant == "memcpy":
             raise ValueError("memcpy has no segmented form")

@@ -220,8 +220,8 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
 }
 
 /* ---- element layer: what the input and output arrays hold -------------------------
- * Values in, values out. Segmented scans also read head flags: a uint8 array, or
- * every row_len-th element when row_len != 0. */
+ * Values in, values out. Segmented scans also learn their heads: from a uint8 array,
+ * from the position when row_len != 0, or from CSR offsets (JS_SEG_OFFSETS). */
 
 JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n, js_val y[JS_P][JS_V])
 {
