@@ -46,6 +46,9 @@ def run(
     """
     if spec.row_tiles and row_tiles < 1:
         raise ValueError("a spec with row_tiles needs row_tiles >= 1 (tiles per row)")
+    if not (backend.aligned(src) and backend.aligned(dst)):
+        # the kernels load and store 16-byte vectors; backend.contiguous copies such views
+        raise ValueError("execute.run needs 16-byte aligned arrays")
     prog = backend.program(spec, queue)
     in_buf, in_off = backend.buffer(src)
     out_buf, out_off = backend.buffer(dst)

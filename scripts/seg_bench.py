@@ -89,7 +89,16 @@ OPENCL_SHAPES = [(128, 4, 0), (128, 4, 8), (256, 4, 4), (128, 4, 6), (64, 8, 0),
 
 
 #: flat-scan shapes for OpenCL (threads, vectors, min_blocks as a register cap)
-FLAT_OPENCL_SHAPES = [(128, 8, 0), (128, 16, 0), (128, 16, 3), (128, 16, 2), (128, 8, 4), (256, 8, 2)]
+FLAT_OPENCL_SHAPES = [
+    (128, 8, 0),
+    (128, 16, 0),
+    (128, 16, 3),
+    (128, 16, 2),
+    (128, 8, 4),
+    (256, 8, 2),
+    (64, 16, 6),
+    (64, 32, 3),
+]
 
 
 def opencl_sweep(n: int) -> None:

@@ -160,6 +160,14 @@ def test_device_views_and_in_place(backend, rng):
     xd = b.to_device(host, q)
     np.testing.assert_array_equal(b.to_host(jitscan.cumsum(xd[::3])), np.cumsum(host[::3], dtype=np.int32))
     np.testing.assert_array_equal(b.to_host(jitscan.cumsum(xd[100:])), np.cumsum(host[100:], dtype=np.int32))
+    for start in (1, 3):  # views whose data is not 16-byte aligned, as input and as out=
+        np.testing.assert_array_equal(
+            b.to_host(jitscan.cumsum(xd[start:])), np.cumsum(host[start:], dtype=np.int32)
+        )
+        dst = b.to_device(np.zeros(30_000, np.int32), q)
+        jitscan.cumsum(xd[: 30_000 - start], out=dst[start:])
+        expect = np.cumsum(host[: 30_000 - start], dtype=np.int32)
+        np.testing.assert_array_equal(b.to_host(dst)[start:], expect)
     jitscan.cumsum(xd, out=xd)  # in place: must not read its own output during a fallback
     np.testing.assert_array_equal(b.to_host(xd), np.cumsum(host, dtype=np.int32))
 

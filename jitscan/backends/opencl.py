@@ -43,6 +43,9 @@ __kernel void js_gather(__global const WORD* src, long offset, __global WORD* ds
 }
 """
 
+#: vector loads are 16 bytes wide; views at other offsets are copied first
+_ALIGN = 16
+
 _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
 
 
@@ -183,9 +186,14 @@ class OpenCLBackend(Backend):
         return cl_array.empty(queue, shape, dtype)
 
     def contiguous(self, arr: Any) -> Any:
-        if arr.flags.c_contiguous:
+        if arr.flags.c_contiguous and self.aligned(arr):
             return arr
         return self._gather(arr)
+
+    def aligned(self, arr: Any) -> bool:
+        # buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN (at least 128 bytes), so a
+        # view's byte offset decides whether the kernels' 16-byte vector accesses fit
+        return arr.offset % _ALIGN == 0
 
     def _gather(self, arr: Any) -> Any:
         """Copy a strided view (negative strides too) into a new C-contiguous array."""

@@ -200,18 +200,22 @@ class OpenCLDialect(Dialect):
             comps = _COMPONENTS_CL[:v]
             loads = " ".join(f"(dst)[{i}] = _v.{c};" for i, c in enumerate(comps))
             packs = ", ".join(f"(src)[{i}]" for i in range(v))
+            # a vector pointer, not vload/vstore: those only promise element alignment,
+            # so NVIDIA's compiler splits them into scalar accesses. The host passes
+            # 16-byte aligned arrays only (OpenCLBackend.contiguous / aligned).
+            vec = f"{dt.opencl}{v}"
             vload = (
                 f"#define JS_VLOAD(dst, ptr, vi) "
-                f"do {{ {dt.opencl}{v} _v = vload{v}((vi), (ptr)); {loads} }} while (0)"
+                f"do {{ {vec} _v = ((__global const {vec}*)(ptr))[vi]; {loads} }} while (0)"
             )
-            vstore = f"#define JS_VSTORE(src, ptr, vi) vstore{v}(({dt.opencl}{v})({packs}), (vi), (ptr))"
+            vstore = f"#define JS_VSTORE(src, ptr, vi) (((__global {vec}*)(ptr))[vi] = ({vec})({packs}))"
         if v == 1:
             vload_u8 = "#define JS_VLOAD_U8(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
         else:
             loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(_COMPONENTS_CL[:v]))
             vload_u8 = (
                 f"#define JS_VLOAD_U8(dst, ptr, vi) "
-                f"do {{ uchar{v} _h = vload{v}((vi), (ptr)); {loads8} }} while (0)"
+                f"do {{ uchar{v} _h = ((__global const uchar{v}*)(ptr))[vi]; {loads8} }} while (0)"
             )
         sw_max = (
             "atom_max((volatile __global ulong*)(p), (v))"
