@@ -37,8 +37,13 @@ def geometry(
     """
     vector_width = 16 // dtype.itemsize  # 16-byte accesses
     min_blocks = 0
-    if info.is_gpu and info.shuffle_width and info.backend == "cupy":
-        # below 2^18 elements a launch is latency-bound: smaller tiles spread it wider
+    if info.is_gpu and info.shuffle_width:
+        # NVIDIA through CUDA or OpenCL (PTX shuffles; min_blocks becomes .minnctapersm,
+        # see backends/opencl.py), or ROCm. On the H100 the same shapes won on both
+        # backends (OpenCL, scripts/seg_bench.py 28 opencl: flat 128 x 16 with 3 blocks
+        # 356.8 Ge/s against 288-320 for other shapes; segmented 128 x 4 with 8 blocks
+        # 262.5, 128 x 8 with 4 blocks 267.3, uncapped shapes 231-239).
+        # Below 2^18 elements a launch is latency-bound: smaller tiles spread it wider
         small = n is not None and n * dtype.itemsize <= (1 << 19)
         threads, vectors, min_blocks = (256, 4, 0) if small else (128, 16, 3)
         if segmented:
@@ -53,11 +58,6 @@ def geometry(
             # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
             # 522-529 for 256 x 8 and 478 for 256 x 4)
             threads, vectors, min_blocks = 128, 16, 4
-    elif info.is_gpu and info.shuffle_width:
-        # NVIDIA's OpenCL (PTX shuffles) on the H100, scripts/seg_bench.py 28 opencl:
-        # flat 128 x 8 capped to 4 blocks' registers 281 Ge/s (250 uncapped, 249-272
-        # for 128 x 16); segmented (flags, mean length 10) 128 x 4 222, 64 x 8 215
-        threads, vectors, min_blocks = (128, 4, 0) if segmented else (128, 8, 4)
     elif info.is_gpu:
         threads, vectors = 128, 8
     else:

@@ -16,10 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-import pyopencl as cl
-
 from jitscan import backends, tuning
-from jitscan.backends.opencl import _build_options
 from jitscan.dtypes import lookup
 from jitscan.kernels import render
 from jitscan.monoid import resolve
@@ -50,10 +47,7 @@ def main() -> None:
     base = dict(kind="inclusive", dtype=lookup(dtype), monoid=resolve("add"))
     for variant in ("memcpy", "fallback"):
         spec = tuning.spec_for(info, variant=variant, **base)
-        prog = cl.Program(q.context, render(spec.program_spec(), "opencl")).build(
-            options=_build_options(spec.program_spec(), q.device),
-            devices=[q.device],
-        )
+        prog = b.program(spec, q).program  # as jitscan builds it (PTX with .minnctapersm)
         ptx = prog.binaries[0].decode(errors="replace").replace("\0", "")  # NUL-terminated
         p_cl = os.path.join(out, f"{variant}_{dtype}_opencl.ptx")
         with open(p_cl, "w") as f:

@@ -80,12 +80,12 @@ def time_cub(timer, x, off):
     red = cc.make_segmented_reduce(h_init=h_init, **args)
     nbytes = red(temp_storage=None, num_segments=nseg, h_init=h_init, **args)
     tmp = cupy.empty(max(int(nbytes), 1), np.uint8)
-    t = timer.time(lambda i: red(temp_storage=tmp, num_segments=nseg, h_init=h_init, **args), 10)[0]
+    t = timer.time(lambda i: red(temp_storage=tmp, num_segments=nseg, h_init=h_init, **args), 30)[0]
     return t, dout
 
 
 #: segmented shapes for OpenCL (threads, vectors, min_blocks as a register cap)
-OPENCL_SHAPES = [(128, 4, 0), (128, 4, 8), (256, 4, 4), (128, 4, 6), (64, 8, 0), (128, 8, 4)]
+OPENCL_SHAPES = [(128, 4, 0), (128, 4, 8), (256, 4, 4), (64, 8, 0), (64, 8, 16), (128, 8, 4), (256, 8, 2)]
 
 
 #: flat-scan shapes for OpenCL (threads, vectors, min_blocks as a register cap)
@@ -182,8 +182,8 @@ def main() -> None:
             execute.run(b, q, red_rts, x, dsum, n, check=False, offsets=offs)
             return dsum
 
-        t_ours = timer.time(ours, 10)[0]
-        t_rts = timer.time(ours_rts, 10)[0]
+        t_ours = timer.time(ours, 30)[0]
+        t_rts = timer.time(ours_rts, 30)[0]
         try:
             t_cub, dout = time_cub(timer, x, off)
             ok = bool((ours(0) == dout).all()) and bool((ours_rts(0) == dout).all())
