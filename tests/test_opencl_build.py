@@ -18,9 +18,9 @@ def _opencl():
     return b, q, b.device_info(q)
 
 
-def _spec(info, **shape):
-    base = dict(variant="fallback", kind="inclusive", dtype=lookup("int32"), monoid=resolve("add"))
-    return tuning.spec_for(info, **base, **shape)
+def _spec(info, variant="fallback", **shape):
+    base = dict(kind="inclusive", dtype=lookup("int32"), monoid=resolve("add"))
+    return tuning.spec_for(info, variant=variant, **base, **shape)
 
 
 def test_vector_accesses_are_vector_pointers_not_vload():
@@ -41,3 +41,8 @@ def test_nvidia_programs_ask_for_min_blocks_per_multiprocessor():
     assert ptx.count(b".minnctapersm 3\n") == ptx.count(b".entry ")
     plain = b.program(_spec(info, threads=128, vectors=16, min_blocks=0), q).program.binaries[0]
     assert b".minnctapersm" not in plain
+    # rts's spine runs as one workgroup: it keeps every register (as in the CUDA build)
+    rts = b.program(_spec(info, variant="rts", threads=128, vectors=16, min_blocks=3), q).program.binaries[0]
+    entries = {e.split(b"(")[0].strip(): e for e in rts.split(b".entry ")[1:]}
+    assert b".minnctapersm" not in entries[b"js_rts_spine"]
+    assert all(b".minnctapersm 3\n" in e for name, e in entries.items() if name != b"js_rts_spine")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import entry_points, render, signature
+from ..kernels import SINGLE_WORKGROUP, entry_points, render, signature
 from ..spec import ScanSpec
 from .base import Backend, DeviceInfo, Program
 
@@ -78,11 +78,19 @@ def _with_occupancy(program: Any, spec: ScanSpec, device: Any) -> Any:
     if not spec.min_blocks or "cl_nv_compiler_options" not in device.extensions:
         return program
     ptx = program.get_info(cl.program_info.BINARIES)[0].rstrip(b"\0")
-    entries = ptx.count(b".entry ")
-    patched = re.sub(rb"(\.reqntid [^\n]*\n)", rb"\1.minnctapersm %d\n" % spec.min_blocks, ptx)
-    if not entries or patched.count(b".minnctapersm") != entries:
+    parts = re.split(rb"(?=\.entry )", ptx)
+    bound = rb"\1.minnctapersm %d\n" % spec.min_blocks
+    patched, wanted = [parts[0]], 0
+    for part in parts[1:]:
+        name = part[len(b".entry ") :].split(b"(")[0].strip().decode()
+        if name not in SINGLE_WORKGROUP:  # as JS_KERNEL_SINGLE in the CUDA build
+            part = re.sub(rb"(\.reqntid [^\n]*\n)", bound, part, count=1)
+            wanted += 1
+        patched.append(part)
+    out = b"".join(patched)
+    if len(parts) < 2 or out.count(b".minnctapersm") != wanted:
         return program
-    return cl.Program(program.context, [device], [patched + b"\0"]).build(devices=[device])
+    return cl.Program(program.context, [device], [out + b"\0"]).build(devices=[device])
 
 
 def _pick_device() -> Any:

@@ -16,6 +16,10 @@ ENTRY_POINTS = {
     "fallback": ("js_chained",),
 }
 
+#: entry points launched as one workgroup: no occupancy bound applies to them, so
+#: they are declared with JS_KERNEL_SINGLE and may use every register
+SINGLE_WORKGROUP = ("js_rts_spine",)
+
 #: argument kinds of each entry point: a buffer, a 64-bit js_size, a 32-bit js_u32
 SIGNATURES = {
     "js_memcpy": ("buf", "size", "buf", "size", "size"),

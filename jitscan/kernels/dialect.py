@@ -233,6 +233,7 @@ typedef ulong js_u64;
 typedef long js_i64;
 typedef ulong js_size;
 #define JS_KERNEL __kernel __attribute__((reqd_work_group_size({spec.threads}, 1, 1)))
+#define JS_KERNEL_SINGLE JS_KERNEL
 #define JS_GLOBAL __global
 #define JS_LOCAL_DECL __local
 #define JS_LOCAL_PTR __local
@@ -367,6 +368,7 @@ typedef unsigned long long js_size;
 #define NAN __int_as_float(0x7fffffff)
 #endif
 #define JS_KERNEL extern "C" __global__ __launch_bounds__({launch_bounds})
+#define JS_KERNEL_SINGLE extern "C" __global__ __launch_bounds__({spec.threads}, 1)
 #define JS_GLOBAL
 #define JS_LOCAL_DECL __shared__
 #define JS_LOCAL_PTR

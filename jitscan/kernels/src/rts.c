@@ -28,8 +28,10 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size
 }
 
 /* 2. one workgroup turns the spine into exclusive prefixes, a tile of it at a time;
- *    for a plain reduction the grand total goes to out[0] instead */
-JS_KERNEL void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val* out, js_size out_off, js_u32 kind)
+ *    for a plain reduction the grand total goes to out[0] instead. Alone on the
+ *    device, it has no occupancy to protect, so it is not held to the tile kernels'
+ *    register budget (JS_KERNEL_SINGLE; under it the segmented spine spilled). */
+JS_KERNEL_SINGLE void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val* out, js_size out_off, js_u32 kind)
 {
     JS_LOCAL_DECL js_shared sh;
     T run = JS_IDENTITY;
