@@ -230,12 +230,14 @@ class Timer:
         self.info = self.backend.device_info(self.queue)
 
     def _calibrate_cl_spin(self) -> None:
-        """Build the OpenCL spin kernel and size it to keep the device busy ~100 us.
+        """Build the OpenCL spin kernel and size it to keep the device busy ~300 us.
 
         Like the CUDA timer's clock64 spin: the device works through it while the host
         enqueues the timed commands, so their host-side launch cost (Python, argument
         setting) is not counted as device time. Without it an H100 run of the fallback
         scan at 2^28 timed 4% slower than the host clock over 50 back-to-back launches.
+        300 us rather than CUDA's 100: PyOpenCL's launch path is slower, and one run
+        with a CuPy context in the same process still read 5% low with 100.
         """
         cl = self.cl
         self._sink = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4)
@@ -246,7 +248,7 @@ class Timer:
         ev = self._cl_spin(self.queue, (1,), (1,), probe, self._sink)
         ev.wait()
         per_iter = max((ev.profile.end - ev.profile.start) * 1e-9 / probe, 1e-10)
-        self._cl_spin_iters = int(min(max(100e-6 / per_iter, 1000), 1 << 26))
+        self._cl_spin_iters = int(min(max(300e-6 / per_iter, 1000), 1 << 26))
 
     # -- memory ---------------------------------------------------------------------
     def memory_bytes(self) -> tuple[int, int]:
