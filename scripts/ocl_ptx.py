@@ -52,10 +52,9 @@ def main() -> None:
         p_cl = os.path.join(out, f"{variant}_{dtype}_opencl.ptx")
         with open(p_cl, "w") as f:
             f.write(ptx)
-        cu_spec = tuning.spec_for(info, variant=variant, **base)  # same shape, CUDA text
-        p_src = os.path.join(out, f"{variant}_{dtype}.cu")
+        p_src = os.path.join(out, f"{variant}_{dtype}.cu")  # the same spec as CUDA text
         with open(p_src, "w") as f:
-            f.write(render(cu_spec.program_spec(), "cuda"))
+            f.write(render(spec.program_spec(), "cuda"))
         p_cu = os.path.join(out, f"{variant}_{dtype}_cuda.ptx")
         subprocess.run(["nvcc", "-arch=sm_90", "-ptx", p_src, "-o", p_cu], check=True)
         with open(p_cu) as f:
