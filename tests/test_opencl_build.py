@@ -46,3 +46,108 @@ def test_nvidia_programs_ask_for_min_blocks_per_multiprocessor():
     entries = {e.split(b"(")[0].strip(): e for e in rts.split(b".entry ")[1:]}
     assert b".minnctapersm" not in entries[b"js_rts_spine"]
     assert all(b".minnctapersm 3\n" in e for name, e in entries.items() if name != b"js_rts_spine")
+
+
+# -- the PTX rewrite itself, on a stand-in program (no NVIDIA device needed) ---------------
+
+_PTX = b"""//
+.version 9.0
+.target sm_90, texmode_independent
+.address_size 64
+
+.entry js_chained(
+\t.param .u64 js_chained_param_0
+)
+.reqntid 128, 1, 1
+{
+\tret;
+}
+.entry js_rts_spine(
+\t.param .u64 js_rts_spine_param_0
+)
+.reqntid 128, 1, 1
+{
+\tret;
+}
+\x00"""
+
+
+class _Device:
+    extensions = "cl_khr_fp64 cl_nv_compiler_options"
+
+
+class _Built:
+    """What the stand-in cl.Program builds: records the binary it was given."""
+
+    fail = False
+
+    def __init__(self, context, devices, binaries):
+        self.context, self.devices, self.binaries = context, devices, binaries
+
+    def build(self, devices):
+        if _Built.fail:
+            import pyopencl as cl
+
+            raise cl.RuntimeError("clBuildProgram failed")
+        return self
+
+
+class _Program:
+    context = "context"
+
+    def __init__(self, devices):
+        self.devices = devices
+
+    def get_info(self, what):
+        import pyopencl as cl
+
+        if what == cl.program_info.DEVICES:
+            return self.devices
+        return [b"" if d is not self.devices[-1] else _PTX for d in self.devices]
+
+
+@pytest.fixture
+def rebuild(monkeypatch):
+    pytest.importorskip("pyopencl")
+    from jitscan.backends import opencl
+
+    monkeypatch.setattr(opencl.cl, "Program", _Built)
+    monkeypatch.setattr(_Built, "fail", False)
+    return opencl._with_occupancy
+
+
+def _bound_spec(min_blocks):
+    return _spec(
+        backends.typical_device("cupy"), variant="rts", threads=128, vectors=16, min_blocks=min_blocks
+    )
+
+
+def test_rewrite_bounds_every_kernel_but_the_single_workgroup_spine(rebuild):
+    device = _Device()
+    built = rebuild(_Program([_Device(), device]), _bound_spec(3), device)  # binary of the second device
+    ptx = built.binaries[0]
+    chained, spine = ptx.split(b".entry ")[1:]
+    assert b".reqntid 128, 1, 1\n.minnctapersm 3\n{" in chained
+    assert b".minnctapersm" not in spine
+    assert ptx.endswith(b"}\n\x00")
+
+
+def test_rewrite_leaves_unbounded_and_non_nvidia_programs_alone(rebuild):
+    device = _Device()
+    program = _Program([device])
+    assert rebuild(program, _bound_spec(0), device) is program
+
+    class Other:
+        extensions = "cl_khr_fp64"
+
+    other = Other()
+    program = _Program([other])
+    assert rebuild(program, _bound_spec(3), other) is program
+
+
+def test_a_failed_rebuild_keeps_the_program_as_built(rebuild):
+    _Built.fail = True  # the fixture restores it
+    device = _Device()
+    program = _Program([device])
+    with pytest.warns(RuntimeWarning, match="minnctapersm"):
+        assert rebuild(program, _bound_spec(3), device) is program

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,7 +78,9 @@ def _with_occupancy(program: Any, spec: ScanSpec, device: Any) -> Any:
     """
     if not spec.min_blocks or "cl_nv_compiler_options" not in device.extensions:
         return program
-    ptx = program.get_info(cl.program_info.BINARIES)[0].rstrip(b"\0")
+    # one binary per device of the context, in the context's order
+    index = list(program.get_info(cl.program_info.DEVICES)).index(device)
+    ptx = program.get_info(cl.program_info.BINARIES)[index].rstrip(b"\0")
     parts = re.split(rb"(?=\.entry )", ptx)
     bound = rb"\1.minnctapersm %d\n" % spec.min_blocks
     patched, wanted = [parts[0]], 0
@@ -90,7 +93,15 @@ def _with_occupancy(program: Any, spec: ScanSpec, device: Any) -> Any:
     out = b"".join(patched)
     if len(parts) < 2 or out.count(b".minnctapersm") != wanted:
         return program
-    return cl.Program(program.context, [device], [out + b"\0"]).build(devices=[device])
+    try:
+        return cl.Program(program.context, [device], [out + b"\0"]).build(devices=[device])
+    except (cl.RuntimeError, cl.LogicError) as exc:  # an occupancy hint is not worth failing over
+        warnings.warn(
+            f"jitscan: rebuilding the OpenCL program with .minnctapersm failed; using it as built ({exc})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return program
 
 
 def _pick_device() -> Any:
