@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device-machine session, from the repo root on the lent GPU machine:
 #   scripts/gpu_run.sh tests     the whole test suite on both backends (cupy, NVIDIA OpenCL)
-#   scripts/gpu_run.sh seg       segmented targets (scripts/seg_bench.py) and the OpenCL bench
+#   scripts/gpu_run.sh seg       segmented targets (scripts/seg_bench.py), segmented_reduce launch
+#                                by launch (scripts/seg_reduce_parts.py) and the OpenCL bench
 #   scripts/gpu_run.sh bench     the CUDA bench (README's performance table and plots)
 # Needs .whl/ (pyopencl and friends, cuda-cccl) and .dev/gpu-env.sh carried along.
 set -uo pipefail
@@ -24,6 +25,7 @@ case "$what" in
     python3 -m pytest -q -p no:cacheprovider tests/test_large.py 2>&1 | tee -a "$OUT/tests.txt" | tail -3 ;;
   seg)
     python3 scripts/seg_bench.py 28 2>&1 | tee "$OUT/seg.txt"
+    python3 scripts/seg_reduce_parts.py 28 1000 2>&1 | tee "$OUT/seg_parts.txt"
     python3 -m jitscan bench --backend opencl --dtypes int32 --sizes 24,28 --blocking-rates none \
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1; cat "$OUT/ocl.md" ;;
   bench)

@@ -13,6 +13,7 @@ Times, with jitscan.bench's device timer (CUDA events, median, spin kernel befor
 
 from __future__ import annotations
 
+import statistics
 import sys
 from dataclasses import replace
 
@@ -68,8 +69,8 @@ def heads_from_offsets(off, n):
     return heads
 
 
-def time_cub(timer, x, off):
-    """Median seconds of CUB's segmented sum over ``off`` (cuda.compute), and its output."""
+def cub_segmented_reduce(x, off):
+    """CUB's segmented sum over ``off`` (cuda.compute) as ``fn(i)``, and its output array."""
     import cuda.compute as cc
 
     starts, ends = cupy.asarray(off[:-1]), cupy.asarray(off[1:])
@@ -80,8 +81,21 @@ def time_cub(timer, x, off):
     red = cc.make_segmented_reduce(h_init=h_init, **args)
     nbytes = red(temp_storage=None, num_segments=nseg, h_init=h_init, **args)
     tmp = cupy.empty(max(int(nbytes), 1), np.uint8)
-    t = timer.time(lambda i: red(temp_storage=tmp, num_segments=nseg, h_init=h_init, **args), 30)[0]
-    return t, dout
+    return (lambda i: red(temp_storage=tmp, num_segments=nseg, h_init=h_init, **args)), dout
+
+
+def interleaved(timer, fns, rounds=6, reps=10):
+    """Median seconds of each ``fn(i)``, timed in alternating rounds (order flipped each round).
+
+    Two close contenders timed one after the other differed by 3-4% between runs; timing
+    them in turns spreads clock and thermal drift over both.
+    """
+    samples = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            samples[name] += timer.time(fns[name], reps)[2]
+    return {name: statistics.median(ts) for name, ts in samples.items()}
 
 
 #: segmented shapes for OpenCL (threads, vectors, min_blocks as a register cap)
@@ -182,10 +196,10 @@ def main() -> None:
             execute.run(b, q, red_rts, x, dsum, n, check=False, offsets=offs)
             return dsum
 
-        t_ours = timer.time(ours, 30)[0]
-        t_rts = timer.time(ours_rts, 30)[0]
         try:
-            t_cub, dout = time_cub(timer, x, off)
+            cub, dout = cub_segmented_reduce(x, off)
+            t = interleaved(timer, {"fallback": ours, "rts": ours_rts, "cub": cub})
+            t_ours, t_rts, t_cub = t["fallback"], t["rts"], t["cub"]
             ok = bool((ours(0) == dout).all()) and bool((ours_rts(0) == dout).all())
             print(
                 f"segmented_reduce mean {mean}: jitscan fallback {n / t_ours / 1e9:.1f} Ge/s, "

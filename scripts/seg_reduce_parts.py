@@ -20,7 +20,7 @@ from jitscan.kernels import SEG_FIRST
 from jitscan.monoid import resolve
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from seg_bench import time_cub  # noqa: E402
+from seg_bench import cub_segmented_reduce, interleaved  # noqa: E402
 
 
 def main() -> None:
@@ -86,10 +86,13 @@ def main() -> None:
     for name, fn in parts.items():
         t = timer.time(fn, 30)[0]
         print(f"  {name:32s} {t * 1e6:8.1f} us  ({n / t / 1e9:.1f} Ge/s over n)")
-    t_cub, dout = time_cub(timer, x, off)
+    cub, dout = cub_segmented_reduce(x, off)
+    t = interleaved(timer, {"jitscan": parts["whole call (execute.run)"], "cub": cub})
     execute.run(b, q, spec, x, out, n, check=False, offsets=offs)
     ok = bool((out == dout).all())
+    t_cub = t["cub"]
     print(f"  {'CUB segmented reduce':32s} {t_cub * 1e6:8.1f} us  ({n / t_cub / 1e9:.1f} Ge/s), equal: {ok}")
+    print(f"  in turns with CUB: jitscan {t['jitscan'] * 1e6:.1f} us = {t['cub'] / t['jitscan']:.3f}x CUB")
 
 
 if __name__ == "__main__":
