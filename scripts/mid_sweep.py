@@ -1,6 +1,7 @@
 """Mid-size tile shapes against CUB on a CUDA GPU, with jitscan.bench's rotating inputs.
 
 Usage: python scripts/mid_sweep.py [LOG2N ...]   (default 18 20 22)
+Tile shapes and look-back windows of the fallback scan, int32, against CUB.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from jitscan import bench, execute, tuning
 from jitscan.dtypes import lookup
 from jitscan.monoid import resolve
 
-SHAPES = [(128, 16, 3), (128, 8, 4), (128, 8, 0), (256, 4, 0), (256, 8, 2), (64, 8, 0), (128, 4, 0)]
+#: (threads, vectors, min_blocks, look-back window); the window is how many predecessors
+#: one look-back step reads (default 32): at mid sizes most tiles start together, so tile i
+#: may walk i predecessors before any is INCLUSIVE, in i / window L2 round trips
+SHAPES = [
+    (128, 16, 3, 32),
+    (128, 16, 3, 64),
+    (128, 16, 3, 128),
+    (256, 8, 2, 32),
+    (256, 8, 2, 128),
+    (128, 8, 4, 32),
+    (256, 4, 0, 32),
+]
 
 
 def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
@@ -29,7 +41,7 @@ def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
     tmp = cupy.empty(max(int(scan(temp_storage=None, d_in=ins[0], **kw)), 1), np.uint8)
     t_cub = timer.time(lambda i: scan(temp_storage=tmp, d_in=ins[i % len(ins)], **kw), 30)[0]
     line = [f"2^{e}: CUB {n / t_cub / 1e9:.1f}"]
-    for threads, vectors, mb in SHAPES:
+    for threads, vectors, mb, width in SHAPES:
         spec = tuning.spec_for(
             timer.info,
             variant="fallback",
@@ -39,11 +51,12 @@ def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
             threads=threads,
             vectors=vectors,
             min_blocks=mb,
+            lookback_width=width,
         )
         t = timer.time(
             lambda i, spec=spec: execute.run(b, q, spec, ins[i % len(ins)], out, n, check=False), 30
         )[0]
-        line.append(f"{threads}x{vectors}/{mb} {n / t / 1e9:.1f}")
+        line.append(f"{threads}x{vectors}/{mb} w{width} {n / t / 1e9:.1f}")
     return " | ".join(line)
 
 
