@@ -205,7 +205,7 @@ def scan(
         ``tile_state`` ("packed" or "split"), ``spin_limit`` (spins before a fallback,
         or the look-back deadlock watchdog), ``simulate_blocking`` (k in 2..512: 1 in k
         tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
-        ``vectors``, ``vector_width``.
+        ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes).
 
     Returns
     -------

@@ -49,6 +49,10 @@ def run(
     if not (backend.aligned(src) and backend.aligned(dst)):
         # the kernels load and store 16-byte vectors; backend.contiguous copies such views
         raise ValueError("execute.run needs 16-byte aligned arrays")
+    for name, arr in (("heads", heads), ("offsets", offsets)):
+        # passed as bare buffers (no offset argument), so they must start their buffer
+        if arr is not None and (backend.buffer(arr)[1] or not backend.aligned(arr)):
+            raise ValueError(f"execute.run needs {name} at the start of an aligned buffer")
     prog = backend.program(spec, queue)
     in_buf, in_off = backend.buffer(src)
     out_buf, out_off = backend.buffer(dst)

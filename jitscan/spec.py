@@ -98,6 +98,12 @@ class ScanSpec:
         check_choice("kind", self.kind, KINDS)
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)
+        if self.vector_width * self.dtype_info.itemsize > 16:
+            # the kernels move whole vectors; the backends guarantee 16-byte alignment only
+            raise ValueError(
+                f"vector_width={self.vector_width} of {self.dtype} is "
+                f"{self.vector_width * self.dtype_info.itemsize} bytes; at most 16 are supported"
+            )
         if self.segmented and self.vectors * self.vector_width > 64:
             raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")
         if self.row_tiles and (self.segmented or self.variant not in CHAINED):

@@ -56,7 +56,7 @@ def main() -> None:
         with open(p_src, "w") as f:
             f.write(render(spec.program_spec(), "cuda"))
         p_cu = os.path.join(out, f"{variant}_{dtype}_cuda.ptx")
-        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", p_src, "-o", p_cu], check=True)
+        subprocess.run(["nvcc", "-arch=sm_90", "--fmad=false", "-ptx", p_src, "-o", p_cu], check=True)
         with open(p_cu) as f:
             ptx_cu = f.read()
         shape = f"threads={spec.threads} vectors={spec.vectors} min_blocks={spec.min_blocks}"

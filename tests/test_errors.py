@@ -94,3 +94,9 @@ def test_offsets_tile_too_large_for_local_memory():
     # segments by offsets stage the tile's results in local memory
     with pytest.raises(ValueError, match="local memory"):
         jitscan.segmented_reduce(X.astype(np.int64), offsets=[0, 50, 100], threads=256, vectors=32)
+
+
+def test_vectors_wider_than_16_bytes():
+    # the kernels move whole vectors, and arrays are only guaranteed 16-byte alignment
+    with pytest.raises(ValueError, match="at most 16"):
+        jitscan.cumsum(X, vector_width=8)

@@ -36,13 +36,17 @@ def test_nvidia_programs_ask_for_min_blocks_per_multiprocessor():
     b, q, info = _opencl()
     if "cl_nv_compiler_options" not in q.device.extensions:
         pytest.skip("needs NVIDIA's OpenCL (its program binary is PTX)")
-    ptx = b.program(_spec(info, threads=128, vectors=16, min_blocks=3), q).program.binaries[0]
-    assert ptx.count(b".entry ") >= 1
-    assert ptx.count(b".minnctapersm 3\n") == ptx.count(b".entry ")
-    plain = b.program(_spec(info, threads=128, vectors=16, min_blocks=0), q).program.binaries[0]
-    assert b".minnctapersm" not in plain
+
+    def ptx(spec):
+        program = b.program(spec, q).program
+        return program.binaries[list(program.devices).index(q.device)]
+
+    bound = ptx(_spec(info, threads=128, vectors=16, min_blocks=3))
+    assert bound.count(b".entry ") >= 1
+    assert bound.count(b".minnctapersm 3\n") == bound.count(b".entry ")
+    assert b".minnctapersm" not in ptx(_spec(info, threads=128, vectors=16, min_blocks=0))
     # rts's spine runs as one workgroup: it keeps every register (as in the CUDA build)
-    rts = b.program(_spec(info, variant="rts", threads=128, vectors=16, min_blocks=3), q).program.binaries[0]
+    rts = ptx(_spec(info, variant="rts", threads=128, vectors=16, min_blocks=3))
     entries = {e.split(b"(")[0].strip(): e for e in rts.split(b".entry ")[1:]}
     assert b".minnctapersm" not in entries[b"js_rts_spine"]
     assert all(b".minnctapersm 3\n" in e for name, e in entries.items() if name != b"js_rts_spine")

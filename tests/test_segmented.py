@@ -213,6 +213,36 @@ def test_segmented_reduce_gives_one_value_per_segment(backend, rng, op):
     np.testing.assert_array_equal(b.to_host(dev), ref)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_rts_spine_longer_than_its_own_tile(backend, rng, dtype):
+    # small tiles (32 threads x 1 vector): more tile totals than a spine pass holds, so the
+    # spine scans whole passes of (value, head) pairs, moved as 16-byte words, and a partial one
+    knobs = dict(threads=32, vectors=1)
+    tile = 32 * (16 // np.dtype(dtype).itemsize)
+    n = 5 * tile * tile // 2 + 7
+    off = offsets_of(lengths(rng, n, 10))
+    flags = np.zeros(n, bool)
+    flags[off[:-1][off[:-1] < n]] = True
+    x = random_input(rng, n, dtype)
+    for kind in ("inclusive", "exclusive"):
+        ref = seg_reference(x, off, "add", kind)
+        assert_scan_equal(run_segmented(backend, x, "add", kind, "rts", offsets=off, **knobs), ref, x)
+        assert_scan_equal(run_segmented(backend, x, "add", kind, "rts", flags=flags, **knobs), ref, x)
+    got = jitscan.segmented_reduce(x, offsets=off, variant="rts", backend=backend, **knobs)
+    assert_scan_equal(got, seg_reduce_reference(x, off, "add"), x)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_narrow_vectors_per_segment(backend, rng, variant):
+    # vector_width is a knob; pairs then move one at a time
+    n = 5000
+    off = offsets_of(lengths(rng, n, 10))
+    x = random_input(rng, n, "int32")
+    for width in (1, 2):
+        got = run_segmented(backend, x, "add", "inclusive", variant, offsets=off, vector_width=width)
+        assert_scan_equal(got, seg_reference(x, off, "add", "inclusive"), x)
+
+
 def test_empty_inputs():
     assert jitscan.segmented_cumsum(np.empty(0, np.int32), offsets=np.array([0])).shape == (0,)
     np.testing.assert_array_equal(

@@ -85,13 +85,19 @@ def _with_occupancy(program: Any, spec: ScanSpec, device: Any) -> Any:
     bound = rb"\1.minnctapersm %d\n" % spec.min_blocks
     patched, wanted = [parts[0]], 0
     for part in parts[1:]:
-        name = part[len(b".entry ") :].split(b"(")[0].strip().decode()
+        name = part[len(b".entry ") :].split(b"(")[0].strip().decode(errors="replace")
         if name not in SINGLE_WORKGROUP:  # as JS_KERNEL_SINGLE in the CUDA build
             part = re.sub(rb"(\.reqntid [^\n]*\n)", bound, part, count=1)
             wanted += 1
         patched.append(part)
     out = b"".join(patched)
     if len(parts) < 2 or out.count(b".minnctapersm") != wanted:
+        warnings.warn(
+            "jitscan: the OpenCL program's PTX has no .reqntid to bound; using it as built "
+            "(without the occupancy its tile shape was chosen for)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return program
     try:
         return cl.Program(program.context, [device], [out + b"\0"]).build(devices=[device])

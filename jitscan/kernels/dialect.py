@@ -142,24 +142,34 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "#define JS_STATE_BITS(x) JS_TO_BITS((x).v)",
                 "#define JS_STATE_EXTRA(x) ((x).h)",
                 "#define JS_STATE_MAKE(b, e) js_pair((e), JS_FROM_BITS(b))",
-                "/* the spine of rts holds pairs: a vector of JS_V pairs is 32 bytes, moved as two",
-                "   16-byte words (pair by pair, one SM's spine scan was bound by its L1). Words go",
-                "   through a union of plain u32 (HIP's uint4 may not sit in a union). */",
-                "typedef char js_pair_vector_is_32_bytes[sizeof(T) * JS_V == 32 ? 1 : -1];",
-                "typedef union { js_u32 w[8]; T t[JS_V]; } js_pair_words;",
-                "#define JS_VLOAD_T(dst, ptr, vi) do { js_pair_words _w; "
-                "for (js_u32 _k = 0; _k < 2; ++_k) { "
-                "uint4 _q = ((JS_GLOBAL const uint4*)(ptr))[2 * (vi) + _k]; "
-                "_w.w[4 * _k] = _q.x; _w.w[4 * _k + 1] = _q.y; "
-                "_w.w[4 * _k + 2] = _q.z; _w.w[4 * _k + 3] = _q.w; } "
-                "for (js_u32 _e = 0; _e < JS_V; ++_e) (dst)[_e] = _w.t[_e]; } while (0)",
-                "#define JS_VSTORE_T(src, ptr, vi) do { js_pair_words _w; "
-                "for (js_u32 _e = 0; _e < JS_V; ++_e) _w.t[_e] = (src)[_e]; "
-                "for (js_u32 _k = 0; _k < 2; ++_k) { uint4 _q; "
-                "_q.x = _w.w[4 * _k]; _q.y = _w.w[4 * _k + 1]; "
-                "_q.z = _w.w[4 * _k + 2]; _q.w = _w.w[4 * _k + 3]; "
-                "((JS_GLOBAL uint4*)(ptr))[2 * (vi) + _k] = _q; } } while (0)",
             ]
+            if spec.element_bytes * spec.vector_width == 32:
+                lines += [
+                    "/* the spine of rts holds pairs: a vector of JS_V pairs is 32 bytes, moved as two",
+                    "   16-byte words (pair by pair, one SM's spine scan was bound by its L1). Words go",
+                    "   through a union of plain u32 (HIP's uint4 may not sit in a union). */",
+                    "typedef char js_pair_vector_is_32_bytes[sizeof(T) * JS_V == 32 ? 1 : -1];",
+                    "typedef union { js_u32 w[8]; T t[JS_V]; } js_pair_words;",
+                    "#define JS_VLOAD_T(dst, ptr, vi) do { js_pair_words _w; "
+                    "for (js_u32 _k = 0; _k < 2; ++_k) { "
+                    "uint4 _q = ((JS_GLOBAL const uint4*)(ptr))[2 * (vi) + _k]; "
+                    "_w.w[4 * _k] = _q.x; _w.w[4 * _k + 1] = _q.y; "
+                    "_w.w[4 * _k + 2] = _q.z; _w.w[4 * _k + 3] = _q.w; } "
+                    "for (js_u32 _e = 0; _e < JS_V; ++_e) (dst)[_e] = _w.t[_e]; } while (0)",
+                    "#define JS_VSTORE_T(src, ptr, vi) do { js_pair_words _w; "
+                    "for (js_u32 _e = 0; _e < JS_V; ++_e) _w.t[_e] = (src)[_e]; "
+                    "for (js_u32 _k = 0; _k < 2; ++_k) { uint4 _q; "
+                    "_q.x = _w.w[4 * _k]; _q.y = _w.w[4 * _k + 1]; "
+                    "_q.z = _w.w[4 * _k + 2]; _q.w = _w.w[4 * _k + 3]; "
+                    "((JS_GLOBAL uint4*)(ptr))[2 * (vi) + _k] = _q; } } while (0)",
+                ]
+            else:  # other vector widths (a knob): pair by pair
+                lines += [
+                    "#define JS_VLOAD_T(dst, ptr, vi) do { for (js_u32 _e = 0; _e < JS_V; ++_e) "
+                    "(dst)[_e] = (ptr)[(vi) * JS_V + _e]; } while (0)",
+                    "#define JS_VSTORE_T(src, ptr, vi) do { for (js_u32 _e = 0; _e < JS_V; ++_e) "
+                    "(ptr)[(vi) * JS_V + _e] = (src)[_e]; } while (0)",
+                ]
         else:
             lines += [
                 "#define JS_SEGMENTED 0",
