@@ -53,9 +53,13 @@ def tile_of(geo: dict[str, int]) -> int:
     return geo["threads"] * geo["vectors"] * geo["vector_width"]
 
 
-def tile_size(backend: str, dtype: str) -> int:
-    """Elements per tile of the default spec for large inputs."""
-    return tile_of(geometries(backend, dtype)[-1])
+def tile_size(backend: str, dtype: str, segmented: str = "", variant: str = "", kind: str = "") -> int:
+    """Elements per tile of the default spec for large inputs (of a segmented mode, variant, kind)."""
+    if not segmented:
+        return tile_of(geometries(backend, dtype)[-1])
+    b = backends.get(backend)
+    info = b.device_info(b.queue_of(None))
+    return tile_of(tuning.geometry(info, lookup(dtype), None, segmented, variant, kind))
 
 
 def random_input(rng: np.random.Generator, n: int, dtype: str, op: object = "add") -> np.ndarray:

@@ -124,7 +124,7 @@ def tricky_offsets(n: int, tile: int) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("given", ["offsets", "flags"])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_segment_shapes_that_trip_scans_up(backend, rng, variant, given):
-    tile = tile_size(backend, "int32")
+    tile = tile_size(backend, "int32", given, variant, "inclusive")  # the segmented tile
     n = 12 * tile
     for name, off in tricky_offsets(n, tile).items():
         x = random_input(rng, n, "int32")
@@ -140,7 +140,7 @@ def test_segment_shapes_that_trip_scans_up(backend, rng, variant, given):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_segmented_reduce_on_shapes_that_trip_scans_up(backend, rng, variant):
-    tile = tile_size(backend, "int32")
+    tile = tile_size(backend, "int32", "offsets", variant, "reduce")
     n = 12 * tile
     for name, off in tricky_offsets(n, tile).items():
         x = random_input(rng, n, "int32")
