@@ -207,6 +207,16 @@ class Blocking:
     track_spins_per_workgroup.unit = "spins/workgroup"  # type: ignore[attr-defined]
 
 
+def _available(backend: str) -> Any:
+    """The backend object, or asv's skip (NotImplementedError) when it is unavailable."""
+    from jitscan import backends
+
+    b = backends.get(backend)
+    if not b.available():
+        raise NotImplementedError(f"backend {backend} unavailable: {b.unavailable_reason()}")
+    return b
+
+
 def _sync(queue: Any) -> None:
     """Wait for everything queued on a CuPy or PyOpenCL queue."""
     if hasattr(queue, "finish"):
@@ -226,11 +236,8 @@ class Call:
         import numpy as np
 
         import jitscan
-        from jitscan import backends
 
-        b = backends.get(backend)
-        if not b.available():
-            raise NotImplementedError(f"backend {backend} unavailable: {b.unavailable_reason()}")
+        b = _available(backend)
         self.variant, self.backend = variant, b
         self.host = np.random.default_rng(n).integers(-1000, 1000, n).astype(np.int32)
         self.queue = b.queue_of(None)
@@ -267,11 +274,7 @@ class Segmented:
     def setup(self, backend: str, mean_length: int, n: int) -> None:
         import numpy as np
 
-        from jitscan import backends
-
-        b = backends.get(backend)
-        if not b.available():
-            raise NotImplementedError(f"backend {backend} unavailable: {b.unavailable_reason()}")
+        b = _available(backend)
         rng = np.random.default_rng(n)
         ends = np.cumsum(rng.geometric(1.0 / mean_length, size=2 * n // mean_length + 2))
         offsets = np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)

@@ -16,6 +16,8 @@ from .monoid import Monoid
 VARIANTS = ("fallback", "lookback", "rts", "memcpy")
 KINDS = ("inclusive", "exclusive", "reduce")
 SEGMENTED = ("", "flags", "rows", "offsets")
+#: the widest vector access of the kernels; backends hand them arrays aligned to it
+VECTOR_BYTES = 16
 #: bytes of local memory a tile may stage (CUDA's static shared-memory limit per block)
 STAGE_LIMIT = 48 * 1024
 KINDS_CODE = {"inclusive": 0, "exclusive": 1, "reduce": 2}
@@ -98,11 +100,11 @@ class ScanSpec:
         check_choice("kind", self.kind, KINDS)
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)
-        if self.vector_width * self.dtype_info.itemsize > 16:
-            # the kernels move whole vectors; the backends guarantee 16-byte alignment only
+        if self.vector_width * self.dtype_info.itemsize > VECTOR_BYTES:
+            # the kernels move whole vectors; the backends guarantee only this alignment
             raise ValueError(
                 f"vector_width={self.vector_width} of {self.dtype} is "
-                f"{self.vector_width * self.dtype_info.itemsize} bytes; at most 16 are supported"
+                f"{self.vector_width * self.dtype_info.itemsize} bytes; at most {VECTOR_BYTES} are supported"
             )
         if self.segmented and self.vectors * self.vector_width > 64:
             raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")

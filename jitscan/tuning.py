@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .backends.base import DeviceInfo
 from .dtypes import DType
+from .spec import VECTOR_BYTES
 
 if TYPE_CHECKING:
     from .monoid import Monoid
@@ -35,7 +36,7 @@ def geometry(
     16-byte loads per thread keep enough bytes in flight; more threads per SM did
     not (register-limited to 2 blocks).
     """
-    vector_width = 16 // dtype.itemsize  # 16-byte accesses
+    vector_width = VECTOR_BYTES // dtype.itemsize  # the widest accesses
     min_blocks = 0
     if info.is_gpu and info.shuffle_width:
         # NVIDIA through CUDA or OpenCL (PTX shuffles; min_blocks becomes .minnctapersm,

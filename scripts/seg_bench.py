@@ -62,6 +62,12 @@ def sweep(timer, x, y, n, mode="flags", dtype="int32", kind="inclusive", variant
         print(line, flush=True)
 
 
+def random_offsets(rng, n, mean):
+    """CSR offsets of geometric segment lengths with the given mean, covering 0..n."""
+    off = np.concatenate([[0], np.cumsum(rng.geometric(1.0 / mean, size=n // mean * 2))])
+    return np.concatenate([off[off < n], [n]]).astype(np.int64)
+
+
 def heads_from_offsets(off, n):
     """uint8 head flags of CSR offsets (empty segments share a head)."""
     heads = np.zeros(n, np.uint8)
@@ -122,9 +128,7 @@ def opencl_sweep(n: int) -> None:
     rng = np.random.default_rng(7)
     x = b.to_device(rng.integers(-1000, 1000, n, dtype=np.int32), q)
     y = b.empty((n,), np.int32, q)
-    lens = rng.geometric(0.1, size=n // 5)
-    off = np.concatenate([[0], np.cumsum(lens)])
-    off = np.concatenate([off[off < n], [n]]).astype(np.int64)
+    off = random_offsets(rng, n, 10)
     heads = b.to_device(heads_from_offsets(off, n), q)
     mem = spec(timer, "memcpy", "int32", n)
     t_mem = timer.time(lambda i: execute.run(b, q, mem, x, y, n), 10)[0]
@@ -161,10 +165,7 @@ def main() -> None:
     red_rts = spec(timer, "rts", "int32", n, "offsets", "reduce")
     rows = []
     for mean in (10, 1000):
-        lens = rng.geometric(1.0 / mean, size=n // mean * 2)
-        off = np.concatenate([[0], np.cumsum(lens)])
-        off = off[off < n]
-        off = np.concatenate([off, [n]]).astype(np.int64)
+        off = random_offsets(rng, n, mean)
         heads = cupy.asarray(heads_from_offsets(off, n))
         if mean == 10:
             sweep(timer, x, y, n, heads=heads)

@@ -14,13 +14,12 @@ import sys
 import cupy
 import numpy as np
 
-from jitscan import bench, execute, tuning
-from jitscan.dtypes import lookup
+from jitscan import bench, execute
 from jitscan.kernels import SEG_FIRST
-from jitscan.monoid import resolve
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from seg_bench import cub_segmented_reduce, interleaved  # noqa: E402
+from seg_bench import cub_segmented_reduce, interleaved, random_offsets  # noqa: E402
+from seg_bench import spec as default_spec  # noqa: E402
 
 
 def main() -> None:
@@ -31,21 +30,11 @@ def main() -> None:
     b, q = timer.backend, timer.queue
     rng = np.random.default_rng(7)
     x = cupy.asarray(rng.integers(-1000, 1000, n, dtype=np.int32))
-    lens = rng.geometric(1.0 / mean, size=n // mean * 2)
-    off = np.concatenate([[0], np.cumsum(lens)])
-    off = np.concatenate([off[off < n], [n]]).astype(np.int64)
+    off = random_offsets(rng, n, mean)
     offs = cupy.asarray(off.astype(np.uint64))
     nseg = off.size - 1
     out = cupy.empty(nseg, np.int32)
-    spec = tuning.spec_for(
-        timer.info,
-        variant="rts",
-        kind="reduce",
-        dtype=lookup("int32"),
-        monoid=resolve("add"),
-        n=n,
-        segmented="offsets",
-    )
+    spec = default_spec(timer, "rts", "int32", n, "offsets", "reduce")
     execute.run(b, q, spec, x, out, n, check=False, offsets=offs)  # allocates the scratch
     prog = b.program(spec, q)
     tiles = -(-n // spec.tile)
@@ -68,9 +57,7 @@ def main() -> None:
         ),
         "whole call (execute.run)": lambda i: execute.run(b, q, spec, x, out, n, check=False, offsets=offs),
     }
-    plain = tuning.spec_for(
-        timer.info, variant="rts", kind="reduce", dtype=lookup("int32"), monoid=resolve("add"), n=n
-    )
+    plain = default_spec(timer, "rts", "int32", n, kind="reduce")
     total = cupy.empty(1, np.int32)
     parts["plain reduce, no segments (rts)"] = lambda i: execute.run(b, q, plain, x, total, n, check=False)
     # the spine's cost per pass and without segments: is it the passes or the pairs?

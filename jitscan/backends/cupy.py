@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
 from ..kernels import entry_points, render, signature
-from ..spec import ScanSpec
+from ..spec import VECTOR_BYTES, ScanSpec
 from .base import Backend, DeviceInfo, Program
 
 try:  # optional dependency
@@ -26,8 +26,6 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     _IMPORT_ERROR = f"cupy is not installed ({exc}); pip install 'jitscan[cuda]'"
 
 _ARG_DTYPES = {"size": np.uint64, "u32": np.uint32}
-#: vector loads are 16 bytes wide; views that are not so aligned are copied first
-_ALIGN = 16
 
 
 class _CudaQueue:
@@ -121,7 +119,7 @@ class CupyBackend(Backend):
             return cupy.empty(shape, dtype)
 
     def contiguous(self, arr: Any) -> Any:
-        if arr.flags.c_contiguous and arr.data.ptr % _ALIGN == 0:
+        if arr.flags.c_contiguous and arr.data.ptr % VECTOR_BYTES == 0:
             return arr
         with cupy.cuda.Device(arr.device.id):
             out = cupy.empty(arr.shape, arr.dtype)
@@ -129,7 +127,7 @@ class CupyBackend(Backend):
             return out
 
     def aligned(self, arr: Any) -> bool:
-        return arr.data.ptr % _ALIGN == 0
+        return arr.data.ptr % VECTOR_BYTES == 0
 
     def buffer(self, arr: Any) -> tuple[Any, int]:
         return arr, 0

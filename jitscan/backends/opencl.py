@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError, CompileError
 from ..kernels import SINGLE_WORKGROUP, entry_points, render, signature
-from ..spec import ScanSpec
+from ..spec import VECTOR_BYTES, ScanSpec
 from .base import Backend, DeviceInfo, Program
 
 try:  # optional dependency
@@ -45,8 +45,6 @@ __kernel void js_gather(__global const WORD* src, long offset, __global WORD* ds
 }
 """
 
-#: vector loads are 16 bytes wide; views at other offsets are copied first
-_ALIGN = 16
 
 _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
 
@@ -230,7 +228,7 @@ class OpenCLBackend(Backend):
     def aligned(self, arr: Any) -> bool:
         # buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN (at least 128 bytes), so a
         # view's byte offset decides whether the kernels' 16-byte vector accesses fit
-        return arr.offset % _ALIGN == 0
+        return arr.offset % VECTOR_BYTES == 0
 
     def _gather(self, arr: Any) -> Any:
         """Copy a strided view (negative strides too) into a new C-contiguous array."""
