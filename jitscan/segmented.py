@@ -243,7 +243,13 @@ def _offsets_on_device(offsets: Any, inp: Any, spec: Any) -> tuple[Any, int]:
     if inp.n and inp.on_device and b.owns(offsets):
         shape = tuple(offsets.shape)
         if len(shape) == 1 and shape[0] > 0 and np.dtype(offsets.dtype).kind in "iu":
-            dev = b.contiguous(offsets).astype(np.uint64)
+            dev = b.contiguous(offsets)
+            if dev.dtype.itemsize == 8 and not b.buffer(dev)[1]:
+                # read in place as uint64: a negative int64 reads huge, and the check
+                # below then fails it (nothing after it can reach back down to n)
+                dev = dev.view(np.uint64)
+            else:
+                dev = dev.astype(np.uint64)  # a new array, at the start of its buffer
             if execute.offsets_ok(b, inp.queue, spec, dev, inp.n):
                 return dev, shape[0] - 1
         check_offsets(offsets, inp.n)  # raises, naming the problem

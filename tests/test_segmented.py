@@ -346,6 +346,10 @@ def test_device_offsets_stay_on_the_device(backend, rng):
         assert_scan_equal(b.to_host(got), seg_reference(x, off, "add", "inclusive"), x)
         red = jitscan.segmented_reduce(b.to_device(x, q), offsets=d_off)
         np.testing.assert_array_equal(b.to_host(red), seg_reduce_reference(x, off, "add"))
+    for skip in (1, 2):  # offsets that are a view into a larger device array
+        d_off = b.to_device(np.concatenate([np.full(skip, 7), off]), q)[skip:]
+        red = jitscan.segmented_reduce(b.to_device(x, q), offsets=d_off)
+        np.testing.assert_array_equal(b.to_host(red), seg_reduce_reference(x, off, "add"))
 
 
 @pytest.mark.parametrize(
