@@ -137,7 +137,8 @@ def spec_for(
         tile_state, spin, width, block, stats = "packed", 0, 1, 0, False
     else:
         spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
-        width = lookback_width if lookback_width is not None else min(32, geo["threads"])
+        # one subgroup when it can shuffle: that window is walked in registers
+        width = lookback_width if lookback_width is not None else (sg if info.shuffle_width else min(32, sg))
         block = simulate_blocking or 0
     return ScanSpec(
         variant=variant,

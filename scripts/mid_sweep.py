@@ -16,16 +16,16 @@ from jitscan.dtypes import lookup
 from jitscan.monoid import resolve
 
 #: (threads, vectors, min_blocks, look-back window); the window is how many predecessors
-#: one look-back step reads (default 32): at mid sizes most tiles start together, so tile i
-#: may walk i predecessors before any is INCLUSIVE, in i / window L2 round trips
+#: one look-back step reads (default: one subgroup, walked in registers by shuffles; a
+#: wider window is walked serially by thread 0): at mid sizes most tiles start together,
+#: so tile i may walk i predecessors before any is INCLUSIVE
 SHAPES = [
     (128, 16, 3, 32),
     (128, 16, 3, 64),
-    (128, 16, 3, 128),
     (256, 8, 2, 32),
-    (256, 8, 2, 128),
     (128, 8, 4, 32),
     (256, 4, 0, 32),
+    (512, 4, 2, 32),
 ]
 
 
@@ -57,6 +57,19 @@ def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
             lambda i, spec=spec: execute.run(b, q, spec, ins[i % len(ins)], out, n, check=False), 30
         )[0]
         line.append(f"{threads}x{vectors}/{mb} w{width} {n / t / 1e9:.1f}")
+    # how far the default shape's tiles walk back, and how often they wait
+    spec = tuning.spec_for(
+        timer.info,
+        variant="fallback",
+        kind="inclusive",
+        dtype=lookup("int32"),
+        monoid=resolve("add"),
+        stats=True,
+    )
+    st = execute.run(b, q, spec, ins[0], out, n, check=False)
+    tiles = st["tiles"]
+    steps, spins = st["lookback_steps"] / tiles, st["spins"] / tiles
+    line.append(f"default: {tiles} tiles, {steps:.1f} steps/tile, {spins:.2f} spins/tile")
     return " | ".join(line)
 
 

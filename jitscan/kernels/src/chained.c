@@ -25,7 +25,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
      * predecessors have then all been started, which is what look-back waits on. */
     if (lid == 0) {
         sh.tile = JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_TILE, 1u);
-        sh.lb_ctrl = JS_LB_OWN;  /* used when JS_ONE_SCAN_SITE */
+        sh.lb_ctrl[0] = JS_LB_OWN;  /* used when JS_ONE_SCAN_SITE */
     }
     JS_BARRIER();
     js_u32 tile = sh.tile;
@@ -64,13 +64,17 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
         if (posts)
             js_post(state, epoch, tile, tile == row_first ? JS_INCLUSIVE : JS_READY, agg);
         sh.lb_cur = cur;
-        sh.lb_ctrl = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
+        sh.lb_ctrl[0] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
     }
     JS_BARRIER();
 #endif
 
-    for (;;) {
-        js_u32 step = sh.lb_ctrl;
+    /* Iteration i reads its step from lb_ctrl[i & 1] and writes the next one to the
+     * other slot, which nobody reads before the barrier that ends the iteration: no
+     * step needs a barrier between reading `step` and thread 0 deciding the next. */
+    for (js_u32 it = 0;; ++it) {
+        js_u32 step = sh.lb_ctrl[it & 1u];
+        js_u32 next_slot = (it + 1u) & 1u;
         if (step == JS_LB_DONE)
             break;
         if (step == JS_LB_OWN || step == JS_LB_FALLBACK) {
@@ -79,8 +83,6 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             T left[JS_P];
             js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_LOAD_ARGS);
             T a = js_scan_tile(x, left, other_heads, &sh);
-            /* every thread has read `step` before thread 0 overwrites it below */
-            JS_BARRIER();
 #if JS_ONE_SCAN_SITE
             if (step == JS_LB_OWN) {
 #pragma unroll
@@ -96,21 +98,32 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
                     if (posts)
                         js_post(state, epoch, tile, tile == row_first ? JS_INCLUSIVE : JS_READY, a);
                     sh.lb_cur = cur;
-                    sh.lb_ctrl = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
+                    sh.lb_ctrl[next_slot] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
                 }
             } else
 #endif
             if (lid == 0) {
-                sh.lb_ctrl = js_fallback_take(state, epoch, &cur, a, &w, &st);
+                sh.lb_ctrl[next_slot] = js_fallback_take(state, epoch, &cur, a, &w, &st);
                 sh.lb_cur = cur;
             }
         } else {
+#if JS_WARP_WALK
+            /* every lane of subgroup 0 takes part in the shuffles */
+            if (lid < JS_LB_W) {
+                js_u32 next = js_window_look(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st);
+                if (lid == 0) {
+                    sh.lb_ctrl[next_slot] = next;
+                    sh.lb_cur = cur;
+                }
+            }
+#else
             js_window_read(state, epoch, sh.lb_cur, &sh);
             JS_BARRIER();
             if (lid == 0) {
-                sh.lb_ctrl = js_window_walk(&sh, &cur, &w, ctrl, &st);
+                sh.lb_ctrl[next_slot] = js_window_walk(&sh, &cur, &w, ctrl, &st);
                 sh.lb_cur = cur;
             }
+#endif
         }
         JS_BARRIER();
     }

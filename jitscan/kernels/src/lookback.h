@@ -1,9 +1,11 @@
 /* jitscan look-back: how a workgroup learns the combination of all tiles before its own.
  *
- * Threads 0..JS_LB_W-1 read a window of predecessors at once; thread 0 walks the
- * window from the nearest one, combining READY values (right to left, so that a
+ * Threads 0..JS_LB_W-1 read a window of predecessors at once and the window is walked
+ * from the nearest one, combining READY values (right to left, so that a
  * non-commutative operator stays in order) until an INCLUSIVE one ends the walk.
  * A NOT_READY predecessor stops the walk and the window is read again: a spin.
+ * With shuffles and a window of one subgroup the walk is a few shuffles in registers
+ * (js_window_look); otherwise thread 0 walks the window in local memory.
  *
  * After spin_limit spins on the same predecessor:
  *   fallback (JS_FALLBACK 1): the whole workgroup reduces that tile's input itself,
@@ -35,32 +37,14 @@ JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
     w->have = 1;
 }
 
-/* Threads below JS_LB_W: read one predecessor of the window into local memory. */
-JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 cur, JS_LOCAL_PTR js_shared* sh)
+/* Thread 0: the walk took k predecessors, combined into `taken` (the farthest on the
+ * left); `done` when the last of them ended it (INCLUSIVE, or a segment head). Returns
+ * the next protocol step and moves *cur. */
+JS_DEVICE_FN js_u32 js_walk_advance(js_walk* w, js_i64* cur, js_u32 k, T taken, int done,
+                                    JS_GLOBAL js_u32* ctrl, js_stats* st)
 {
-    js_u32 lid = JS_LID;
-    if (lid < JS_LB_W && cur - (js_i64)lid >= 0) {
-        T v;
-        sh->lb_flag[lid] = js_read(state, epoch, (js_u32)(cur - lid), &v);
-        sh->lb_val[lid] = v;
-    }
-}
-
-/* Thread 0: walk the window just read; returns the next protocol step and moves *cur. */
-JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_walk* w,
-                                   JS_GLOBAL js_u32* ctrl, js_stats* st)
-{
-    js_u32 k = 0;
-    int done = 0;
-    while (k < JS_LB_W && *cur - (js_i64)k >= w->stop && !done) {
-        js_u32 f = sh->lb_flag[k];
-        if (f == JS_NOT_READY)
-            break;
-        js_walk_take(w, sh->lb_val[k]);
-        /* a segment head completes the prefix: nothing before it matters */
-        done = f == JS_INCLUSIVE || JS_PREFIX_DONE(w->prefix);
-        ++k;
-    }
+    if (k)
+        js_walk_take(w, taken);
     st->steps += k;
     *cur -= k;
     if (done || *cur < w->stop)
@@ -85,6 +69,77 @@ JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_w
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
 }
+
+#if JS_WARP_WALK
+/* The first subgroup reads a window and walks it in registers. A serial walk by thread 0
+ * costs a dependent step per predecessor, and at mid sizes, where most tiles start
+ * together, tile i walks about i predecessors before it meets an INCLUSIVE one: the
+ * walk, not the L2 round trip, then sets the pace of the whole chain. Here a min over
+ * lanes finds where the walk ends and an ordered tree of shuffles combines what it
+ * takes: 2 log2(JS_LB_W) steps per window. Call with every lane of subgroup 0; `at` is
+ * the nearest predecessor (thread 0's *cur, which only thread 0 keeps). */
+JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 at, js_i64* cur, js_walk* w,
+                                   JS_GLOBAL js_u32* ctrl, js_stats* st)
+{
+    js_u32 lane = JS_LID;
+    T v = JS_IDENTITY;
+    js_u32 f = JS_NOT_READY;
+    if (at - (js_i64)lane >= w->stop)
+        f = js_read(state, epoch, (js_u32)(at - (js_i64)lane), &v);
+    /* where the walk ends, as 2 * (predecessors taken) + (ended by this one): the walk
+     * stops before a NOT_READY one (or the row start) and after an INCLUSIVE one or a
+     * segment head; the smallest key is the first of these */
+    js_u32 key = f == JS_NOT_READY ? 2u * lane
+                 : (f == JS_INCLUSIVE || JS_PREFIX_DONE(v)) ? 2u * lane + 1u
+                 : 2u * JS_LB_W;
+#pragma unroll
+    for (js_u32 d = 1; d < JS_LB_W; d <<= 1) {
+        js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
+        key = other < key ? other : key;
+    }
+    js_u32 k = (key + 1u) / 2u;
+    /* lane 0 ends with v[k-1] op ... op v[0]: farther predecessors on the left */
+    T s = lane < k ? v : JS_IDENTITY;
+#pragma unroll
+    for (js_u32 d = 1; d < JS_LB_W; d <<= 1) {
+        T farther = JS_SHFL_IDX(s, (lane + d) & (JS_LB_W - 1u));
+        if (lane + d < JS_LB_W)
+            s = js_op(farther, s);
+    }
+    return lane == 0 ? js_walk_advance(w, cur, k, s, (int)(key & 1u), ctrl, st) : JS_LB_LOOK;
+}
+#else
+/* Threads below JS_LB_W: read one predecessor of the window into local memory. */
+JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 cur, JS_LOCAL_PTR js_shared* sh)
+{
+    js_u32 lid = JS_LID;
+    if (lid < JS_LB_W && cur - (js_i64)lid >= 0) {
+        T v;
+        sh->lb_flag[lid] = js_read(state, epoch, (js_u32)(cur - lid), &v);
+        sh->lb_val[lid] = v;
+    }
+}
+
+/* Thread 0: walk the window just read, one predecessor at a time. */
+JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_walk* w,
+                                   JS_GLOBAL js_u32* ctrl, js_stats* st)
+{
+    js_u32 k = 0;
+    T taken = JS_IDENTITY;
+    int done = 0;
+    while (k < JS_LB_W && *cur - (js_i64)k >= w->stop && !done) {
+        js_u32 f = sh->lb_flag[k];
+        if (f == JS_NOT_READY)
+            break;
+        T v = sh->lb_val[k];
+        taken = k ? js_op(v, taken) : v;
+        /* a segment head completes the prefix: nothing before it matters */
+        done = f == JS_INCLUSIVE || JS_PREFIX_DONE(v);
+        ++k;
+    }
+    return js_walk_advance(w, cur, k, taken, done, ctrl, st);
+}
+#endif
 
 /* Thread 0, after the workgroup reduced stalled tile *cur to `agg`: insert it and take
  * it (or the INCLUSIVE value found there, which ends the walk). */

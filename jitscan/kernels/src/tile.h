@@ -46,17 +46,22 @@
 #define JS_LIFT(head, v) (v)
 #endif
 
+/* look-back windows of one subgroup are walked in registers (lookback.h) */
+#define JS_WARP_WALK (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
+
 typedef struct {
 #if !JS_HAS_SHUFFLE
     T rows[JS_P][JS_T];          /* row scans when the workgroup is the subgroup */
 #endif
     T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
     T tile_total;
+#if !JS_WARP_WALK
     T lb_val[JS_LB_W];           /* one look-back window of predecessor values */
     js_u32 lb_flag[JS_LB_W];
+#endif
     T lb_prefix;
     js_i64 lb_cur;
-    js_u32 lb_ctrl;
+    js_u32 lb_ctrl[2];           /* the protocol's next step, by loop iteration parity */
     js_u32 tile;
 #if JS_SEG_OFFSETS
     js_u32 head_bits[(JS_TILE + 31) / 32];  /* the tile's heads, marked from the offsets */
