@@ -44,9 +44,18 @@ def geometry(
         # backends (OpenCL, scripts/seg_bench.py 28 opencl: flat 128 x 16 with 3 blocks
         # 356.8 Ge/s against 288-320 for other shapes; segmented 128 x 4 with 8 blocks
         # 262.5, 128 x 8 with 4 blocks 267.3, uncapped shapes 231-239).
-        # Below 2^18 elements a launch is latency-bound: smaller tiles spread it wider
-        small = n is not None and n * dtype.itemsize <= (1 << 19)
-        threads, vectors, min_blocks = (256, 4, 0) if small else (128, 16, 3)
+        # Below 2^19 bytes a launch is latency-bound: smaller tiles spread it wider. Up
+        # to 16 MiB most tiles start at once and wait on each other: 256 x 8 with 2
+        # blocks per SM finishes each tile sooner (scripts/mid_sweep.py, H100, int32:
+        # 217-220 Ge/s at 2^22 against 210-211 for 128 x 16 and 213-214 for CUB;
+        # 128 x 16 is ahead again from 2^23, 250 against 240-242)
+        nbytes = None if n is None else n * dtype.itemsize
+        if nbytes is not None and nbytes <= 1 << 19:
+            threads, vectors, min_blocks = 256, 4, 0
+        elif nbytes is not None and nbytes <= 1 << 24:
+            threads, vectors, min_blocks = 256, 8, 2
+        else:
+            threads, vectors, min_blocks = 128, 16, 3
         if segmented:
             # 64 registers a thread, 1024 threads per SM measured best for every segmented
             # mode (scripts/seg_bench.py, H100, 2^28): 128 x 4 with 8 blocks 290-291 Ge/s

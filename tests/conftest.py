@@ -42,8 +42,9 @@ def geometries(backend: str, dtype: str) -> list[dict[str, int]]:
     b = backends.get(backend)
     info = b.device_info(b.queue_of(None))
     shapes = []
-    for n in (1, None):  # smallest size class, largest size class
-        geo = tuning.geometry(info, lookup(dtype), n)
+    dt = lookup(dtype)
+    for n in (1, (1 << 22) // dt.itemsize, None):  # small, mid-size (4 MiB) and large inputs
+        geo = tuning.geometry(info, dt, n)
         if geo not in shapes:
             shapes.append(geo)
     return shapes
