@@ -92,6 +92,10 @@ JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 
     js_u32 key = f == JS_NOT_READY ? 2u * lane
                  : (f == JS_INCLUSIVE || JS_PREFIX_DONE(v)) ? 2u * lane + 1u
                  : 2u * JS_LB_W;
+    /* a spin: the nearest predecessor is not ready. Spins set how long a stalled tile
+     * holds its successors before they fall back, so they skip the shuffle trees */
+    if (JS_SHFL_IDX_U32(key, 0u) == 0u)
+        return lane == 0 ? js_walk_advance(w, cur, 0u, JS_IDENTITY, 0, ctrl, st) : JS_LB_LOOK;
 #pragma unroll
     for (js_u32 d = 1; d < JS_LB_W; d <<= 1) {
         js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
