@@ -1,7 +1,7 @@
 """Mid-size tile shapes against CUB on a CUDA GPU, with jitscan.bench's rotating inputs.
 
-Usage: python scripts/mid_sweep.py [LOG2N ...]   (default 18 20 22)
-Tile shapes and look-back windows of the fallback scan, int32, against CUB.
+Usage: python scripts/mid_sweep.py [DTYPE] [LOG2N ...]   (default int32 18 20 22)
+Tile shapes and look-back windows of the fallback scan (inclusive sum) against CUB.
 """
 
 from __future__ import annotations
@@ -26,16 +26,18 @@ SHAPES = [
     (128, 8, 4, 32),
     (256, 4, 0, 32),
     (512, 4, 2, 32),
+    (256, 8, 3, 32),
+    (128, 8, 3, 32),
 ]
 
 
-def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
+def row(timer: bench.Timer, e: int, rng: np.random.Generator, dtype: str) -> str:
     import cuda.compute as cc
 
     b, q = timer.backend, timer.queue
     n = 1 << e
-    ins = timer.inputs(n, "int32", rng)
-    out = cupy.empty(n, np.int32)
+    ins = timer.inputs(n, dtype, rng)
+    out = cupy.empty(n, dtype)
     scan = cc.make_inclusive_scan(d_in=ins[0], d_out=out, op=cc.OpKind.PLUS)
     kw = dict(d_out=out, op=cc.OpKind.PLUS, init_value=None, num_items=n)
     tmp = cupy.empty(max(int(scan(temp_storage=None, d_in=ins[0], **kw)), 1), np.uint8)
@@ -46,7 +48,7 @@ def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
             timer.info,
             variant="fallback",
             kind="inclusive",
-            dtype=lookup("int32"),
+            dtype=lookup(dtype),
             monoid=resolve("add"),
             threads=threads,
             vectors=vectors,
@@ -62,7 +64,7 @@ def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
         timer.info,
         variant="fallback",
         kind="inclusive",
-        dtype=lookup("int32"),
+        dtype=lookup(dtype),
         monoid=resolve("add"),
         stats=True,
     )
@@ -74,11 +76,13 @@ def row(timer: bench.Timer, e: int, rng: np.random.Generator) -> str:
 
 
 def main() -> None:
-    exps = [int(a) for a in sys.argv[1:]] or [18, 20, 22]
+    args = sys.argv[1:]
+    dtype = args.pop(0) if args and not args[0].isdigit() else "int32"
+    exps = [int(a) for a in args] or [18, 20, 22]
     timer = bench.Timer("cupy")
     rng = np.random.default_rng(5)
     for e in exps:
-        print(row(timer, e, rng), flush=True)
+        print(f"{dtype} " + row(timer, e, rng, dtype), flush=True)
 
 
 if __name__ == "__main__":
