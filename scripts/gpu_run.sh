@@ -3,7 +3,8 @@
 #   scripts/gpu_run.sh tests     the whole test suite on both backends (cupy, NVIDIA OpenCL)
 #   scripts/gpu_run.sh seg       segmented targets (scripts/seg_bench.py), segmented_reduce launch
 #                                by launch (scripts/seg_reduce_parts.py) and the OpenCL bench
-#   scripts/gpu_run.sh bench     the CUDA bench (README's performance table and plots)
+#   scripts/gpu_run.sh bench     the CUDA bench (README's performance table and plots) and the
+#                                default scan against CUB in turns at every size
 # Needs .whl/ (pyopencl and friends, cuda-cccl) and .dev/gpu-env.sh carried along.
 set -uo pipefail
 what=${1:-tests}
@@ -29,10 +30,11 @@ case "$what" in
     python3 -m jitscan bench --backend opencl --dtypes int32 --sizes 24,28 --blocking-rates none \
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1; cat "$OUT/ocl.md" ;;
   bench)
-    python3 -m jitscan bench --backend cupy --dtypes int32,float32 --sizes 16:28:2 --out /tmp/b-cu \
+    python3 -m jitscan bench --backend cupy --dtypes int32,float32 --sizes 16:28:1 --out /tmp/b-cu \
       --no-progress > "$OUT/cupy.md" 2>&1
     cp /tmp/b-cu/throughput.png /tmp/b-cu/blocking.png "$OUT/" 2>/dev/null
     python3 -m jitscan bench --backend cupy --dtypes int64,float64 --sizes 27 --blocking-rates none \
       --variants memcpy,rts,lookback,fallback --out /tmp/b-cu64 --no-progress > "$OUT/cupy64.md" 2>&1
-    cat "$OUT/cupy.md" "$OUT/cupy64.md" ;;
+    python3 scripts/vs_cub.py int32,float32 16:28 > "$OUT/vs_cub.txt" 2>&1
+    cat "$OUT/cupy.md" "$OUT/cupy64.md" "$OUT/vs_cub.txt" ;;
 esac
