@@ -93,6 +93,21 @@ def test_fallback_survives_simulated_blocking(backend, rng, tile_state, every, d
         assert stats["insertions"] >= blocked - 1
 
 
+@pytest.mark.parametrize("variant", ["fallback", "lookback"])
+@pytest.mark.parametrize(("threads", "width"), [(32, 32), (64, 16), (64, 64), (128, 64)])
+def test_look_back_windows_of_any_width_and_workgroups_of_one_subgroup(backend, rng, variant, threads, width):
+    # GPUs walk a window of one subgroup in registers and any other width in local memory;
+    # a workgroup of one subgroup scans its tile without a barrier of its own
+    knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
+    if variant == "fallback":
+        knobs.update(simulate_blocking=8, spin_limit=2)
+    tile = threads * 2 * (16 // 4)
+    x = random_input(rng, 300 * tile + 5, "int32", FFILL)
+    for kind in jitscan.KINDS:
+        got = run_on_device(backend, x, FFILL, kind, variant, **knobs)
+        assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
+
+
 def test_stats_count_the_look_back(backend, rng):
     n = 50 * tile_size(backend, "int32")
     stats: dict = {}

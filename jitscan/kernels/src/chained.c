@@ -71,7 +71,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 
     /* Iteration i reads its step from lb_ctrl[i & 1] and writes the next one to the
      * other slot, which nobody reads before the barrier that ends the iteration: no
-     * step needs a barrier between reading `step` and thread 0 deciding the next. */
+     * thread can see the next step early. lb_cur has one slot; see each step. */
     for (js_u32 it = 0;; ++it) {
         js_u32 step = sh.lb_ctrl[it & 1u];
         js_u32 next_slot = (it + 1u) & 1u;
@@ -83,6 +83,9 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             T left[JS_P];
             js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_LOAD_ARGS);
             T a = js_scan_tile(x, left, other_heads, &sh);
+            /* every thread has read lb_cur (`which`) before thread 0 moves it below; a
+             * workgroup of one subgroup has no barrier inside js_scan_tile */
+            JS_BARRIER();
 #if JS_ONE_SCAN_SITE
             if (step == JS_LB_OWN) {
 #pragma unroll
@@ -108,7 +111,8 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             }
         } else {
 #if JS_WARP_WALK
-            /* every lane of subgroup 0 takes part in the shuffles */
+            /* every lane of subgroup 0 takes part in the shuffles; lane 0 moves lb_cur
+             * only after them, and each lane's read of it feeds its first shuffle */
             if (lid < JS_LB_W) {
                 js_u32 next = js_window_look(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st);
                 if (lid == 0) {

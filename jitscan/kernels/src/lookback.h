@@ -25,7 +25,7 @@ typedef struct {
 /* Thread 0's private walk state, kept across iterations of the protocol loop. */
 typedef struct {
     T prefix;       /* combination of the predecessors walked so far */
-    int have;       /* prefix holds something (the identity is never combined in) */
+    int have;       /* prefix holds something (else the first value taken is the prefix) */
     js_u32 spins;   /* consecutive spins on the current predecessor */
     js_u32 limit;   /* spins before a fallback (or, for look-back, the watchdog) */
     js_i64 stop;    /* the first tile the walk may take (of its row, else 0) */
@@ -81,7 +81,7 @@ JS_DEVICE_FN js_u32 js_walk_advance(js_walk* w, js_i64* cur, js_u32 k, T taken, 
 JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 at, js_i64* cur, js_walk* w,
                                    JS_GLOBAL js_u32* ctrl, js_stats* st)
 {
-    js_u32 lane = JS_LID;
+    js_u32 lane = JS_LID;  /* subgroup 0: the lane is the local id */
     T v = JS_IDENTITY;
     js_u32 f = JS_NOT_READY;
     if (at - (js_i64)lane >= w->stop)
