@@ -10,10 +10,10 @@ import sys
 
 import cupy
 import numpy as np
+from seg_bench import spec
+from vs_cub import cub_inclusive_sum
 
-from jitscan import bench, execute, tuning
-from jitscan.dtypes import lookup
-from jitscan.monoid import resolve
+from jitscan import bench, execute
 
 #: (threads, vectors, min_blocks, look-back window); the window is how many predecessors
 #: one look-back step reads (default: one subgroup, walked in registers by shuffles; a
@@ -32,43 +32,19 @@ SHAPES = [
 
 
 def row(timer: bench.Timer, e: int, rng: np.random.Generator, dtype: str) -> str:
-    import cuda.compute as cc
-
     b, q = timer.backend, timer.queue
     n = 1 << e
     ins = timer.inputs(n, dtype, rng)
     out = cupy.empty(n, dtype)
-    scan = cc.make_inclusive_scan(d_in=ins[0], d_out=out, op=cc.OpKind.PLUS)
-    kw = dict(d_out=out, op=cc.OpKind.PLUS, init_value=None, num_items=n)
-    tmp = cupy.empty(max(int(scan(temp_storage=None, d_in=ins[0], **kw)), 1), np.uint8)
-    t_cub = timer.time(lambda i: scan(temp_storage=tmp, d_in=ins[i % len(ins)], **kw), 30)[0]
+    t_cub = timer.time(cub_inclusive_sum(ins, out, n), 30)[0]
     line = [f"2^{e}: CUB {n / t_cub / 1e9:.1f}"]
     for threads, vectors, mb, width in SHAPES:
-        spec = tuning.spec_for(
-            timer.info,
-            variant="fallback",
-            kind="inclusive",
-            dtype=lookup(dtype),
-            monoid=resolve("add"),
-            threads=threads,
-            vectors=vectors,
-            min_blocks=mb,
-            lookback_width=width,
-        )
-        t = timer.time(
-            lambda i, spec=spec: execute.run(b, q, spec, ins[i % len(ins)], out, n, check=False), 30
-        )[0]
+        knobs = dict(threads=threads, vectors=vectors, min_blocks=mb, lookback_width=width)
+        sp = spec(timer, "fallback", dtype, n, **knobs)
+        t = timer.time(lambda i, sp=sp: execute.run(b, q, sp, ins[i % len(ins)], out, n, check=False), 30)[0]
         line.append(f"{threads}x{vectors}/{mb} w{width} {n / t / 1e9:.1f}")
-    # how far the default shape's tiles walk back, and how often they wait
-    spec = tuning.spec_for(
-        timer.info,
-        variant="fallback",
-        kind="inclusive",
-        dtype=lookup(dtype),
-        monoid=resolve("add"),
-        stats=True,
-    )
-    st = execute.run(b, q, spec, ins[0], out, n, check=False)
+    # how far the default shape's tiles (for this n) walk back, and how often they wait
+    st = execute.run(b, q, spec(timer, "fallback", dtype, n, stats=True), ins[0], out, n, check=False)
     tiles = st["tiles"]
     steps, spins = st["lookback_steps"] / tiles, st["spins"] / tiles
     line.append(f"default: {tiles} tiles, {steps:.1f} steps/tile, {spins:.2f} spins/tile")

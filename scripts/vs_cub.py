@@ -12,28 +12,29 @@ import sys
 
 import cupy
 import numpy as np
-from seg_bench import interleaved
+from seg_bench import interleaved, spec
 
-from jitscan import bench, execute, tuning
-from jitscan.dtypes import lookup
-from jitscan.monoid import resolve
+from jitscan import bench, execute
 
 
-def contenders(timer: bench.Timer, n: int, dtype: str, rng: np.random.Generator) -> dict:
+def cub_inclusive_sum(ins: list, out, n: int):
+    """CUB's inclusive sum (cuda.compute) of ``ins[i % len(ins)]`` into ``out``, as ``fn(i)``."""
     import cuda.compute as cc
 
-    b, q = timer.backend, timer.queue
-    ins = timer.inputs(n, dtype, rng)
-    out = cupy.empty(n, dtype)
     scan = cc.make_inclusive_scan(d_in=ins[0], d_out=out, op=cc.OpKind.PLUS)
     kw = dict(d_out=out, op=cc.OpKind.PLUS, init_value=None, num_items=n)
     tmp = cupy.empty(max(int(scan(temp_storage=None, d_in=ins[0], **kw)), 1), np.uint8)
-    spec = tuning.spec_for(
-        timer.info, variant="fallback", kind="inclusive", dtype=lookup(dtype), monoid=resolve("add"), n=n
-    )
+    return lambda i: scan(temp_storage=tmp, d_in=ins[i % len(ins)], **kw)
+
+
+def contenders(timer: bench.Timer, n: int, dtype: str, rng: np.random.Generator) -> dict:
+    b, q = timer.backend, timer.queue
+    ins = timer.inputs(n, dtype, rng)
+    out = cupy.empty(n, dtype)
+    default = spec(timer, "fallback", dtype, n)
     return {
-        "CUB": lambda i: scan(temp_storage=tmp, d_in=ins[i % len(ins)], **kw),
-        "jitscan": lambda i: execute.run(b, q, spec, ins[i % len(ins)], out, n, check=False),
+        "CUB": cub_inclusive_sum(ins, out, n),
+        "jitscan": lambda i: execute.run(b, q, default, ins[i % len(ins)], out, n, check=False),
     }
 
 
