@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +133,21 @@ PATCHES = {"shipped": [], "nearest": NEAREST, "wide": NEAREST + WIDE}
 #: a non-commutative monoid: the walk must combine predecessors in order
 FFILL = Monoid("ffill", combine="b != 0 ? b : a", identity=0)
 
+#: affine maps x -> m x + c (mod 2^32) packed as m << 32 | c, composed left to right: every
+#: element and its position matter, so a dropped, repeated or reordered predecessor shows
+AFFINE = Monoid(
+    "affine",
+    combine="(((a >> 32) * (b >> 32)) << 32)"
+    " | (((a & 0xffffffffu) * (b >> 32) + (b & 0xffffffffu)) & 0xffffffffu)",
+    identity=1 << 32,
+)
+
+
+def affine_input(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Random affine maps with odd multipliers (invertible: no information is lost)."""
+    m = rng.integers(0, 1 << 31, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    return (m << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)
+
 
 @contextlib.contextmanager
 def patched(name: str):
@@ -167,12 +183,11 @@ def check() -> None:
     if nvcc is None:
         sys.exit("nvcc not found")
     info = backends.typical_device("cupy")
-    ffill = FFILL
     cases = [
         dict(),
         dict(lookback_width=64),
         dict(lookback_width=128),
-        dict(dtype="float64", op=ffill, variant="lookback", tile_state="split", lookback_width=64),
+        dict(dtype="float64", op=FFILL, variant="lookback", tile_state="split", lookback_width=64),
         dict(segmented="flags"),
         dict(segmented="flags", lookback_width=64),
         dict(dtype="float64", segmented="offsets", lookback_width=128),
@@ -211,7 +226,8 @@ def run(backend: str, exps: list[int], small: int, big: int) -> None:
 
     timer = bench.Timer(backend)
     b, q, info = timer.backend, timer.queue, timer.info
-    # one backend object per patch: each keeps its own compiled programs
+    # one backend object per patch: each keeps its own compiled programs, which execute.run
+    # finds in its cache (a miss there would compile the shipped text: see the check below)
     builds = {name: type(b)() for name in PATCHES}
     rng = np.random.default_rng(9)
 
@@ -220,36 +236,52 @@ def run(backend: str, exps: list[int], small: int, big: int) -> None:
             builds[name].program(sp, q)
         return sp
 
-    def agree(sp, x, n, **seg):
-        outs = {}
+    def agree(sp, x, n, check=False, stats=False, **seg):
+        """Every patch gives the shipped kernels' result; with ``stats``, prints how far
+        the tiles walked back (a window of several subgroups is tried only by long walks)."""
+        outs, steps = {}, {}
         for name in PATCHES:
-            compiled(name, sp)
-            y = b.empty((n,), np.dtype(np.int32), q)
-            execute.run(builds[name], q, sp, x, y, n, check=False, **seg)
+            y = b.empty((n,), x.dtype, q)
+            execute.run(builds[name], q, compiled(name, sp), x, y, n, check=check, **seg)
             outs[name] = b.to_host(y)
+            if stats:
+                st = execute.run(builds[name], q, compiled(name, replace(sp, stats=True)), x, y, n, **seg)
+                steps[name] = round(st["lookback_steps"] / st["tiles"], 1)
         bad = [name for name in PATCHES if not np.array_equal(outs[name], outs["shipped"])]
         assert not bad, f"{bad} differ from the shipped kernels for {sp}"
-
-    # results first: blocked and not, non-commutative, windows of 1 to 4 subgroups, segmented
-    n = small + 5
-    x = b.to_device(rng.integers(-3, 4, n, dtype=np.int32), q)
-    heads = b.to_device(heads_from_offsets(random_offsets(rng, n, 100), n), q)
+        if stats:
+            print(f"  n {n}, window {sp.lookback_width}: look-back steps per tile {steps}", flush=True)
 
     def widths(n, segmented=""):
         threads = tuning.geometry(info, lookup("int32"), n, segmented)["threads"]
         return [w for w in (32, 64, 128) if w <= threads]
 
+    # results first: blocked and not, windows of 1 to 4 subgroups, order-sensitive monoids,
+    # segments short (walks end at the nearest tile) and long (walks cross many tiles)
+    n = small + 5
+    x = {
+        "int32": b.to_device(rng.integers(-3, 4, n, dtype=np.int32), q),
+        "uint64": b.to_device(affine_input(rng, n), q),
+    }
     for width in widths(n):
-        for op in ("add", FFILL):
+        for dtype, op in (("int32", "add"), ("uint64", AFFINE)):
             for blocking in (None, 8):
                 knobs = dict(lookback_width=width, simulate_blocking=blocking, spin_limit=2)
-                agree(spec(info, op=op, n=n, **knobs), x, n)
-    for width in widths(n, "flags"):
-        agree(spec(info, n=n, segmented="flags", lookback_width=width), x, n, heads=heads)
+                agree(spec(info, dtype, op, n, **knobs), x[dtype], n)
+            agree(spec(info, dtype, op, n, "lookback", lookback_width=width), x[dtype], n, check=True)
+    for mean in (100, 50_000):
+        heads = b.to_device(heads_from_offsets(random_offsets(rng, n, mean), n), q)
+        for width in widths(n, "flags"):
+            for dtype, op in (("int32", "add"), ("uint64", AFFINE)):
+                sp = spec(info, dtype, op, n, segmented="flags", lookback_width=width)
+                agree(sp, x[dtype], n, heads=heads)
     print("results: every patch equals the shipped kernels", flush=True)
 
     def line(label, n, fns):
+        before = {name: be.compiled_count for name, be in builds.items()}
         t = interleaved(timer, fns, rounds=6, reps=15)
+        # every timed launch found its patched program in its backend's cache
+        assert before == {name: be.compiled_count for name, be in builds.items()}, "a timed run compiled"
         base = t["shipped"]
         cells = [f"{name} {n / s / 1e9:.1f} ({base / s:.3f}x)" for name, s in t.items()]
         print(f"{label}: " + " | ".join(cells), flush=True)
@@ -263,11 +295,17 @@ def run(backend: str, exps: list[int], small: int, big: int) -> None:
         ins = timer.inputs(n, "int32", rng)
         out = b.empty((n,), np.dtype(np.int32), q)
         fns = {}
-        for name, width in (("shipped", 32), ("nearest", 32), ("wide", 64), ("wide", 128)):
+        contenders = [("shipped", 32), ("nearest", 32), ("shipped", 64), ("wide", 64)]
+        contenders += [("shipped", 128), ("wide", 128)]
+        checked = set()
+        for name, width in contenders:
             if width not in widths(n):
                 continue
-            sp = compiled(name, spec(info, n=n, lookback_width=width))
-            fns[name if width == 32 else f"{name}{width}"] = runner(name, sp, ins, out, n)
+            sp = spec(info, n=n, lookback_width=width)
+            if width not in checked:
+                agree(sp, ins[0], n, stats=True)  # the shape timed here, checked first
+                checked.add(width)
+            fns[name if width == 32 else f"{name}{width}"] = runner(name, compiled(name, sp), ins, out, n)
         line(f"int32 2^{e}", n, fns)
     n = big
     x = [b.to_device(rng.integers(-1000, 1000, n, dtype=np.int32), q)]
