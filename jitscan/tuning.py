@@ -6,6 +6,7 @@ per-device measurements; every value can be overridden per call.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from .backends.base import DeviceInfo
@@ -49,10 +50,10 @@ def geometry(
         # blocks per SM finishes each tile sooner (scripts/mid_sweep.py, H100, int32:
         # 217-220 Ge/s at 2^22 against 210-211 for 128 x 16 and 213-214 for CUB;
         # 128 x 16 is ahead again from 2^23, 250 against 240-242)
-        nbytes = None if n is None else n * dtype.itemsize
-        if nbytes is not None and nbytes <= 1 << 19:
+        nbytes = math.inf if n is None else n * dtype.itemsize  # unknown size: the large shape
+        if nbytes <= 1 << 19:
             threads, vectors, min_blocks = 256, 4, 0
-        elif nbytes is not None and nbytes <= 1 << 24:
+        elif nbytes <= 1 << 24:
             threads, vectors, min_blocks = 256, 8, 2
         else:
             threads, vectors, min_blocks = 128, 16, 3

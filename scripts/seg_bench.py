@@ -49,12 +49,17 @@ SHAPES = [(128, 4, 8), (256, 4, 4), (256, 4, 3), (128, 8, 4), (256, 8, 2), (512,
 RTS_SHAPES = [(256, 8, 2), (256, 8, 3), (128, 16, 4), (128, 16, 2), (512, 4, 3), (1024, 2, 2)]
 
 
-def sweep(timer, x, y, n, mode="flags", dtype="int32", kind="inclusive", variant="fallback", **run_args):
+def sweep(
+    timer, x, y, n, mode="flags", dtype="int32", kind="inclusive", variant="fallback", shapes=None, **run_args
+):
+    """Time each tile shape (default: SHAPES, or RTS_SHAPES for rts); mode "" is the flat scan."""
     b, q = timer.backend, timer.queue
-    for threads, vectors, mb in RTS_SHAPES if variant == "rts" else SHAPES:
+    for threads, vectors, mb in shapes or (RTS_SHAPES if variant == "rts" else SHAPES):
         alt = spec(timer, variant, dtype, n, mode, kind, threads=threads, vectors=vectors, min_blocks=mb)
         t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False, **run_args), 10)[0]
-        line = f"  {variant} {mode} {kind} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s"
+        line = (
+            f"  {variant} {mode or 'flat'} {kind} shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s"
+        )
         if timer.name == "cupy":
             entry = "js_rts_reduce" if variant == "rts" else "js_chained"
             k = b.program(alt, q).kernels[entry].attributes
@@ -104,11 +109,11 @@ def interleaved(timer, fns, rounds=6, reps=10):
     return {name: statistics.median(ts) for name, ts in samples.items()}
 
 
-#: segmented shapes for OpenCL (threads, vectors, min_blocks as a register cap)
+#: segmented shapes for OpenCL (threads, vectors, min_blocks: .minnctapersm on NVIDIA)
 OPENCL_SHAPES = [(128, 4, 0), (128, 4, 8), (256, 4, 4), (64, 8, 0), (64, 8, 16), (128, 8, 4), (256, 8, 2)]
 
 
-#: flat-scan shapes for OpenCL (threads, vectors, min_blocks as a register cap)
+#: flat-scan shapes for OpenCL (threads, vectors, min_blocks: .minnctapersm on NVIDIA)
 FLAT_OPENCL_SHAPES = [
     (128, 8, 0),
     (128, 16, 0),
@@ -133,13 +138,8 @@ def opencl_sweep(n: int) -> None:
     mem = spec(timer, "memcpy", "int32", n)
     t_mem = timer.time(lambda i: execute.run(b, q, mem, x, y, n), 10)[0]
     print(f"OpenCL memcpy int32: {n / t_mem / 1e9:.1f} Ge/s")
-    SHAPES[:] = OPENCL_SHAPES
-    sweep(timer, x, y, n, heads=heads)
-    # the flat scan, with NVIDIA's register cap standing in for __launch_bounds__
-    for threads, vectors, mb in FLAT_OPENCL_SHAPES:
-        alt = spec(timer, "fallback", "int32", n, threads=threads, vectors=vectors, min_blocks=mb)
-        t = timer.time(lambda i, alt=alt: execute.run(b, q, alt, x, y, n, check=False), 10)[0]
-        print(f"  fallback flat shape {threads}x{vectors} mb={mb}: {n / t / 1e9:.1f} Ge/s", flush=True)
+    sweep(timer, x, y, n, heads=heads, shapes=OPENCL_SHAPES)
+    sweep(timer, x, y, n, mode="", shapes=FLAT_OPENCL_SHAPES)
 
 
 def main() -> None:
