@@ -29,7 +29,7 @@ def geometry(
     variant: str = "",
     kind: str = "",
 ) -> dict[str, int]:
-    """threads, vectors, vector_width and min_blocks for a device and element type.
+    """threads, vectors, vector_width, min_blocks and lookback_width for a device and element type.
 
     Measured on an NVIDIA H100 (scripts/sweep.py, int32 at 2^28, fallback): 128
     threads x 16 vectors of 16 bytes with room for 3 blocks per SM reached 95% of
@@ -38,7 +38,7 @@ def geometry(
     not (register-limited to 2 blocks).
     """
     vector_width = VECTOR_BYTES // dtype.itemsize  # the widest accesses
-    min_blocks = 0
+    min_blocks, window = 0, 0
     if info.is_gpu and info.shuffle_width:
         # NVIDIA through CUDA or OpenCL (PTX shuffles; min_blocks becomes .minnctapersm,
         # see backends/opencl.py), or ROCm. On the H100 the same shapes won on both
@@ -55,6 +55,12 @@ def geometry(
             threads, vectors, min_blocks = 256, 4, 0
         elif nbytes <= 1 << 24:
             threads, vectors, min_blocks = 256, 8, 2
+            # above 2 MiB (64 tiles) tiles walk 40-100 predecessors: a window of four
+            # subgroups walked in parallel moves the walk further per trip to L2
+            # (scripts/window_sweep.py, H100: 1.05-1.08x the one-subgroup window for
+            # int32 and float32 at 4-16 MiB, 1.00-1.05x for 64-bit types; at 1 MiB, 32
+            # tiles, the one-subgroup window read 3-5% ahead)
+            window = 128 if nbytes > 1 << 21 else 0
         else:
             threads, vectors, min_blocks = 128, 16, 3
         if segmented:
@@ -76,7 +82,18 @@ def geometry(
         # local-memory row scans cheap and leave many tiles to share out
         threads, vectors = 64, 4
     threads = min(threads, info.max_threads)
-    return {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
+    geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
+    return geo | {"lookback_width": lookback_window(info, threads, window if not segmented else 0)}
+
+
+def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
+    """Predecessors read per look-back step: one subgroup when it can shuffle (that window
+    is walked in registers), else 32 walked by one thread; ``wide`` asks for a window of
+    several subgroups walked in parallel, where the workgroup holds it."""
+    sg = info.shuffle_width or threads
+    if not info.shuffle_width:
+        return min(32, sg)
+    return wide if sg < wide <= threads else sg
 
 
 def default_spin_limit(info: DeviceInfo, variant: str) -> int:
@@ -149,8 +166,11 @@ def spec_for(
         tile_state, spin, width, block, stats = "packed", 0, 1, 0, False
     else:
         spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
-        # one subgroup when it can shuffle: that window is walked in registers
-        width = lookback_width if lookback_width is not None else (sg if info.shuffle_width else min(32, sg))
+        width = lookback_width
+        if width is None:
+            width = geo["lookback_width"]
+            if width > geo["threads"]:  # threads overridden: the window the workgroup holds
+                width = lookback_window(info, geo["threads"])
         block = simulate_blocking or 0
     return ScanSpec(
         variant=variant,

@@ -16,18 +16,20 @@ from vs_cub import cub_inclusive_sum
 from jitscan import bench, execute
 
 #: (threads, vectors, min_blocks, look-back window); the window is how many predecessors
-#: one look-back step reads (default: one subgroup, walked in registers by shuffles; a
-#: wider window is walked serially by thread 0): at mid sizes most tiles start together,
-#: so tile i may walk i predecessors before any is INCLUSIVE
+#: one look-back step reads (one subgroup is walked by shuffles; wider windows by several
+#: subgroups in parallel): at mid sizes most tiles start together, so tile i may walk i
+#: predecessors before any is INCLUSIVE
 SHAPES = [
     (128, 16, 3, 32),
-    (128, 16, 3, 64),
+    (128, 16, 3, 128),
     (256, 8, 2, 32),
-    (128, 8, 4, 32),
-    (256, 4, 0, 32),
-    (512, 4, 2, 32),
-    (256, 8, 3, 32),
-    (128, 8, 3, 32),
+    (256, 8, 2, 128),
+    (128, 8, 4, 128),
+    (256, 4, 0, 128),
+    (256, 4, 4, 128),
+    (512, 4, 2, 128),
+    (512, 2, 4, 128),
+    (256, 8, 3, 128),
 ]
 
 

@@ -64,3 +64,15 @@ def test_segmented_cuda_source_compiles_with_nvcc(tmp_path, mode, variant, dtype
             segmented=mode,
         )
         _compiles(tmp_path / f"seg_{mode}_{kind}_{variant}_{dtype}.cu", render(spec, "cuda"))
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize("width", [32, 64, 128])
+@pytest.mark.parametrize("variant", ["fallback", "lookback"])
+def test_look_back_windows_of_one_to_four_warps_compile_with_nvcc(tmp_path, width, variant):
+    # one warp walks its window by shuffles; wider windows combine per-warp parts
+    src = jitscan.source(
+        "float64", op=FFILL, variant=variant, backend="cupy", threads=128, lookback_width=width
+    )
+    assert f"#define JS_LB_W {width}" in src
+    _compiles(tmp_path / f"window_{variant}_{width}.cu", src)

@@ -93,11 +93,37 @@ def test_fallback_survives_simulated_blocking(backend, rng, tile_state, every, d
         assert stats["insertions"] >= blocked - 1
 
 
+#: affine maps x -> m x + c (mod 2^32) packed as m << 32 | c and composed left to right:
+#: every element and its place matter, so a predecessor dropped, taken twice or out of
+#: order shows in the result
+AFFINE = jitscan.Monoid(
+    "affine",
+    combine="(((a >> 32) * (b >> 32)) << 32)"
+    " | (((a & 0xffffffffu) * (b >> 32) + (b & 0xffffffffu)) & 0xffffffffu)",
+    identity=1 << 32,
+)
+
+
+def affine_scan(x: np.ndarray) -> np.ndarray:
+    """Inclusive scan of AFFINE in NumPy (Hillis-Steele: log2(n) whole-array steps)."""
+    low = np.uint64(0xFFFFFFFF)
+    m, c = x >> np.uint64(32), x & low
+    d = 1
+    while d < x.size:
+        m[d:], c[d:] = (m[:-d] * m[d:]) & low, (c[:-d] * m[d:] + c[d:]) & low
+        d *= 2
+    return (m << np.uint64(32)) | c
+
+
+WINDOWS = [(32, 32), (64, 16), (64, 64), (128, 64), (128, 128), (256, 128)]
+
+
 @pytest.mark.parametrize("variant", ["fallback", "lookback"])
-@pytest.mark.parametrize(("threads", "width"), [(32, 32), (64, 16), (64, 64), (128, 64)])
+@pytest.mark.parametrize(("threads", "width"), WINDOWS)
 def test_look_back_windows_of_any_width_and_workgroups_of_one_subgroup(backend, rng, variant, threads, width):
-    # GPUs walk a window of one subgroup in registers and any other width in local memory;
-    # a workgroup of one subgroup scans its tile without a barrier of its own
+    # GPUs walk a window of one subgroup by shuffles, several subgroups in parallel, and a
+    # window narrower than the subgroup in local memory; a workgroup of one subgroup scans
+    # its tile without a barrier of its own
     knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
     if variant == "fallback":
         knobs.update(simulate_blocking=8, spin_limit=2)
@@ -106,6 +132,20 @@ def test_look_back_windows_of_any_width_and_workgroups_of_one_subgroup(backend, 
     for kind in jitscan.KINDS:
         got = run_on_device(backend, x, FFILL, kind, variant, **knobs)
         assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
+
+
+@pytest.mark.parametrize("variant", ["fallback", "lookback"])
+@pytest.mark.parametrize(("threads", "width"), WINDOWS[::2] + [WINDOWS[-1]])
+def test_look_back_takes_every_predecessor_once_and_in_order(backend, rng, variant, threads, width):
+    knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
+    if variant == "fallback":
+        knobs.update(simulate_blocking=8, spin_limit=2)
+    n = 300 * threads * 2 * (16 // 8) + 5
+    # odd multipliers: every map is invertible, so no predecessor's part can vanish
+    m = rng.integers(0, 1 << 31, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    x = (m << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    got = run_on_device(backend, x, AFFINE, "inclusive", variant, **knobs)
+    np.testing.assert_array_equal(got, affine_scan(x.copy()))
 
 
 def test_stats_count_the_look_back(backend, rng):

@@ -120,6 +120,12 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
                     sh.lb_cur = cur;
                 }
             }
+#elif JS_WIDE_WALK
+            js_u32 next = js_window_look_wide(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st, &sh);
+            if (lid == 0) {
+                sh.lb_ctrl[next_slot] = next;
+                sh.lb_cur = cur;
+            }
 #else
             js_window_read(state, epoch, sh.lb_cur, &sh);
             JS_BARRIER();

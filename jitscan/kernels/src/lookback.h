@@ -4,8 +4,9 @@
  * from the nearest one, combining READY values (right to left, so that a
  * non-commutative operator stays in order) until an INCLUSIVE one ends the walk.
  * A NOT_READY predecessor stops the walk and the window is read again: a spin.
- * With shuffles and a window of one subgroup the walk is a few shuffles in registers
- * (js_window_look); otherwise thread 0 walks the window in local memory.
+ * With shuffles the walk is a few shuffles in registers: by one subgroup for a window of
+ * one subgroup (js_window_look), by each subgroup over its part of a wider window
+ * (js_window_look_wide). Otherwise thread 0 walks the window in local memory.
  *
  * After spin_limit spins on the same predecessor:
  *   fallback (JS_FALLBACK 1): the whole workgroup reduces that tile's input itself,
@@ -92,10 +93,12 @@ JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 
     js_u32 key = f == JS_NOT_READY ? 2u * lane
                  : (f == JS_INCLUSIVE || JS_PREFIX_DONE(v)) ? 2u * lane + 1u
                  : 2u * JS_LB_W;
-    /* a spin: the nearest predecessor is not ready. Spins set how long a stalled tile
-     * holds its successors before they fall back, so they skip the shuffle trees */
-    if (JS_SHFL_IDX_U32(key, 0u) == 0u)
-        return lane == 0 ? js_walk_advance(w, cur, 0u, JS_IDENTITY, 0, ctrl, st) : JS_LB_LOOK;
+    /* the nearest predecessor decides alone: a spin (not ready), or it ends the walk (most
+     * segmented look-backs). Spins set how long a stalled tile holds its successors
+     * before they fall back, so both skip the shuffle trees */
+    js_u32 key0 = JS_SHFL_IDX_U32(key, 0u);
+    if (key0 <= 1u)  /* other lanes' keys are at least 2 */
+        return lane == 0 ? js_walk_advance(w, cur, key0, v, (int)key0, ctrl, st) : JS_LB_LOOK;
 #pragma unroll
     for (js_u32 d = 1; d < JS_LB_W; d <<= 1) {
         js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
@@ -111,6 +114,61 @@ JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 
             s = js_op(farther, s);
     }
     return lane == 0 ? js_walk_advance(w, cur, k, s, (int)(key & 1u), ctrl, st) : JS_LB_LOOK;
+}
+#elif JS_WIDE_WALK
+/* A window of JS_LB_W / JS_SG subgroups, for long walks (mid sizes, where tiles walk
+ * 40-100 predecessors): one trip to L2 moves the walk up to JS_LB_W tiles. Each subgroup
+ * finds its first stop and combines its part in registers as js_window_look does; two
+ * barriers join the parts. Call with every thread. */
+JS_DEVICE_FN js_u32 js_window_look_wide(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 at, js_i64* cur,
+                                        js_walk* w, JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                        JS_LOCAL_PTR js_shared* sh)
+{
+    js_u32 lid = JS_LID, lane = JS_LANE, sg = JS_SG_ID;
+    T v = JS_IDENTITY;
+    js_u32 key = 2u * JS_LB_W;
+    /* JS_LB_W is a multiple of JS_SG: whole subgroups take this branch */
+    if (lid < JS_LB_W) {
+        js_u32 f = JS_NOT_READY;
+        if (at - (js_i64)lid >= w->stop)
+            f = js_read(state, epoch, (js_u32)(at - (js_i64)lid), &v);
+        key = f == JS_NOT_READY ? 2u * lid
+              : (f == JS_INCLUSIVE || JS_PREFIX_DONE(v)) ? 2u * lid + 1u
+              : 2u * JS_LB_W;
+#pragma unroll
+        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+            js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
+            key = other < key ? other : key;
+        }
+        if (lane == 0)
+            sh->lb_key[sg] = key;
+    }
+    JS_BARRIER();
+    key = 2u * JS_LB_W;
+    for (js_u32 j = 0; j < JS_LB_W / JS_SG; ++j)
+        key = sh->lb_key[j] < key ? sh->lb_key[j] : key;
+    /* the same in every thread: a spin, or the nearest predecessor ends the walk */
+    if (key <= 1u)
+        return lid == 0 ? js_walk_advance(w, cur, key, v, (int)key, ctrl, st) : JS_LB_LOOK;
+    js_u32 k = (key + 1u) / 2u;
+    if (lid < JS_LB_W) {
+        T s = lid < k ? v : JS_IDENTITY;
+#pragma unroll
+        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+            T farther = JS_SHFL_IDX(s, (lane + d) & (JS_SG - 1u));
+            if (lane + d < JS_SG)
+                s = js_op(farther, s);
+        }
+        if (lane == 0)
+            sh->lb_part[sg] = s;
+    }
+    JS_BARRIER();
+    if (lid != 0)
+        return JS_LB_LOOK;
+    T taken = sh->lb_part[0];
+    for (js_u32 j = 1; j * JS_SG < k; ++j)
+        taken = js_op(sh->lb_part[j], taken);
+    return js_walk_advance(w, cur, k, taken, (int)(key & 1u), ctrl, st);
 }
 #else
 /* Threads below JS_LB_W: read one predecessor of the window into local memory. */

@@ -48,6 +48,7 @@
 
 /* look-back windows of one subgroup are walked in registers (lookback.h) */
 #define JS_WARP_WALK (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
+#define JS_WIDE_WALK (JS_HAS_SHUFFLE && JS_LB_W > JS_SG)
 
 typedef struct {
 #if !JS_HAS_SHUFFLE
@@ -55,7 +56,10 @@ typedef struct {
 #endif
     T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
     T tile_total;
-#if !JS_WARP_WALK
+#if JS_WIDE_WALK
+    js_u32 lb_key[JS_LB_W / JS_SG];  /* each subgroup's stop in a wide window */
+    T lb_part[JS_LB_W / JS_SG];      /* and what it takes */
+#elif !JS_WARP_WALK
     T lb_val[JS_LB_W];           /* one look-back window of predecessor values */
     js_u32 lb_flag[JS_LB_W];
 #endif
