@@ -1,4 +1,4 @@
-"""Run CUB's inclusive scan (cuda.compute) a few times, for ncu: python scripts/profile_cub.py LOG2N."""
+"""CUB's inclusive scan (cuda.compute) a few times, for ncu: python scripts/profile_cub.py LOG2N [DTYPE]."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import cupy
 import numpy as np
 
 n = 1 << int(sys.argv[1])
-x = cupy.random.default_rng(0).integers(-1000, 1000, n).astype(np.int32)
+dtype = sys.argv[2] if len(sys.argv) > 2 else "int32"
+x = cupy.random.default_rng(0).integers(-1000, 1000, n).astype(dtype)
 y = cupy.empty_like(x)
 scan = cc.make_inclusive_scan(d_in=x, d_out=y, op=cc.OpKind.PLUS)
 tmp = cupy.empty(
