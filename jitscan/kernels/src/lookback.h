@@ -71,6 +71,47 @@ JS_DEVICE_FN js_u32 js_walk_advance(js_walk* w, js_i64* cur, js_u32 k, T taken, 
     return JS_LB_LOOK;
 }
 
+#if JS_WARP_WALK || JS_WIDE_WALK
+/* Reads predecessor `at - i` (i: this lane's place in the window) and returns where the
+ * walk ends if it gets there, as 2 * (predecessors taken) + (ended by this one): the walk
+ * stops before a NOT_READY one (or the row start) and after an INCLUSIVE one or a segment
+ * head, so the smallest key over the window is the first of these. */
+JS_DEVICE_FN js_u32 js_walk_key(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 at, js_u32 i, js_i64 stop, T* v)
+{
+    js_u32 f = JS_NOT_READY;
+    *v = JS_IDENTITY;
+    if (at - (js_i64)i >= stop)
+        f = js_read(state, epoch, (js_u32)(at - (js_i64)i), v);
+    return f == JS_NOT_READY ? 2u * i
+           : (f == JS_INCLUSIVE || JS_PREFIX_DONE(*v)) ? 2u * i + 1u
+           : 2u * JS_LB_W;
+}
+
+/* The smallest key of the subgroup, in every lane. */
+JS_DEVICE_FN js_u32 js_subgroup_min(js_u32 key, js_u32 lane)
+{
+#pragma unroll
+    for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+        js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
+        key = other < key ? other : key;
+    }
+    return key;
+}
+
+/* Lane 0 gets s[JS_SG-1] op ... op s[0]: lanes farther back on the left, so that a
+ * non-commutative operator stays in order. */
+JS_DEVICE_FN T js_subgroup_fold(T s, js_u32 lane)
+{
+#pragma unroll
+    for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+        T farther = JS_SHFL_IDX(s, (lane + d) & (JS_SG - 1u));
+        if (lane + d < JS_SG)
+            s = js_op(farther, s);
+    }
+    return s;
+}
+#endif
+
 #if JS_WARP_WALK
 /* The first subgroup reads a window and walks it in registers. A serial walk by thread 0
  * costs a dependent step per predecessor, and at mid sizes, where most tiles start
@@ -83,36 +124,17 @@ JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 
                                    JS_GLOBAL js_u32* ctrl, js_stats* st)
 {
     js_u32 lane = JS_LID;  /* subgroup 0: the lane is the local id */
-    T v = JS_IDENTITY;
-    js_u32 f = JS_NOT_READY;
-    if (at - (js_i64)lane >= w->stop)
-        f = js_read(state, epoch, (js_u32)(at - (js_i64)lane), &v);
-    /* where the walk ends, as 2 * (predecessors taken) + (ended by this one): the walk
-     * stops before a NOT_READY one (or the row start) and after an INCLUSIVE one or a
-     * segment head; the smallest key is the first of these */
-    js_u32 key = f == JS_NOT_READY ? 2u * lane
-                 : (f == JS_INCLUSIVE || JS_PREFIX_DONE(v)) ? 2u * lane + 1u
-                 : 2u * JS_LB_W;
+    T v;
+    js_u32 key = js_walk_key(state, epoch, at, lane, w->stop, &v);
     /* the nearest predecessor decides alone: a spin (not ready), or it ends the walk (most
      * segmented look-backs). Spins set how long a stalled tile holds its successors
      * before they fall back, so both skip the shuffle trees */
     js_u32 key0 = JS_SHFL_IDX_U32(key, 0u);
     if (key0 <= 1u)  /* other lanes' keys are at least 2 */
         return lane == 0 ? js_walk_advance(w, cur, key0, v, (int)key0, ctrl, st) : JS_LB_LOOK;
-#pragma unroll
-    for (js_u32 d = 1; d < JS_LB_W; d <<= 1) {
-        js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
-        key = other < key ? other : key;
-    }
+    key = js_subgroup_min(key, lane);
     js_u32 k = (key + 1u) / 2u;
-    /* lane 0 ends with v[k-1] op ... op v[0]: farther predecessors on the left */
-    T s = lane < k ? v : JS_IDENTITY;
-#pragma unroll
-    for (js_u32 d = 1; d < JS_LB_W; d <<= 1) {
-        T farther = JS_SHFL_IDX(s, (lane + d) & (JS_LB_W - 1u));
-        if (lane + d < JS_LB_W)
-            s = js_op(farther, s);
-    }
+    T s = js_subgroup_fold(lane < k ? v : JS_IDENTITY, lane);
     return lane == 0 ? js_walk_advance(w, cur, k, s, (int)(key & 1u), ctrl, st) : JS_LB_LOOK;
 }
 #elif JS_WIDE_WALK
@@ -126,25 +148,14 @@ JS_DEVICE_FN js_u32 js_window_look_wide(JS_GLOBAL js_sw* state, js_u32 epoch, js
 {
     js_u32 lid = JS_LID, lane = JS_LANE, sg = JS_SG_ID;
     T v = JS_IDENTITY;
-    js_u32 key = 2u * JS_LB_W;
     /* JS_LB_W is a multiple of JS_SG: whole subgroups take this branch */
     if (lid < JS_LB_W) {
-        js_u32 f = JS_NOT_READY;
-        if (at - (js_i64)lid >= w->stop)
-            f = js_read(state, epoch, (js_u32)(at - (js_i64)lid), &v);
-        key = f == JS_NOT_READY ? 2u * lid
-              : (f == JS_INCLUSIVE || JS_PREFIX_DONE(v)) ? 2u * lid + 1u
-              : 2u * JS_LB_W;
-#pragma unroll
-        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
-            js_u32 other = JS_SHFL_IDX_U32(key, lane ^ d);
-            key = other < key ? other : key;
-        }
+        js_u32 key = js_subgroup_min(js_walk_key(state, epoch, at, lid, w->stop, &v), lane);
         if (lane == 0)
             sh->lb_key[sg] = key;
     }
     JS_BARRIER();
-    key = 2u * JS_LB_W;
+    js_u32 key = 2u * JS_LB_W;
     for (js_u32 j = 0; j < JS_LB_W / JS_SG; ++j)
         key = sh->lb_key[j] < key ? sh->lb_key[j] : key;
     /* the same in every thread: a spin, or the nearest predecessor ends the walk */
@@ -152,13 +163,7 @@ JS_DEVICE_FN js_u32 js_window_look_wide(JS_GLOBAL js_sw* state, js_u32 epoch, js
         return lid == 0 ? js_walk_advance(w, cur, key, v, (int)key, ctrl, st) : JS_LB_LOOK;
     js_u32 k = (key + 1u) / 2u;
     if (lid < JS_LB_W) {
-        T s = lid < k ? v : JS_IDENTITY;
-#pragma unroll
-        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
-            T farther = JS_SHFL_IDX(s, (lane + d) & (JS_SG - 1u));
-            if (lane + d < JS_SG)
-                s = js_op(farther, s);
-        }
+        T s = js_subgroup_fold(lid < k ? v : JS_IDENTITY, lane);
         if (lane == 0)
             sh->lb_part[sg] = s;
     }
