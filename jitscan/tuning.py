@@ -57,9 +57,9 @@ def geometry(
             threads, vectors, min_blocks = 256, 8, 2
             # above 2 MiB (64 tiles) tiles walk 40-100 predecessors: a window of four
             # subgroups walked in parallel moves the walk further per trip to L2
-            # (scripts/window_sweep.py, H100: 1.05-1.08x the one-subgroup window for
-            # int32 and float32 at 4-16 MiB, 1.00-1.05x for 64-bit types; at 1 MiB, 32
-            # tiles, the one-subgroup window read 3-5% ahead)
+            # (scripts/window_sweep.py, H100, at 4-16 MiB: int32 1.045-1.084x the
+            # one-subgroup window, float32 1.031-1.072x, 64-bit 1.017-1.048x; at 1 MiB,
+            # 32 tiles, the one-subgroup window read 2.5-3% ahead)
             window = 128 if nbytes > 1 << 21 else 0
         else:
             threads, vectors, min_blocks = 128, 16, 3
