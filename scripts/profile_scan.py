@@ -1,4 +1,4 @@
-"""Run one fallback scan a few times, for ncu: python scripts/profile.py DTYPE LOG2N [knob=value ...]."""
+"""Run one fallback scan a few times, for ncu: python scripts/profile_scan.py DTYPE LOG2N [knob=value ...]."""
 
 from __future__ import annotations
 
