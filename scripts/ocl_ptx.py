@@ -1,10 +1,11 @@
 """Resource report of the OpenCL kernels on NVIDIA's driver, beside their CUDA builds.
 
 Usage: python scripts/ocl_ptx.py [DTYPE] [OUTDIR]
-NVIDIA's OpenCL returns PTX as the program binary. For memcpy and fallback of one
-dtype this writes that PTX and the nvcc PTX of the same kernel to OUTDIR, counts the
-global loads and stores by width, and prints ptxas's register/spill report for both,
-so that the two builds of one source can be compared instruction by instruction.
+NVIDIA's OpenCL returns PTX as the program binary. For memcpy, fallback and the
+segmented fallback (uint8 flags) of one dtype this writes that PTX and the nvcc PTX of
+the same kernel to OUTDIR, counts the global loads and stores by width, and prints
+ptxas's register/spill report for both, so that the two builds of one source can be
+compared instruction by instruction.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ def main() -> None:
     q = b.queue_of(None)
     info = b.device_info(q)
     base = dict(kind="inclusive", dtype=lookup(dtype), monoid=resolve("add"))
-    for variant in ("memcpy", "fallback"):
-        spec = tuning.spec_for(info, variant=variant, **base)
+    for variant, segmented in (("memcpy", ""), ("fallback", ""), ("fallback", "flags")):
+        spec = tuning.spec_for(info, variant=variant, segmented=segmented, **base)
+        variant += f"_{segmented}" if segmented else ""
         prog = b.program(spec, q).program  # as jitscan builds it (PTX with .minnctapersm)
         ptx = prog.binaries[0].decode(errors="replace").replace("\0", "")  # NUL-terminated
         p_cl = os.path.join(out, f"{variant}_{dtype}_opencl.ptx")
