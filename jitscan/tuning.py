@@ -169,7 +169,7 @@ def spec_for(
         width = lookback_width
         if width is None:
             width = geo["lookback_width"]
-            if width > geo["threads"]:  # threads overridden: the window the workgroup holds
+            if width > geo["threads"]:  # threads overridden below it: the narrow default
                 width = lookback_window(info, geo["threads"])
         block = simulate_blocking or 0
     return ScanSpec(

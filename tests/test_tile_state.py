@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import FFILL, assert_scan_equal, random_input, reference, tile_size
+from conftest import FFILL, _device_info, assert_scan_equal, random_input, reference, tile_size
 from test_scan import run_on_device
 
 import jitscan
@@ -104,18 +104,35 @@ AFFINE = jitscan.Monoid(
 )
 
 
-def affine_scan(x: np.ndarray) -> np.ndarray:
-    """Inclusive scan of AFFINE in NumPy (Hillis-Steele: log2(n) whole-array steps)."""
+def affine_scan(x: np.ndarray, kind: str = "inclusive", heads: np.ndarray | None = None) -> np.ndarray:
+    """Scan of AFFINE in NumPy, restarting at every head (Hillis-Steele per segment)."""
     low = np.uint64(0xFFFFFFFF)
-    m, c = x >> np.uint64(32), x & low
-    d = 1
-    while d < x.size:
-        m[d:], c[d:] = (m[:-d] * m[d:]) & low, (c[:-d] * m[d:] + c[d:]) & low
-        d *= 2
-    return (m << np.uint64(32)) | c
+    starts = [0] if heads is None else sorted({0, *np.flatnonzero(heads).tolist()})
+    out = np.empty_like(x)
+    for a, b in zip(starts, starts[1:] + [x.size], strict=True):
+        m, c = x[a:b] >> np.uint64(32), x[a:b] & low
+        d = 1
+        while d < b - a:
+            m[d:], c[d:] = (m[:-d] * m[d:]) & low, (c[:-d] * m[d:] + c[d:]) & low
+            d *= 2
+        seg = (m << np.uint64(32)) | c
+        if kind == "exclusive":
+            seg = np.concatenate([[np.uint64(AFFINE.identity)], seg[:-1]])
+        out[a:b] = seg
+    return out
 
 
 WINDOWS = [(32, 32), (64, 16), (64, 64), (128, 64), (128, 128), (256, 128)]
+
+
+def _window_knobs(backend: str, variant: str, threads: int, width: int) -> dict:
+    sg = _device_info(backend).shuffle_width or threads
+    if threads < sg:
+        pytest.skip(f"a workgroup of {threads} threads is narrower than this device's subgroup ({sg})")
+    knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
+    if variant == "fallback":
+        knobs.update(simulate_blocking=8, spin_limit=2)
+    return knobs
 
 
 @pytest.mark.parametrize("variant", ["fallback", "lookback"])
@@ -124,9 +141,7 @@ def test_look_back_windows_of_any_width_and_workgroups_of_one_subgroup(backend, 
     # GPUs walk a window of one subgroup by shuffles, several subgroups in parallel, and a
     # window narrower than the subgroup in local memory; a workgroup of one subgroup scans
     # its tile without a barrier of its own
-    knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
-    if variant == "fallback":
-        knobs.update(simulate_blocking=8, spin_limit=2)
+    knobs = _window_knobs(backend, variant, threads, width)
     tile = threads * 2 * (16 // 4)
     x = random_input(rng, 300 * tile + 5, "int32", FFILL)
     for kind in jitscan.KINDS:
@@ -134,18 +149,36 @@ def test_look_back_windows_of_any_width_and_workgroups_of_one_subgroup(backend, 
         assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
 
 
-@pytest.mark.parametrize("variant", ["fallback", "lookback"])
-@pytest.mark.parametrize(("threads", "width"), WINDOWS[::2] + [WINDOWS[-1]])
-def test_look_back_takes_every_predecessor_once_and_in_order(backend, rng, variant, threads, width):
-    knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
-    if variant == "fallback":
-        knobs.update(simulate_blocking=8, spin_limit=2)
-    n = 300 * threads * 2 * (16 // 8) + 5
+def _affine_input(rng: np.random.Generator, n: int) -> np.ndarray:
     # odd multipliers: every map is invertible, so no predecessor's part can vanish
     m = rng.integers(0, 1 << 31, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    x = (m << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)
-    got = run_on_device(backend, x, AFFINE, "inclusive", variant, **knobs)
-    np.testing.assert_array_equal(got, affine_scan(x.copy()))
+    return (m << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("kind", ["inclusive", "exclusive"])
+@pytest.mark.parametrize("variant", ["fallback", "lookback"])
+@pytest.mark.parametrize(("threads", "width"), WINDOWS[::2] + [WINDOWS[-1]])
+def test_look_back_takes_every_predecessor_once_and_in_order(backend, rng, variant, kind, threads, width):
+    knobs = _window_knobs(backend, variant, threads, width)
+    n = 300 * threads * 2 * (16 // 8) + 5
+    # how far a walk goes depends on scheduling: a few runs give a misstep more chances
+    for _ in range(3):
+        x = _affine_input(rng, n)
+        got = run_on_device(backend, x, AFFINE, kind, variant, **knobs)
+        np.testing.assert_array_equal(got, affine_scan(x.copy(), kind))
+
+
+@pytest.mark.parametrize("kind", ["inclusive", "exclusive"])
+@pytest.mark.parametrize(("threads", "width"), WINDOWS[::2] + [WINDOWS[-1]])
+def test_segmented_look_back_stops_at_each_head_in_every_window(backend, rng, kind, threads, width):
+    # segments tens of tiles long: walks cross many (value, head) pairs before a head ends them
+    knobs = _window_knobs(backend, "fallback", threads, width)
+    n = 300 * threads * 2 * (16 // 8) + 5
+    heads = np.zeros(n, dtype=np.uint8)
+    heads[rng.choice(n, 8, replace=False)] = 1
+    x = _affine_input(rng, n)
+    got = jitscan.segmented_scan(x, flags=heads, op=AFFINE, kind=kind, backend=backend, **knobs)
+    np.testing.assert_array_equal(np.asarray(got), affine_scan(x.copy(), kind, heads))
 
 
 def test_stats_count_the_look_back(backend, rng):

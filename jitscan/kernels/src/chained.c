@@ -121,6 +121,8 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
                 }
             }
 #elif JS_WIDE_WALK
+            /* every thread reads lb_cur (as `at`) before the walk's first barrier, so thread
+             * 0 may move it once the walk returns */
             js_u32 next = js_window_look_wide(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st, &sh);
             if (lid == 0) {
                 sh.lb_ctrl[next_slot] = next;

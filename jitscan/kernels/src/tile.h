@@ -46,7 +46,8 @@
 #define JS_LIFT(head, v) (v)
 #endif
 
-/* look-back windows of one subgroup are walked in registers (lookback.h) */
+/* look-back windows of one subgroup or more are walked in registers (lookback.h); JS_LB_W
+ * and JS_SG are powers of two (spec.py), so a wide window is whole subgroups */
 #define JS_WARP_WALK (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
 #define JS_WIDE_WALK (JS_HAS_SHUFFLE && JS_LB_W > JS_SG)
 
