@@ -69,7 +69,7 @@ def geometry(
             # int32 + uint8 flags (256 x 4 with 4 blocks 283), 301 float32 rows by
             # heads, 430 chained segmented_reduce; shapes with more registers per
             # thread reached 160-275 on flags
-            threads, vectors, min_blocks = 128, 4, 8
+            threads, vectors, min_blocks, window = 128, 4, 8, 0
         if segmented == "offsets" and kind == "reduce" and variant == "rts":
             # no tile waits on another here, so registers buy loads in flight: 128 x 16
             # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
@@ -83,7 +83,7 @@ def geometry(
         threads, vectors = 64, 4
     threads = min(threads, info.max_threads)
     geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
-    return geo | {"lookback_width": lookback_window(info, threads, window if not segmented else 0)}
+    return geo | {"lookback_width": lookback_window(info, threads, window)}
 
 
 def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
@@ -167,10 +167,8 @@ def spec_for(
     else:
         spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
         width = lookback_width
-        if width is None:
-            width = geo["lookback_width"]
-            if width > geo["threads"]:  # threads overridden below it: the narrow default
-                width = lookback_window(info, geo["threads"])
+        if width is None:  # the size class's window, unless threads was overridden below it
+            width = lookback_window(info, geo["threads"], geo["lookback_width"])
         block = simulate_blocking or 0
     return ScanSpec(
         variant=variant,

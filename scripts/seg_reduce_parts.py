@@ -13,13 +13,11 @@ import sys
 
 import cupy
 import numpy as np
+from seg_bench import cub_segmented_reduce, interleaved, random_offsets
+from seg_bench import spec as default_spec
 
 from jitscan import bench, execute
 from jitscan.kernels import SEG_FIRST
-
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from seg_bench import cub_segmented_reduce, interleaved, random_offsets  # noqa: E402
-from seg_bench import spec as default_spec  # noqa: E402
 
 
 def main() -> None:

@@ -37,14 +37,14 @@ def rng() -> np.random.Generator:
     return np.random.default_rng()
 
 
-def _device_info(backend: str):
+def device_info(backend: str):
     b = backends.get(backend)
     return b.device_info(b.queue_of(None))
 
 
 def geometries(backend: str, dtype: str) -> list[dict[str, int]]:
     """The default tile shapes of this backend's default device (one per size class)."""
-    info = _device_info(backend)
+    info = device_info(backend)
     shapes = []
     dt = lookup(dtype)
     for n in (1, (1 << 22) // dt.itemsize, None):  # small, mid-size (4 MiB) and large inputs
@@ -62,7 +62,7 @@ def tile_size(backend: str, dtype: str, segmented: str = "", variant: str = "", 
     """Elements per tile of the default spec for large inputs (of a segmented mode, variant, kind)."""
     if not segmented:
         return tile_of(geometries(backend, dtype)[-1])
-    return tile_of(tuning.geometry(_device_info(backend), lookup(dtype), None, segmented, variant, kind))
+    return tile_of(tuning.geometry(device_info(backend), lookup(dtype), None, segmented, variant, kind))
 
 
 def random_input(rng: np.random.Generator, n: int, dtype: str, op: object = "add") -> np.ndarray:

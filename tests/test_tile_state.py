@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import FFILL, _device_info, assert_scan_equal, random_input, reference, tile_size
+from conftest import FFILL, assert_scan_equal, device_info, random_input, reference, tile_size
 from test_scan import run_on_device
 
 import jitscan
@@ -126,7 +126,7 @@ WINDOWS = [(32, 32), (64, 16), (64, 64), (128, 64), (128, 128), (256, 128)]
 
 
 def _window_knobs(backend: str, variant: str, threads: int, width: int) -> dict:
-    sg = _device_info(backend).shuffle_width or threads
+    sg = device_info(backend).shuffle_width or threads
     if threads < sg:
         pytest.skip(f"a workgroup of {threads} threads is narrower than this device's subgroup ({sg})")
     knobs: dict = {"threads": threads, "vectors": 2, "lookback_width": width}
