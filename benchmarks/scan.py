@@ -1,8 +1,9 @@
-"""asv benchmarks: throughput of jitscan's variants, their share of memcpy, and fallback
-under simulated blocking. See docs/benchmarks.md.
+"""asv benchmarks: throughput of jitscan's variants, their share of memcpy, fallback under
+simulated blocking, and the host time of a call. See docs/benchmarks.md.
 
 Timing uses device events (CUDA events, OpenCL profiling events) through
-:mod:`jitscan.bench`; asv's own clock only times the end-to-end calls of :class:`Call`.
+:mod:`jitscan.bench`; asv's own clock times the calls of :class:`PerCall` (the host
+path a user's call takes) and the end-to-end calls of :class:`Call` and :class:`Segmented`.
 Each class measures its whole parameter grid once, in ``setup_cache`` (one process:
 every kernel is compiled once), and its ``track_`` methods report from that cache, so a
 run costs one measurement per configuration however many metrics are tracked.
@@ -23,9 +24,8 @@ The parameter lists therefore come from what is importable and from the environm
     A smoke-test grid for CI: 2^10 elements, int32, blocking rates none and 1/2, 3 runs
     (the variables above still override it).
 
-A configuration that cannot run here (an absent backend, ``segmented`` before jitscan
-has segmented scans, a size beyond the device memory) raises ``NotImplementedError``
-in ``setup``, which asv records as skipped.
+A configuration that cannot run here (an absent backend or device, a size beyond the
+device memory) raises ``NotImplementedError`` in ``setup``, which asv records as skipped.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import importlib.util
 import os
 from typing import Any
 
+#: jitscan.bench.VARIANTS (not imported here: importing the suite stays cheap)
 VARIANTS = ["memcpy", "rts", "lookback", "fallback", "segmented"]
 ALL_DTYPES = ["int32", "float32", "int64", "float64"]
 
@@ -303,3 +304,58 @@ class Segmented:
 
         jitscan.cumsum(self.matrix, axis=-1)
         _sync(self.queue)
+
+
+#: per backend and size: (queue, input, output, prepared scan), made once per process
+_PER_CALL: dict[tuple[str, int], tuple[Any, Any, Any, Any]] = {}
+
+
+class PerCall:
+    """Host time of one call as a user writes it, on a small device array (int32): the
+    per-call path of the library, which the kernels' device time does not show.
+
+    The calls are not waited for (the device keeps up with them at this size); setup
+    and teardown wait for the queue. ``time_cumsum_out`` is ``jitscan.cumsum(x, out=y)``,
+    ``time_cumsum`` the same call allocating its result, ``time_prepared_out`` a prepared
+    scan ``p(x, out=y)`` (``p = jitscan.plan("int32")``).
+    """
+
+    params = (BACKENDS, [1 << 10])
+    param_names = ("backend", "n")
+    timeout = 300
+
+    def setup(self, backend: str, n: int) -> None:
+        import numpy as np
+
+        import jitscan
+
+        state = _PER_CALL.get((backend, n))
+        if state is None:
+            b = _available(backend)
+            queue = b.queue_of(None)
+            x = b.to_device(np.random.default_rng(n).integers(-1000, 1000, n).astype(np.int32), queue)
+            y = b.empty((n,), np.dtype(np.int32), queue)
+            scan = jitscan.plan("int32", backend=backend)
+            for _ in range(3):  # compile and warm outside the timing
+                jitscan.cumsum(x, out=y)
+                jitscan.cumsum(x)
+                scan(x, out=y)
+            state = _PER_CALL[(backend, n)] = (queue, x, y, scan)
+        self.queue, self.x, self.y, self.scan = state
+        self.cumsum = jitscan.cumsum  # bound here: the timed methods do nothing but the call
+        _sync(self.queue)
+
+    def teardown(self, backend: str, n: int) -> None:
+        _sync(self.queue)
+
+    def time_cumsum_out(self, backend: str, n: int) -> None:
+        """``jitscan.cumsum(x, out=y)``: the public call into an output the caller keeps."""
+        self.cumsum(self.x, out=self.y)
+
+    def time_cumsum(self, backend: str, n: int) -> None:
+        """``jitscan.cumsum(x)``: the public call, allocating the result."""
+        self.cumsum(self.x)
+
+    def time_prepared_out(self, backend: str, n: int) -> None:
+        """``p(x, out=y)`` of a prepared scan."""
+        self.scan(self.x, out=self.y)

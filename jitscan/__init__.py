@@ -3,17 +3,36 @@
 >>> import numpy as np, jitscan
 >>> jitscan.cumsum(np.arange(5, dtype=np.int32))
 array([ 0,  1,  3,  6, 10], dtype=int32)
+
+To scan in a loop, prepare the scan once:
+
+>>> scan = jitscan.plan("int32", "add")
+>>> scan(np.arange(5, dtype=np.int32))
+array([ 0,  1,  3,  6, 10], dtype=int32)
 """
 
 from __future__ import annotations
 
 from . import backends
-from .api import cummax, cummin, cumprod, cumsum, memcpy, reduce, scan, source
+from .api import (
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    memcpy,
+    reduce,
+    scan,
+    segmented_cumsum,
+    segmented_reduce,
+    segmented_scan,
+    source,
+)
 from .errors import BackendUnavailableError, CompileError, DeadlockError, JitscanError
+from .kernels.spec import KINDS, LaunchArgs, ScanSpec
 from .monoid import BUILTIN as BUILTIN_OPS
 from .monoid import Monoid
-from .segmented import segmented_cumsum, segmented_reduce, segmented_scan
-from .spec import KINDS, VARIANTS, ScanSpec
+from .plan import PreparedScan, plan
+from .variants import VARIANTS
 
 __version__ = "0.1.0"
 
@@ -25,7 +44,9 @@ __all__ = [
     "CompileError",
     "DeadlockError",
     "JitscanError",
+    "LaunchArgs",
     "Monoid",
+    "PreparedScan",
     "ScanSpec",
     "backends",
     "cummax",
@@ -33,6 +54,7 @@ __all__ = [
     "cumprod",
     "cumsum",
     "memcpy",
+    "plan",
     "reduce",
     "scan",
     "segmented_cumsum",

@@ -48,10 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser(
         "bench",
-        help="time variants and peers; print the paper's table; plot throughput",
+        help="time variants, calls and peers; print the paper's table; plot throughput",
         description=(
-            "Time jitscan's variants and peer libraries on one or more backends, print the paper's "
-            "results table and throughput tables (Markdown), and write plots and raw numbers to --out."
+            "Time jitscan's variants and peer libraries on one or more backends (device time), and "
+            "the calls a user makes (host time, isolated call, pipelined rate); print the paper's "
+            "results table, throughput and per-call tables (Markdown), and write plots and raw "
+            "numbers to --out."
         ),
     )
     b.add_argument(
@@ -65,20 +67,53 @@ def _parser() -> argparse.ArgumentParser:
         default=list(bench.VARIANTS),
         help=f"comma-separated (default: {','.join(bench.VARIANTS)})",
     )
-    b.add_argument("--dtypes", type=_names, default=["int32"], help="comma-separated (default: int32)")
+    b.add_argument(
+        "--dtypes",
+        type=_names,
+        default=None,
+        help="comma-separated (default: int32; with --latency on a GPU int32,float32,int64,float64)",
+    )
     b.add_argument(
         "--sizes",
         type=_sizes,
         default=None,
-        help="exponents of 2: lo:hi[:step] or a,b,c (default: 10:28 on a GPU, 10:20:2 on a CPU)",
+        help=(
+            "exponents of 2: lo:hi[:step] or a,b,c (default: 10:28 on a GPU, 10:20:2 on a CPU; "
+            "with --latency 10:28:2 on a GPU, 10:18:2 on a CPU)"
+        ),
     )
-    b.add_argument("--reps", type=int, default=None, help="timed runs per configuration (30 GPU, 10 CPU)")
+    b.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help="timed runs per configuration (30 GPU, 10 CPU; --latency 20 GPU)",
+    )
     b.add_argument(
         "--quick",
         action="store_true",
         help="a short run: 3-4 sizes, 5 runs, 4 blocking rates (under two minutes on PoCL)",
     )
-    b.add_argument("--no-peers", action="store_true", help="jitscan's variants only")
+    b.add_argument("--no-peers", action="store_true", help="jitscan only, no peer libraries")
+    b.add_argument(
+        "--latency",
+        action="store_true",
+        help=(
+            "only the per-call table (host time, isolated call, pipelined rate, device time of "
+            "jitscan.cumsum, a prepared scan and the peers), from 2^10 up, with ratios to CUB "
+            "(cupy) or PyOpenCL's InclusiveScanKernel (opencl)"
+        ),
+    )
+    b.add_argument(
+        "--no-calls",
+        action="store_true",
+        help="skip the per-call figures in a device-time run (the 'Per call' table)",
+    )
+    b.add_argument(
+        "--pipeline",
+        type=int,
+        default=bench.PIPELINE_CALLS,
+        help=f"calls back to back in one pipelined measurement (default {bench.PIPELINE_CALLS})",
+    )
     b.add_argument(
         "--blocking-rates",
         type=_rates,
@@ -97,7 +132,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--out",
         default="bench-out",
-        help="folder for bench.json, bench.csv, table.md, throughput.png, blocking.png (default bench-out)",
+        help=(
+            "folder for bench.json, bench.csv, table.md and the plots throughput.png, blocking.png, "
+            "latency.png (default bench-out)"
+        ),
     )
     b.add_argument("--json", default=None, help="also write the JSON here")
     b.add_argument("--no-plots", action="store_true", help="skip the PNGs")
@@ -171,6 +209,8 @@ def bench_command(args: argparse.Namespace) -> int:
     unknown = [v for v in args.variants if v not in bench.VARIANTS]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}; valid variants: {', '.join(bench.VARIANTS)}")
+    if args.pipeline < 1:
+        raise ValueError(f"--pipeline takes a positive number of calls, got {args.pipeline}")
     progress = _Progress(not args.no_progress)
     t0 = time.perf_counter()
     try:
@@ -187,6 +227,9 @@ def bench_command(args: argparse.Namespace) -> int:
             progress=progress.step,
             log=progress.log,
             total=progress.total,
+            calls=not args.no_calls,
+            latency=args.latency,
+            pipeline=args.pipeline,
         )
     finally:
         progress.close()
@@ -204,9 +247,13 @@ def bench_command(args: argparse.Namespace) -> int:
         _write("JSON", args.json, bench.write_json, report)
     _write("CSV", os.path.join(args.out, "bench.csv"), bench.write_csv, report)
     if not args.no_plots:
-        _write("throughput plot", os.path.join(args.out, "throughput.png"), bench.plot_throughput, report)
-        if any(r.category == "blocking" for r in report.results):
+        categories = {r.category for r in report.results}
+        if categories & {"variant", "peer"}:
+            _write("throughput plot", os.path.join(args.out, "throughput.png"), bench.plot_throughput, report)
+        if "blocking" in categories:
             _write("blocking plot", os.path.join(args.out, "blocking.png"), bench.plot_blocking, report)
+        if "call" in categories:
+            _write("per-call plot", os.path.join(args.out, "latency.png"), bench.plot_latency, report)
     print(f"bench took {report.config['seconds']:.0f} s", file=sys.stderr)
     return 0 if report.results else 1
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+#: the widest vector access of the kernels (16 bytes); backends hand them arrays aligned to it
+VECTOR_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -16,14 +19,13 @@ class DType:
     cuda: str
     is_float: bool
     is_signed: bool
+    #: the NumPy dtype and its size, looked up once (they are read on every call)
+    numpy: np.dtype = field(init=False, compare=False, repr=False)
+    itemsize: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def numpy(self) -> np.dtype:
-        return np.dtype(self.name)
-
-    @property
-    def itemsize(self) -> int:
-        return self.numpy.itemsize
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numpy", np.dtype(self.name))
+        object.__setattr__(self, "itemsize", self.numpy.itemsize)
 
 
 DTYPES: dict[str, DType] = {

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import jitscan
-from jitscan import backends, tuning
+from jitscan import backends
 from jitscan.dtypes import lookup
+from jitscan.plan import tuning
 
 INT_DTYPES = ("int32", "uint32", "int64", "uint64")
 FLOAT_DTYPES = ("float32", "float64")

@@ -1,5 +1,6 @@
-"""The bench command and the asv suite do not rot: tables, files and plots, and a dry run
-of the asv benchmarks at the smallest size, on whatever OpenCL device is here (PoCL in CI).
+"""The bench command and the asv suite do not rot: tables, files and plots, timers and
+peers, the per-call figures, and a dry run of the asv benchmarks at the smallest size, on
+whatever OpenCL device is here (PoCL in CI).
 
 Speed itself is not tested: these check that the measurements run and are reported.
 """
@@ -65,7 +66,17 @@ def _report() -> bench.Report:
     results.append(_result("fallback", n, n / 6e8, category="blocking", stats=dict(stats)))
     for k in (512, 2):
         results.append(_result("fallback", n, n / 1e8, category="blocking", block_every=k, stats=dict(stats)))
-    return bench.Report(devices={"opencl": "Test Device"}, results=results, skipped=["segmented: not yet"])
+    # per call: jitscan twice as fast as PyOpenCL's scan in every figure, at two sizes
+    for n in (1 << 10, 1 << 12):
+        for name, us in (
+            (bench.CUMSUM, 10.0),
+            (bench.PREPARED, 8.0),
+            ("pyopencl InclusiveScanKernel", 20.0),
+            ("clEnqueueCopyBuffer", 4.0),
+        ):
+            for figure in bench.CALL_FIGURES:
+                results.append(_result(name, n, us * 1e-6, category="call", timing=figure))
+    return bench.Report(devices={"opencl": "Test Device"}, results=results, skipped=["lookback: a reason"])
 
 
 def test_paper_table_has_the_papers_rows():
@@ -101,7 +112,27 @@ def test_throughput_and_blocking_tables():
     assert [line.split(" | ")[0] for line in lines[1:]] == ["| none", "| 1/512", "| 1/2"]
     assert "| 1/2 | 0.1 | 16.7% | 10.0% |" in blocking
     md = bench.markdown(report)
-    assert "## Skipped" in md and "segmented: not yet" in md
+    assert "## Skipped" in md and "lookback: a reason" in md
+    assert "## Per call (what a user sees)" in md
+
+
+def test_latency_table_has_every_figure_and_the_ratio_to_the_baseline():
+    text = bench.latency_table(_report())
+    assert "| figure | call | 2^10 | 2^12 |" in text
+    assert "ratio to pyopencl InclusiveScanKernel" in text
+    for figure in ("host", "isolated", "pipelined", "device"):
+        assert f"| {figure} | jitscan.cumsum(x, out=y) | 10.0 (0.50) | 10.0 (0.50) |" in text
+        assert f"| {figure} | jitscan.plan(...)(x, out=y) | 8.00 (0.40) | 8.00 (0.40) |" in text
+        assert f"| {figure} | pyopencl InclusiveScanKernel | 20.0 | 20.0 |" in text  # the baseline
+    # jitscan's calls come first within each figure
+    rows = [line for line in text.splitlines() if line.startswith("| host |")]
+    assert rows[0].startswith("| host | jitscan.cumsum") and rows[1].startswith("| host | jitscan.plan")
+    # a report of per-call figures only has no device-time tables
+    only = bench.Report(
+        devices={"opencl": "D"}, results=[r for r in _report().results if r.category == "call"]
+    )
+    md = bench.markdown(only)
+    assert "## Per call" in md and "Results table" not in md and "Throughput" not in md
 
 
 def test_json_and_csv_hold_every_result(tmp_path):
@@ -113,7 +144,8 @@ def test_json_and_csv_hold_every_result(tmp_path):
     assert data["devices"] == {"opencl": "Test Device"} and "numpy" in data["versions"]
     rows = list(csv.DictReader((tmp_path / "b.csv").open()))
     assert len(rows) == len(report.results)
-    assert {r["category"] for r in rows} == {"variant", "peer", "blocking"}
+    assert {r["category"] for r in rows} == {"variant", "peer", "blocking", "call"}
+    assert {r["timing"] for r in rows if r["category"] == "call"} == set(bench.CALL_FIGURES)
     assert float(rows[0]["elements_per_s"]) == pytest.approx(1e9)
 
 
@@ -122,7 +154,8 @@ def test_plots_are_pngs(tmp_path):
     report = _report()
     bench.plot_throughput(report, tmp_path / "t.png")
     bench.plot_blocking(report, tmp_path / "b.png")
-    for name in ("t.png", "b.png"):
+    bench.plot_latency(report, tmp_path / "l.png")
+    for name in ("t.png", "b.png", "l.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -134,6 +167,37 @@ def test_presets_and_table_size():
     assert gpu.blocking_rates == [512, 256, 128, 64, 32, 16, 8, 4, 2]
     assert bench.table_size([1 << 20, 1 << 25, 1 << 28]) == 1 << 25
     assert bench.table_size([1 << 26, 1 << 28]) == 1 << 26
+    latency = bench.preset(is_gpu=True, latency=True)
+    assert latency.sizes == [1 << e for e in range(10, 29, 2)] and not latency.blocking_rates
+    assert latency.dtypes == ["int32", "float32", "int64", "float64"]
+    cpu = bench.preset(is_gpu=False, latency=True)
+    assert cpu.sizes[0] == 1 << 10 and cpu.sizes[-1] < 1 << 20 and cpu.dtypes == ["int32"]
+
+
+def test_bench_variants_are_the_librarys_and_segmented():
+    import jitscan
+
+    assert set(bench.VARIANTS) == set(jitscan.VARIANTS) | {"segmented"}
+    assert bench.VARIANTS[0] == "memcpy"  # the baseline of the throughput tables
+    assert bench.ALGORITHM["segmented"] == "fallback"
+
+
+def test_timers_are_picked_per_backend():
+    assert bench.TIMERS == {"cupy": bench.CudaTimer, "opencl": bench.OpenCLTimer}
+    with pytest.raises(ValueError, match="unknown backend"):
+        bench.Timer("nope")
+
+
+def test_cub_call_checks_its_arguments():
+    with pytest.raises(ValueError, match="unknown CUB call"):
+        bench.cub_call("scan", None, None, num_items=1)
+    with pytest.raises(ValueError, match="unknown op"):
+        bench.cub_call("inclusive", None, None, num_items=1, op="sub")
+    with pytest.raises(ValueError, match="offsets"):
+        bench.cub_call("segmented_reduce", None, None, num_items=1)
+    if importlib.util.find_spec("cuda") is None or importlib.util.find_spec("cuda.compute") is None:
+        with pytest.raises(ImportError, match="cuda-cccl"):
+            bench.cub_call("inclusive", None, None, num_items=1)
 
 
 def test_size_arguments():
@@ -146,23 +210,30 @@ def test_size_arguments():
 
 def test_peers_and_variants_measure_on_opencl(opencl_queue):
     timer = bench.Timer("opencl")
+    assert isinstance(timer, bench.OpenCLTimer) and timer.device is timer.queue
     n = 1 << 12
     r = bench.measure_variant(timer, "fallback", "int32", n, reps=2, stat_runs=1)
     assert r.seconds > 0 and r.stats["tiles"] >= 1 and len(r.times) == 2
-    if not bench.segmented_available():
-        with pytest.raises(bench.Unsupported, match="segmented_scan"):
-            bench.prepare(timer, "segmented", "int32", n)
+    # every variant computes what it claims, through the bare launch the bench times
+    x = timer.inputs(n, "int32")[0].get()
+    flags = bench.head_flags(n, np.random.default_rng(n))
+    inclusive = np.cumsum(x, dtype=np.int32)
+    starts = np.flatnonzero(flags)
+    segmented = inclusive - np.repeat(inclusive[starts] - x[starts], np.diff(np.append(starts, n)))
+    for variant in bench.VARIANTS:
+        case = bench.prepare(timer, variant, "int32", n)
+        case.run_sync(0)
+        want = {"memcpy": x, "segmented": segmented}.get(variant, inclusive)
+        np.testing.assert_array_equal(case.out.get(), want, err_msg=variant)
+        assert (case.counted is not None) == (variant in ("lookback", "fallback", "segmented"))
+    with pytest.raises(bench.Unsupported, match="do not fit"):
+        bench.prepare(timer, "fallback", "int32", 2 * timer.max_elements("int32"))
     peers, skipped = bench.peer_functions(timer, "int32", n)
     names = {p.name for p in peers}
     assert "clEnqueueCopyBuffer" in names, skipped
     if importlib.util.find_spec("mako") is not None:  # PyOpenCL's scans need Mako
         assert {"pyopencl InclusiveScanKernel", "pyopencl segmented GenericScanKernel"} <= names, skipped
     # the peers compute what they claim (each writes input 0's result into its output)
-    x = timer.inputs(n, "int32")[0].get()
-    flags = bench.head_flags(n, np.random.default_rng(n))
-    inclusive = np.cumsum(x, dtype=np.int32)
-    starts = np.flatnonzero(flags)
-    segmented = inclusive - np.repeat(inclusive[starts] - x[starts], np.diff(np.append(starts, n)))
     expected = {
         "clEnqueueCopyBuffer": x,
         "pyopencl InclusiveScanKernel": inclusive,
@@ -174,6 +245,34 @@ def test_peers_and_variants_measure_on_opencl(opencl_queue):
         np.testing.assert_array_equal(peer.out.get(), expected[peer.name], err_msg=peer.name)
     numpy_result = bench.measure_numpy(timer, "int32", n, reps=3)
     assert numpy_result.timing == "host" and numpy_result.seconds > 0
+
+
+def test_calls_measure_every_figure_on_opencl(opencl_queue):
+    """The per-call contenders compute what they claim, and each gets the four figures."""
+    timer = bench.Timer("opencl")
+    n = 1 << 12
+    found, skipped = bench.contenders(timer, "int32", n)
+    names = [c.name for c in found]
+    assert names[:2] == [bench.CUMSUM, bench.PREPARED] and "clEnqueueCopyBuffer" in names, skipped
+    assert "pyopencl segmented GenericScanKernel" not in names  # not a cumsum
+    x = timer.inputs(n, "int32")[0].get()
+    for c in found:
+        c.call(0)
+        timer.sync()
+        want = x if c.name == "clEnqueueCopyBuffer" else np.cumsum(x, dtype=np.int32)
+        np.testing.assert_array_equal(c.out.get(), want, err_msg=c.name)
+    host, isolated = timer.call(found[0].call, 1)
+    assert host > 0 and isolated > 0
+    assert timer.pipelined(found[1].call, 5) > 0
+    results = bench.measure_calls(timer, "int32", n, reps=3, calls=4, peers=False)
+    assert {(r.name, r.timing) for r in results} == {
+        (name, figure) for name in bench.JITSCAN_CALLS for figure in bench.CALL_FIGURES
+    }
+    assert all(r.category == "call" and r.seconds > 0 and len(r.times) == 3 for r in results)
+    assert bench.interleaved(timer, {c.name: c.call for c in found[:2]}, rounds=2, reps=2).keys() == {
+        bench.CUMSUM,
+        bench.PREPARED,
+    }
 
 
 def test_asv_benchmarks_dry_run(opencl_queue):
@@ -191,9 +290,8 @@ def test_asv_benchmarks_dry_run(opencl_queue):
     assert bm.track_device_seconds(cache, "opencl", "fallback", "int32", n) > 0
     assert bm.track_elements_per_second(cache, "opencl", "fallback", "int32", n) > 0
     assert bm.track_percent_of_memcpy(cache, "opencl", "fallback", "int32", n) > 0
-    if not bench.segmented_available():
-        with pytest.raises(NotImplementedError, match="segmented"):
-            bm.setup(cache, "opencl", "segmented", "int32", n)
+    bm.setup(cache, "opencl", "segmented", "int32", n)
+    assert bm.track_percent_of_memcpy(cache, "opencl", "segmented", "int32", n) > 0
     with pytest.raises(NotImplementedError):
         bm.setup(cache, "cupy", "fallback", "int32", n)  # not measured: skipped
 
@@ -212,6 +310,12 @@ def test_asv_benchmarks_dry_run(opencl_queue):
 
     seg = scan.Segmented()
     seg.setup("opencl", 10, n)  # runs every timed call once
+
+    per_call = scan.PerCall()
+    per_call.setup("opencl", n)
+    for method in (per_call.time_cumsum_out, per_call.time_cumsum, per_call.time_prepared_out):
+        method("opencl", n)
+    per_call.teardown("opencl", n)
 
 
 def _env() -> dict[str, str]:
@@ -258,13 +362,41 @@ def test_bench_command_writes_table_plots_and_data(tmp_path):
         "numpy.cumsum",
     ):
         assert needle in text, text
+    assert "## Per call (what a user sees)" in text, text
     data = json.loads((out / "bench.json").read_text())
-    names = {r["name"] for r in data["results"]}
-    assert {"memcpy", "rts", "fallback", "clEnqueueCopyBuffer", "numpy.cumsum"} <= names
-    assert any("segmented" in s for s in data["skipped"]) or "segmented" in names
+    names = {r["name"] for r in data["results"] if r["category"] != "call"}
+    assert {"memcpy", "rts", "fallback", "segmented", "clEnqueueCopyBuffer", "numpy.cumsum"} <= names
+    calls = {(r["name"], r["timing"]) for r in data["results"] if r["category"] == "call"}
+    assert {(bench.CUMSUM, f) for f in bench.CALL_FIGURES} <= calls
     assert (out / "bench.csv").exists() and (out / "table.md").exists()
     if HAS_MPL:
-        assert (out / "throughput.png").stat().st_size > 0 and (out / "blocking.png").stat().st_size > 0
+        for png in ("throughput.png", "blocking.png", "latency.png"):
+            assert (out / png).stat().st_size > 0, png
+
+
+def test_bench_latency_writes_the_per_call_table(tmp_path):
+    """``python -m jitscan bench --latency`` at two small sizes: the per-call table alone."""
+    _opencl()
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "jitscan", "bench", "--latency", "--backend", "opencl"]
+    cmd += ["--sizes", "10,12", "--reps", "3", "--pipeline", "5", "--no-progress", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    assert "## Per call (what a user sees)" in text and "| figure | call | 2^10 | 2^12 |" in text, text
+    assert "Results table" not in text and "Simulated blocking" not in text
+    assert "5 calls back to back" in text
+    data = json.loads((out / "bench.json").read_text())
+    assert data["config"]["latency"] and data["config"]["pipeline"] == 5
+    assert {r["category"] for r in data["results"]} == {"call"}
+    figures = {(r["name"], r["timing"], r["n"]) for r in data["results"]}
+    for call in bench.JITSCAN_CALLS:
+        for figure in bench.CALL_FIGURES:
+            assert {(call, figure, 1 << 10), (call, figure, 1 << 12)} <= figures
+    rows = list(csv.DictReader((out / "bench.csv").open()))
+    assert len(rows) == len(data["results"])
+    if HAS_MPL:
+        assert (out / "latency.png").stat().st_size > 0 and not (out / "throughput.png").exists()
 
 
 def test_asv_run_quick(tmp_path):
@@ -318,5 +450,11 @@ def test_asv_run_quick(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "failed" not in out, out[-4000:]
-    for name in ("Scan.track_elements_per_second", "Scan.track_percent_of_memcpy", "Blocking.track_"):
+    for name in (
+        "Scan.track_elements_per_second",
+        "Scan.track_percent_of_memcpy",
+        "Blocking.track_",
+        "PerCall.time_cumsum_out",
+        "PerCall.time_prepared_out",
+    ):
         assert name in out, out[-4000:]

@@ -9,10 +9,10 @@ import pytest
 from conftest import DTYPES, FFILL
 
 import jitscan
-from jitscan import backends, tuning
+from jitscan import backends, variants
 from jitscan.dtypes import lookup
-from jitscan.kernels import render
 from jitscan.monoid import resolve
+from jitscan.plan import tuning
 
 NVCC = shutil.which("nvcc")
 
@@ -63,7 +63,7 @@ def test_segmented_cuda_source_compiles_with_nvcc(tmp_path, mode, variant, dtype
             monoid=resolve(FFILL if dtype == "float64" else "max"),
             segmented=mode,
         )
-        _compiles(tmp_path / f"seg_{mode}_{kind}_{variant}_{dtype}.cu", render(spec, "cuda"))
+        _compiles(tmp_path / f"seg_{mode}_{kind}_{variant}_{dtype}.cu", variants.source(spec, "cuda"))
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")

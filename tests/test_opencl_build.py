@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from jitscan import backends, tuning
+from jitscan import backends, variants
 from jitscan.dtypes import lookup
-from jitscan.kernels import render
 from jitscan.monoid import resolve
+from jitscan.plan import tuning
 
 
 def _opencl():
@@ -27,7 +27,7 @@ def test_vector_accesses_are_vector_pointers_not_vload():
     # vload/vstore promise only element alignment, so NVIDIA's compiler splits them
     # into scalar accesses; the host guarantees 16-byte alignment instead
     b, q, info = _opencl()
-    src = render(_spec(info).program_spec(), "opencl")
+    src = variants.source(_spec(info), "opencl")
     assert "vload4(" not in src and "vstore4(" not in src
     assert "(__global const int4*)" in src
 
@@ -38,7 +38,7 @@ def test_nvidia_programs_ask_for_min_blocks_per_multiprocessor():
         pytest.skip("needs NVIDIA's OpenCL (its program binary is PTX)")
 
     def ptx(spec):
-        program = b.program(spec, q).program
+        program = b.program(variants.get(spec.variant).build(spec), q).program
         return program.binaries[list(program.devices).index(q.device)]
 
     bound = ptx(_spec(info, threads=128, vectors=16, min_blocks=3))
@@ -121,9 +121,10 @@ def rebuild(monkeypatch):
 
 
 def _bound_spec(min_blocks):
-    return _spec(
-        backends.typical_device("cupy"), variant="rts", threads=128, vectors=16, min_blocks=min_blocks
-    )
+    """The Build of an rts program (its spine is a single-workgroup kernel)."""
+    info = backends.typical_device("cupy")
+    spec = _spec(info, variant="rts", threads=128, vectors=16, min_blocks=min_blocks)
+    return variants.get("rts").build(spec)
 
 
 def test_rewrite_bounds_every_kernel_but_the_single_workgroup_spine(rebuild):

@@ -13,10 +13,13 @@ from conftest import FFILL, assert_scan_equal, device_info, random_input, refere
 from test_scan import run_on_device
 
 import jitscan
-from jitscan import backends, execute, tuning
+from jitscan import backends, variants
 from jitscan.dtypes import lookup
+from jitscan.kernels.spec import LaunchArgs
+from jitscan.kernels.tile_state import of as state_of
 from jitscan.monoid import resolve
-from jitscan.spec import ScanSpec
+from jitscan.plan import tuning
+from jitscan.variants.chained import EPOCHS
 
 
 @pytest.mark.parametrize("tile_state", ["packed", "split"])
@@ -206,14 +209,15 @@ def test_lookback_watchdog_reports_a_deadlock_instead_of_hanging(backend, rng):
     # tiles that never post must stop at its watchdog and say so.
     b = backends.get(backend)
     q = b.queue_of(None)
-    base = tuning.spec_for(
-        b.device_info(q), variant="lookback", kind="inclusive", dtype=lookup("int32"), monoid=resolve("add")
-    )
-    spec = ScanSpec(**{**base.__dict__, "block_every": 4, "spin_limit": 200})
-    n = 20 * spec.tile
+    p = jitscan.plan("int32", variant="lookback", backend=backend)
+    n = 20 * tile_size(backend, "int32")
+    bound = p.bound(q, n)
     x = b.to_device(random_input(rng, n, "int32"), q)
+    blocking = LaunchArgs("inclusive", spin_limit=200, block_every=4)
     with pytest.raises(jitscan.DeadlockError, match="forward-progress"):
-        execute.run(b, q, spec, x, b.empty((n,), np.dtype("int32"), q), n)
+        variants.get("lookback").run(
+            bound, q, blocking, x, b.empty((n,), np.dtype("int32"), q), n, variants.NONE
+        )
     # and the next scan on the same device is fine
     assert_scan_equal(
         b.to_host(jitscan.cumsum(x, variant="lookback")),
@@ -269,8 +273,10 @@ def test_descriptors_of_earlier_launches_never_leak_into_a_later_one(backend, rn
     tile = tile_size(backend, "int32")
     for k, n in enumerate([40 * tile + 3, 25 * tile, 7 * tile + 1, 30 * tile]):
         if k == 1:
-            for key in execute._EPOCHS:
-                execute._EPOCHS[key] = (1 << (30 if tile_state == "packed" else 14)) - 2
+            # the next launch takes the last epoch the tag holds, the one after it overflows
+            limit = state_of(tile_state, 4).epoch_limit
+            for key in EPOCHS.last:
+                EPOCHS.last[key] = limit - 1
         x = random_input(rng, n, "int32")
         got = run_on_device(backend, x, "add", "inclusive", "fallback", tile_state=tile_state)
         assert_scan_equal(got, reference(x, "add", "inclusive"), x)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import BackendUnavailableError
-from .base import Backend, DeviceInfo, Program
+from .base import Backend, Build, DeviceInfo, Program
 from .cupy import CupyBackend
 from .opencl import OpenCLBackend
 
@@ -55,14 +55,11 @@ def typical_device(name: str) -> DeviceInfo:
     return DeviceInfo(
         name=f"typical {name} device",
         backend=name,
-        key=("typical", name),
         is_gpu=gpu,
         shuffle_width=32 if gpu else None,
         max_threads=1024,
         int64_atomics=True,
         fp64=True,
-        forward_progress=None,
-        compute_units=1,
     )
 
 
@@ -80,6 +77,7 @@ def default() -> Backend:
 
 __all__ = [
     "Backend",
+    "Build",
     "DeviceInfo",
     "Program",
     "names",

@@ -1,20 +1,26 @@
-"""What every backend provides to the layers above it."""
+"""What every backend provides to the layers above it.
+
+A backend knows its runtime's arrays, queues, buffers and compiler. It knows nothing
+of scans: a program arrives as a :class:`Build` (a key, a source per dialect, entry
+points with their argument kinds), and launches are lists of buffers and integers.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..spec import ScanSpec
+#: argument kinds of kernel entry points: a buffer, a 64-bit unsigned js_size, a js_u32
+ARG_KINDS = ("buf", "size", "u32")
 
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """Capabilities of one device, as far as kernel generation cares.
+    """Capabilities of one device, as far as kernel generation and tuning care.
 
     Attributes
     ----------
@@ -22,8 +28,6 @@ class DeviceInfo:
         Human-readable device name.
     backend : str
         Name of the backend that drives it.
-    key : Hashable
-        Identifies the device (and context) for the program cache.
     is_gpu : bool
     shuffle_width : int or None
         Subgroup (warp, wavefront) size when the dialect can shuffle, else None.
@@ -32,29 +36,55 @@ class DeviceInfo:
     int64_atomics : bool
         64-bit atomic max available (the packed tile state needs it).
     fp64 : bool
-    forward_progress : bool or None
-        Whether co-resident workgroups are guaranteed to progress (None: unknown).
-    compute_units : int
     """
 
     name: str
     backend: str
-    key: Hashable
     is_gpu: bool
     shuffle_width: int | None
     max_threads: int
     int64_atomics: bool
     fp64: bool
-    forward_progress: bool | None
-    compute_units: int
+
+
+@dataclass(frozen=True)
+class Build:
+    """One program to compile: its cache key, its source, and how its kernels are called.
+
+    Attributes
+    ----------
+    key : Hashable
+        Identifies the program on a device (jitscan passes its ScanSpec).
+    what : str
+        Names the program in compile errors.
+    source : callable
+        Takes a dialect name and returns the program's source text (called only
+        when the program is not cached yet).
+    entries : mapping of str to tuple of str
+        Kernel entry points and their argument kinds (see ``ARG_KINDS``).
+    threads : int
+        Workgroup size of every launch.
+    min_blocks : int
+        Occupancy hint: workgroups per multiprocessor (0: none).
+    single : frozenset of str
+        Entry points launched as one workgroup (no occupancy bound applies).
+    """
+
+    key: Hashable
+    what: str
+    source: Callable[[str], str]
+    entries: Mapping[str, tuple[str, ...]]
+    threads: int
+    min_blocks: int = 0
+    single: frozenset[str] = frozenset()
 
 
 class Program(ABC):
-    """A compiled spec on one device."""
+    """A compiled program on one device."""
 
     @abstractmethod
-    def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:
-        """Enqueue ``groups`` workgroups of kernel ``entry``; args are buffers and ints."""
+    def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
+        """Enqueue ``groups`` workgroups of kernel ``entry`` on ``queue``; args are buffers and ints."""
 
 
 class Backend(ABC):
@@ -62,6 +92,8 @@ class Backend(ABC):
 
     name: str
     dialect: str
+    #: the type of this backend's arrays (a placeholder type when its package is missing)
+    array_type: type
 
     @abstractmethod
     def available(self) -> bool: ...
@@ -75,14 +107,18 @@ class Backend(ABC):
 
     @abstractmethod
     def queue_of(self, x: object | None) -> Any:
-        """The queue (stream) work on ``x`` goes to; the default one for None."""
+        """The queue (stream) work on ``x`` goes to now; the default device's for None."""
+
+    @abstractmethod
+    def queue_for(self, device: Any) -> Any:
+        """The queue of a device as a user names it (None: the current or default one)."""
 
     @abstractmethod
     def device_info(self, queue: Any) -> DeviceInfo: ...
 
     @abstractmethod
-    def program(self, spec: ScanSpec, queue: Any) -> Program:
-        """Compile (or fetch from the cache) the kernels of ``spec``."""
+    def program(self, build: Build, queue: Any) -> Program:
+        """Compile ``build`` for the queue's device, or fetch it from the cache."""
 
     @abstractmethod
     def to_device(self, host: np.ndarray, queue: Any) -> Any: ...
@@ -95,11 +131,18 @@ class Backend(ABC):
 
     @abstractmethod
     def contiguous(self, arr: Any) -> Any:
-        """A C-contiguous array with the same elements (``arr`` itself when it is one)."""
+        """A C-contiguous, vector-aligned array with the same elements (``arr`` itself when it is one)."""
 
     def aligned(self, arr: Any) -> bool:
         """Whether a contiguous array suits the kernels' vector loads as it is."""
         return True
+
+    def ready(self, arr: Any) -> bool:
+        """Whether an array of this backend is C-contiguous and aligned: the kernels take it as it is.
+
+        Asked on every call of a prepared scan, so backends answer it as cheaply as they can.
+        """
+        return bool(arr.flags.c_contiguous) and self.aligned(arr)
 
     @abstractmethod
     def buffer(self, arr: Any) -> tuple[Any, int]:
@@ -127,10 +170,7 @@ class Backend(ABC):
     @abstractmethod
     def shares_memory(self, a: Any, b: Any) -> bool: ...
 
+    @property
     @abstractmethod
-    def write(self, arr: Any, offset: int, host: np.ndarray) -> None:
-        """Copy ``host`` into ``arr`` starting at element ``offset``."""
-
-    @abstractmethod
-    def take(self, arr: Any, indices: np.ndarray) -> Any:
-        """A new device array of ``arr[indices]``."""
+    def compiled_count(self) -> int:
+        """How many programs this backend has built in this process (for cache checks)."""

@@ -1,53 +1,94 @@
 """The CUDA backend: rendered CUDA C compiled by NVRTC through CuPy's RawModule.
 
-Work goes on CuPy's current stream, as CuPy's own functions do. The source is also
-valid HIP: the warp size comes from the device, and every intrinsic sits behind the
-dialect's macros (ROCm is untested here: no AMD GPU was available).
+Work goes on CuPy's current stream, as CuPy's own functions do. Compiled modules are
+cached in memory per (program, device) and on disk by CuPy itself (``RawModule``
+compiles through CuPy's kernel cache, ``$CUPY_CACHE_DIR``, default
+``~/.cupy/kernel_cache``), so a new process loads a program it built before instead
+of running NVRTC again. The source is also valid HIP: the warp size comes from the
+device, and every intrinsic sits behind the dialect's macros (ROCm is untested here:
+no AMD GPU was available).
 """
 
 from __future__ import annotations
 
+import struct
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import entry_points, render, signature
-from ..spec import VECTOR_BYTES, ScanSpec
-from .base import Backend, DeviceInfo, Program
+from .base import Backend, Build, DeviceInfo, Program
 
 try:  # optional dependency
     import cupy
 
+    _launch = cupy.cuda.driver.launchKernel
     _IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - depends on the machine
     cupy = None
     _IMPORT_ERROR = f"cupy is not installed ({exc}); pip install 'jitscan[cuda]'"
 
-_ARG_DTYPES = {"size": np.uint64, "u32": np.uint32}
 
+class CudaQueue:
+    """A device and the stream to launch on (one object per pair, reused)."""
 
-class _CudaQueue:
-    """A device and the stream to launch on."""
+    __slots__ = ("device", "stream", "ptr")
 
     def __init__(self, device: int, stream: Any) -> None:
         self.device = device
         self.stream = stream
+        self.ptr = stream.ptr
+
+
+class _Entry:
+    """One kernel entry point and its argument block, packed in place for cuLaunchKernel.
+
+    Every argument gets an 8-byte slot (a js_u32 reads the low half: the machines CUDA
+    and ROCm run on are little-endian); ``params`` holds the slots' addresses, which is
+    what cuLaunchKernel's ``kernelParams`` wants. Packing ints into one buffer costs a
+    fraction of CuPy's per-argument conversion in ``RawKernel.__call__``.
+    """
+
+    __slots__ = ("function", "ptr", "slots", "view", "params", "params_ptr", "pack")
+
+    def __init__(self, function: Any, nargs: int) -> None:
+        # RawModule.get_function gives a RawKernel, whose loaded cuda Function has the pointer
+        self.function = getattr(function, "kernel", function)  # keeps the module alive
+        self.ptr = self.function.ptr
+        self.slots = np.zeros(max(nargs, 1), np.uint64)
+        self.view = memoryview(self.slots).cast("B")
+        self.params = self.slots.ctypes.data + 8 * np.arange(nargs, dtype=np.uint64)
+        self.params_ptr = self.params.ctypes.data
+        self.pack = struct.Struct(f"<{nargs}Q").pack_into
 
 
 class _CudaProgram(Program):
-    def __init__(self, module: Any, spec: ScanSpec, device: int) -> None:
-        self.spec = spec
+    def __init__(self, module: Any, build: Build, device: int) -> None:
+        self.module = module
         self.device = device
-        self.kernels = {name: module.get_function(name) for name in entry_points(spec)}
-        self.stream: Any = None
+        self.threads = build.threads
+        self.kernels = {
+            name: _Entry(module.get_function(name), len(sig)) for name, sig in build.entries.items()
+        }
+        # the argument blocks are shared: one launch at a time packs and enqueues
+        self._lock = threading.Lock()
 
-    def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:
-        sig = signature(entry, self.spec)
-        conv = [a if kind == "buf" else _ARG_DTYPES[kind](a) for kind, a in zip(sig, args, strict=True)]
-        with cupy.cuda.Device(self.device):
-            self.kernels[entry]((groups,), (self.spec.threads,), tuple(conv), stream=self.stream)
+    def launch(self, entry: str, groups: int, args: Sequence[Any], queue: CudaQueue) -> None:
+        e = self.kernels[entry]
+        with self._lock:
+            e.pack(e.view, 0, *args)  # buffers are device pointers (CupyBackend.buffer)
+            if cupy.cuda.runtime.getDevice() == self.device:
+                _launch(e.ptr, groups, 1, 1, self.threads, 1, 1, 0, queue.ptr, e.params_ptr, 0)
+            else:
+                with cupy.cuda.Device(self.device):
+                    _launch(e.ptr, groups, 1, 1, self.threads, 1, 1, 0, queue.ptr, e.params_ptr, 0)
+
+
+class _NoArray:
+    """Stands in for cupy.ndarray where CuPy is missing: no object is of this type."""
 
 
 class CupyBackend(Backend):
@@ -55,19 +96,25 @@ class CupyBackend(Backend):
 
     name = "cupy"
     dialect = "cuda"
+    array_type = cupy.ndarray if cupy is not None else _NoArray
 
     def __init__(self) -> None:
         self._programs: dict[tuple, _CudaProgram] = {}
         self._scratch: dict[tuple, Any] = {}
+        self._sizes: dict[int, int] = {}  # bytes of each scratch allocation, by pointer
         self._info: dict[int, DeviceInfo] = {}
+        self._queues: dict[tuple[int, int], CudaQueue] = {}
+        self._available: bool | None = None
+        self._devices = 0
 
     def available(self) -> bool:
-        if cupy is None:
-            return False
-        try:
-            return cupy.cuda.runtime.getDeviceCount() > 0
-        except Exception:  # noqa: BLE001 - no driver, no device
-            return False
+        if self._available is None:
+            try:
+                self._devices = cupy.cuda.runtime.getDeviceCount() if cupy is not None else 0
+            except Exception:  # noqa: BLE001 - no driver, no device
+                self._devices = 0
+            self._available = self._devices > 0
+        return self._available
 
     def unavailable_reason(self) -> str:
         if cupy is None:
@@ -77,44 +124,68 @@ class CupyBackend(Backend):
     def owns(self, x: object) -> bool:
         return cupy is not None and isinstance(x, cupy.ndarray)
 
-    def queue_of(self, x: object | None) -> _CudaQueue:
+    def queue_of(self, x: object | None) -> CudaQueue:
+        if self._devices == 1 and x is not None:
+            # one GPU: the array is on it, and so is the current stream
+            stream = cupy.cuda.get_current_stream()
+            q = self._queues.get((0, stream.ptr))
+            if q is not None:
+                q.stream = stream  # the same stream; keep the live object
+                return q
+            return self.current_queue(0)
         if not self.available():
             raise BackendUnavailableError(self.unavailable_reason())
-        device = x.device.id if self.owns(x) else cupy.cuda.Device().id  # type: ignore[union-attr]
-        with cupy.cuda.Device(device):
-            stream = cupy.cuda.get_current_stream()
-        return _CudaQueue(device, stream)
+        device = x.device.id if self.owns(x) else cupy.cuda.runtime.getDevice()  # type: ignore[union-attr]
+        return self.current_queue(device)
 
-    def device_info(self, queue: _CudaQueue) -> DeviceInfo:
+    def queue_for(self, device: Any) -> CudaQueue:
+        if not self.available():
+            raise BackendUnavailableError(self.unavailable_reason())
+        if device is None:
+            return self.current_queue(cupy.cuda.runtime.getDevice())
+        return self.current_queue(int(getattr(device, "id", device)))
+
+    def current_queue(self, device: int) -> CudaQueue:
+        """The queue of ``device`` and CuPy's current stream on it (the one of this thread)."""
+        if cupy.cuda.runtime.getDevice() == device:
+            stream = cupy.cuda.get_current_stream()
+        else:
+            with cupy.cuda.Device(device):
+                stream = cupy.cuda.get_current_stream()
+        key = (device, stream.ptr)
+        q = self._queues.get(key)
+        if q is None:
+            q = self._queues[key] = CudaQueue(device, stream)
+        q.stream = stream
+        return q
+
+    def device_info(self, queue: CudaQueue) -> DeviceInfo:
         dev = queue.device
         if dev not in self._info:
             props = cupy.cuda.runtime.getDeviceProperties(dev)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else str(name)
-            hip = bool(getattr(cupy.cuda.runtime, "is_hip", False))
             self._info[dev] = DeviceInfo(
                 name=name,
                 backend=self.name,
-                key=("cuda", dev),
                 is_gpu=True,
                 shuffle_width=int(props["warpSize"]),
                 max_threads=int(props["maxThreadsPerBlock"]),
                 int64_atomics=True,
                 fp64=True,
-                # NVIDIA documents forward progress for resident blocks; ROCm does not
-                forward_progress=not hip,
-                compute_units=int(props["multiProcessorCount"]),
             )
         return self._info[dev]
 
-    def to_device(self, host: np.ndarray, queue: _CudaQueue) -> Any:
+    def to_device(self, host: np.ndarray, queue: CudaQueue) -> Any:
         with cupy.cuda.Device(queue.device), queue.stream:
             return cupy.asarray(np.ascontiguousarray(host))
 
     def to_host(self, arr: Any) -> np.ndarray:
         return cupy.asnumpy(arr)
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: _CudaQueue) -> Any:
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: CudaQueue) -> Any:
+        if cupy.cuda.runtime.getDevice() == queue.device:
+            return cupy.empty(shape, dtype)
         with cupy.cuda.Device(queue.device):
             return cupy.empty(shape, dtype)
 
@@ -129,28 +200,37 @@ class CupyBackend(Backend):
     def aligned(self, arr: Any) -> bool:
         return arr.data.ptr % VECTOR_BYTES == 0
 
-    def buffer(self, arr: Any) -> tuple[Any, int]:
-        return arr, 0
+    if cupy is not None and hasattr(cupy.ndarray, "_c_contiguous"):
 
-    def scratch(self, nbytes: int, queue: _CudaQueue, slot: str) -> tuple[Any, bool]:
-        key = (queue.device, queue.stream.ptr, slot)
-        buf = self._scratch.get(key)
-        if buf is not None and buf.nbytes >= nbytes:
-            return buf, False
+        def ready(self, arr: Any) -> bool:
+            # the flag itself: arr.flags builds a Flags object on every read
+            return arr._c_contiguous and arr.data.ptr % VECTOR_BYTES == 0
+
+    def buffer(self, arr: Any) -> tuple[int, int]:
+        # kernels take raw device pointers (see _Entry); the array keeps the memory alive
+        return arr.data.ptr, 0
+
+    def scratch(self, nbytes: int, queue: CudaQueue, slot: str) -> tuple[int, bool]:
+        """A device pointer; the backend keeps the allocation (one per device, stream and slot)."""
+        key = (queue.device, queue.ptr, slot)
+        held = self._scratch.get(key)
+        if held is not None and held.nbytes >= nbytes:
+            return held.data.ptr, False
         with cupy.cuda.Device(queue.device):
-            buf = cupy.empty(max(nbytes, 64), np.uint8)
-        self._scratch[key] = buf
-        self.zero(buf, buf.nbytes, queue)
-        return buf, True
+            held = cupy.empty(max(nbytes, 64), np.uint8)
+        self._scratch[key] = held
+        self._sizes[held.data.ptr] = held.nbytes
+        self.zero(held.data.ptr, None, queue)
+        return held.data.ptr, True
 
-    def zero(self, buf: Any, nbytes: int | None, queue: _CudaQueue) -> None:
-        size = buf.nbytes if nbytes is None else nbytes
-        cupy.cuda.runtime.memsetAsync(buf.data.ptr, 0, size, queue.stream.ptr)
+    def zero(self, buf: int, nbytes: int | None, queue: CudaQueue) -> None:
+        size = self._sizes[buf] if nbytes is None else nbytes
+        cupy.cuda.runtime.memsetAsync(buf, 0, size, queue.ptr)
 
-    def read_u32(self, buf: Any, count: int, queue: _CudaQueue) -> np.ndarray:
+    def read_u32(self, buf: int, count: int, queue: CudaQueue) -> np.ndarray:
         host = np.empty(count, np.uint32)
         cupy.cuda.runtime.memcpyAsync(
-            host.ctypes.data, buf.data.ptr, count * 4, cupy.cuda.runtime.memcpyDeviceToHost, queue.stream.ptr
+            host.ctypes.data, buf, count * 4, cupy.cuda.runtime.memcpyDeviceToHost, queue.ptr
         )
         queue.stream.synchronize()
         return host
@@ -159,37 +239,27 @@ class CupyBackend(Backend):
         dst[...] = src
 
     def shares_memory(self, a: Any, b: Any) -> bool:
-        return bool(cupy.may_share_memory(a, b))
+        # contiguous arrays: their byte ranges decide
+        a0, b0 = a.data.ptr, b.data.ptr
+        return a0 < b0 + b.nbytes and b0 < a0 + a.nbytes
 
-    def write(self, arr: Any, offset: int, host: np.ndarray) -> None:
-        arr[offset : offset + host.size] = cupy.asarray(host, dtype=arr.dtype)
-
-    def take(self, arr: Any, indices: np.ndarray) -> Any:
-        return arr[cupy.asarray(indices)]
-
-    def program(self, spec: ScanSpec, queue: _CudaQueue) -> _CudaProgram:
-        spec = spec.program_spec()
-        key = (spec, queue.device)
+    def program(self, build: Build, queue: CudaQueue) -> _CudaProgram:
+        key = (build.key, queue.device)
         prog = self._programs.get(key)
         if prog is None:
-            src = render(spec, self.dialect)
+            src = build.source(self.dialect)
             try:
                 with cupy.cuda.Device(queue.device):
                     # no FMA contraction: a user operator must give bit-identical tile
                     # aggregates in every inlined copy (see js_scan_tile)
                     module = cupy.RawModule(code=src, options=("--fmad=false",))
                     module.compile()
-                    prog = _CudaProgram(module, spec, queue.device)
+                    prog = _CudaProgram(module, build, queue.device)
             except cupy.cuda.compiler.CompileException as exc:
-                raise CompileError(
-                    f"NVRTC build of the {spec.variant} kernel for op {spec.monoid.name!r} "
-                    f"({spec.dtype}) failed:\n{exc}"
-                ) from exc
+                raise CompileError(f"NVRTC build of the {build.what} failed:\n{exc}") from exc
             self._programs[key] = prog
-        prog.stream = queue.stream
         return prog
 
     @property
     def compiled_count(self) -> int:
-        """How many programs this backend has built (for cache checks)."""
         return len(self._programs)

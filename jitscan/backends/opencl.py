@@ -10,19 +10,20 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from ..kernels import SINGLE_WORKGROUP, entry_points, render, signature
-from ..spec import VECTOR_BYTES, ScanSpec
-from .base import Backend, DeviceInfo, Program
+from .base import Backend, Build, DeviceInfo, Program
 
 try:  # optional dependency
     import pyopencl as cl
     import pyopencl.array as cl_array
+    import pyopencl.tools as cl_tools
 
     _IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - depends on the machine
     cl = None
     cl_array = None
+    cl_tools = None
     _IMPORT_ERROR = f"pyopencl is not installed ({exc}); pip install 'jitscan[opencl]'"
 
 
@@ -50,20 +51,18 @@ _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
 
 
 class _CLProgram(Program):
-    def __init__(self, program: Any, spec: ScanSpec, queue: Any) -> None:
-        self.queue = queue
-        self.spec = spec
+    def __init__(self, program: Any, build: Build) -> None:
         self.program = program
-        self.kernels = {name: getattr(program, name) for name in entry_points(spec)}
-        for k in self.kernels.values():
-            k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in signature(k.function_name, spec)])
+        self.local = (build.threads,)
+        self.kernels = {name: getattr(program, name) for name in build.entries}
+        for name, k in self.kernels.items():
+            k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in build.entries[name]])
 
-    def launch(self, entry: str, groups: int, args: Sequence[Any]) -> None:
-        t = self.spec.threads
-        self.kernels[entry](self.queue, (groups * t,), (t,), *args)
+    def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
+        self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
 
 
-def _with_occupancy(program: Any, spec: ScanSpec, device: Any) -> Any:
+def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
     """NVIDIA: the program rebuilt from its own PTX with CUDA's occupancy directive.
 
     NVIDIA's OpenCL has no ``__launch_bounds__``, and on driver 580 it accepts
@@ -74,17 +73,17 @@ def _with_occupancy(program: Any, spec: ScanSpec, device: Any) -> Any:
     ``__launch_bounds__(threads, min_blocks)`` does in the CUDA build. Other devices,
     and PTX without the expected directive, keep the program as built.
     """
-    if not spec.min_blocks or "cl_nv_compiler_options" not in device.extensions:
+    if not build.min_blocks or "cl_nv_compiler_options" not in device.extensions:
         return program
     # one binary per device of the context, in the context's order
     index = list(program.get_info(cl.program_info.DEVICES)).index(device)
     ptx = program.get_info(cl.program_info.BINARIES)[index].rstrip(b"\0")
     parts = re.split(rb"(?=\.entry )", ptx)
-    bound = rb"\1.minnctapersm %d\n" % spec.min_blocks
+    bound = rb"\1.minnctapersm %d\n" % build.min_blocks
     patched, wanted = [parts[0]], 0
     for part in parts[1:]:
         name = part[len(b".entry ") :].split(b"(")[0].strip().decode(errors="replace")
-        if name not in SINGLE_WORKGROUP:  # as JS_KERNEL_SINGLE in the CUDA build
+        if name not in build.single:  # as JS_KERNEL_SINGLE in the CUDA build
             part = re.sub(rb"(\.reqntid [^\n]*\n)", bound, part, count=1)
             wanted += 1
         patched.append(part)
@@ -123,11 +122,16 @@ def _pick_device() -> Any:
     return cl.Context([(gpus or devices)[0]])
 
 
+class _NoArray:
+    """Stands in for pyopencl.array.Array where PyOpenCL is missing: no object is of this type."""
+
+
 class OpenCLBackend(Backend):
     """Runs rendered OpenCL C through PyOpenCL."""
 
     name = "opencl"
     dialect = "opencl"
+    array_type = cl_array.Array if cl_array is not None else _NoArray
 
     def __init__(self) -> None:
         self._queue: Any = None
@@ -135,15 +139,19 @@ class OpenCLBackend(Backend):
         self._scratch: dict[tuple, Any] = {}
         self._info: dict[Any, DeviceInfo] = {}
         self._utility: dict[tuple, Any] = {}
+        self._available: bool | None = None
+        self._pools: dict[int, Any] = {}
 
     # -- availability ------------------------------------------------------------
     def available(self) -> bool:
-        if cl is None:
-            return False
-        try:
-            return bool([d for p in cl.get_platforms() for d in p.get_devices()])
-        except Exception:  # noqa: BLE001 - no ICD loader, no platform
-            return False
+        if self._available is None:
+            try:
+                self._available = cl is not None and bool(
+                    [d for p in cl.get_platforms() for d in p.get_devices()]
+                )
+            except Exception:  # noqa: BLE001 - no ICD loader, no platform
+                self._available = False
+        return self._available
 
     def unavailable_reason(self) -> str:
         if cl is None:
@@ -165,6 +173,13 @@ class OpenCLBackend(Backend):
         """Make ``queue`` (a ``pyopencl.CommandQueue``) the one NumPy inputs go to."""
         self._queue = queue
 
+    def queue_for(self, device: Any) -> Any:
+        if device is None:
+            return self.default_queue()
+        if cl is not None and isinstance(device, cl.CommandQueue):
+            return device
+        raise TypeError(f"an OpenCL device is named by a pyopencl.CommandQueue, not {device!r}")
+
     def queue_of(self, x: object | None) -> Any:
         if self.owns(x):
             return x.queue or self.default_queue()  # type: ignore[union-attr]
@@ -179,14 +194,11 @@ class OpenCLBackend(Backend):
             self._info[key] = DeviceInfo(
                 name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
                 backend=self.name,
-                key=key,
                 is_gpu=is_gpu,
                 shuffle_width=self._ptx_shuffle_width(queue) if is_gpu else None,
                 max_threads=int(dev.max_work_group_size),
                 int64_atomics="cl_khr_int64_extended_atomics" in ext,
                 fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
-                forward_progress=None,
-                compute_units=int(dev.max_compute_units),
             )
         return self._info[key]
 
@@ -218,7 +230,13 @@ class OpenCLBackend(Backend):
         return arr.get()
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any:
-        return cl_array.empty(queue, shape, dtype)
+        # results come from a memory pool per context: clCreateBuffer costs tens of
+        # microseconds to milliseconds a call on NVIDIA's driver, growing with the size
+        ctx = queue.context
+        pool = self._pools.get(ctx.int_ptr)
+        if pool is None:
+            pool = self._pools[ctx.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+        return cl_array.empty(queue, shape, dtype, allocator=pool)
 
     def contiguous(self, arr: Any) -> Any:
         if arr.flags.c_contiguous and self.aligned(arr):
@@ -301,33 +319,22 @@ class OpenCLBackend(Backend):
         b0, b1 = b.offset, b.offset + b.nbytes
         return a0 < b1 and b0 < a1
 
-    def write(self, arr: Any, offset: int, host: np.ndarray) -> None:
-        arr[offset : offset + host.size].set(np.ascontiguousarray(host, dtype=arr.dtype))
-
-    def take(self, arr: Any, indices: np.ndarray) -> Any:
-        idx = cl_array.to_device(arr.queue, np.ascontiguousarray(indices, dtype=np.int64))
-        return cl_array.take(arr, idx)
-
     # -- compilation -------------------------------------------------------------------
-    def program(self, spec: ScanSpec, queue: Any) -> _CLProgram:
-        spec = spec.program_spec()
-        key = (spec, self.device_info(queue).key, queue.int_ptr)
+    def program(self, build: Build, queue: Any) -> _CLProgram:
+        # programs belong to a context; kernels take their queue at each launch
+        key = (build.key, queue.context.int_ptr, queue.device.int_ptr)
         prog = self._programs.get(key)
         if prog is None:
-            src = render(spec, self.dialect)
+            src = build.source(self.dialect)
             try:
                 built = cl.Program(queue.context, src).build(devices=[queue.device])
-                built = _with_occupancy(built, spec, queue.device)
+                built = _with_occupancy(built, build, queue.device)
             except (cl.RuntimeError, cl.LogicError) as exc:
-                raise CompileError(
-                    f"OpenCL build of the {spec.variant} kernel for op {spec.monoid.name!r} "
-                    f"({spec.dtype}) failed:\n{exc}"
-                ) from exc
-            prog = _CLProgram(built, spec, queue)
+                raise CompileError(f"OpenCL build of the {build.what} failed:\n{exc}") from exc
+            prog = _CLProgram(built, build)
             self._programs[key] = prog
         return prog
 
     @property
     def compiled_count(self) -> int:
-        """How many programs this backend has built (for cache checks)."""
         return len(self._programs)

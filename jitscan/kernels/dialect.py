@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ..dtypes import DType
-from ..spec import ScanSpec
+from . import tile_state
+from .spec import KIND_CODES, ScanSpec
 
 _COMPONENTS_CL = ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7")
 _COMPONENTS_CUDA = ("x", "y", "z", "w")
@@ -105,10 +106,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_V {spec.vector_width}",
             f"#define JS_SG {spec.subgroup}",
             f"#define JS_HAS_SHUFFLE {int(spec.shuffle)}",
-            "#define JS_KIND_INCLUSIVE 0",
-            "#define JS_KIND_EXCLUSIVE 1",
-            "#define JS_KIND_REDUCE 2",
-            f"#define JS_FALLBACK {int(spec.variant == 'fallback')}",
+            *(f"#define JS_KIND_{kind.upper()} {code}" for kind, code in KIND_CODES.items()),
             f"#define JS_LB_W {spec.lookback_width}",
             f"#define JS_STATS {int(spec.stats)}",
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
@@ -118,7 +116,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",
             f"#define JS_FLAG_SHIFT {32 if packed else 16}",
             f"#define JS_PART_BITS {32 if packed else 16}",
-            f"#define JS_NPARTS {spec.state_parts}",
+            f"#define JS_NPARTS {tile_state.of_spec(spec).parts}",
             f"#define JS_VIDENTITY {self.literal(spec.monoid.identity_for(dt), dt, 'js_val')}",
             f"#define JS_ISNAN(x) {'((x) != (x))' if dt.is_float else '0'}",
             "",

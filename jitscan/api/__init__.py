@@ -1,0 +1,24 @@
+"""Public functions: the NumPy-like entry points, each a cached prepared scan."""
+
+from __future__ import annotations
+
+from .cache import clear as clear_cache
+from .flat import cummax, cummin, cumprod, cumsum, memcpy, reduce, scan, source
+from .segmented import SEGMENTED_VARIANTS, check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
+
+__all__ = [
+    "SEGMENTED_VARIANTS",
+    "check_offsets",
+    "clear_cache",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
+    "memcpy",
+    "reduce",
+    "scan",
+    "segmented_cumsum",
+    "segmented_reduce",
+    "segmented_scan",
+    "source",
+]

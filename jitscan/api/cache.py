@@ -1,0 +1,86 @@
+"""One prepared scan per call signature, so that a plain ``jitscan.cumsum(x)`` in a loop is fast.
+
+The key is what the call binds: the input's array type and dtype, the op, kind,
+variant, backend, result dtype, segmented mode, knobs, and whether it counts. NumPy
+inputs also key on ``$JITSCAN_BACKEND``, which picks their backend.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..monoid import Monoid
+from ..plan import PreparedScan, arrays
+
+#: prepared scans kept (the oldest is dropped beyond this)
+LIMIT = 256
+_PREPARED: dict[tuple, PreparedScan] = {}
+#: the small caches of single functions' common calls (cumsum and its kin)
+_SHORTCUTS: list[dict] = []
+
+
+def shortcut() -> dict:
+    """A cache for one function's common call, emptied with the others by :func:`clear`."""
+    mine: dict = {}
+    _SHORTCUTS.append(mine)
+    return mine
+
+
+def prepared(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    stats: bool,
+    knobs: dict[str, Any],
+    segmented: str = "",
+) -> PreparedScan:
+    """The prepared scan for a call on ``x`` (an array with a dtype), made on first use."""
+    key: tuple = (type(x), x.dtype, op, kind, variant, backend, dtype, stats, segmented, *knobs.items())
+    if type(x) is np.ndarray:
+        key += (os.environ.get("JITSCAN_BACKEND"),)
+    try:
+        p = _PREPARED.get(key)
+    except TypeError:  # an unhashable argument: prepare without keeping it
+        return _make(x, op, kind, variant, backend, dtype, stats, knobs, segmented)
+    if p is None:
+        p = _make(x, op, kind, variant, backend, dtype, stats, knobs, segmented)
+        if len(_PREPARED) >= LIMIT:
+            del _PREPARED[next(iter(_PREPARED))]
+        _PREPARED[key] = p
+    return p
+
+
+def _make(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    stats: bool,
+    knobs: dict[str, Any],
+    segmented: str,
+) -> PreparedScan:
+    b, _ = arrays.pick_backend(x, backend)
+    rdt = arrays.result_dtype(np.dtype(x.dtype), dtype)
+    return PreparedScan(
+        rdt.name, op, kind=kind, variant=variant, backend=b.name, segmented=segmented, stats=stats, **knobs
+    )
+
+
+def as_array(x: Any) -> Any:
+    """``x`` itself if it has a dtype (a NumPy or device array), else ``numpy.asarray(x)``."""
+    return x if hasattr(x, "dtype") and hasattr(x, "shape") else np.asarray(x)
+
+
+def clear() -> None:
+    """Forget every prepared scan (their compiled programs stay cached by the backends)."""
+    _PREPARED.clear()
+    for mine in _SHORTCUTS:
+        mine.clear()

@@ -1,0 +1,199 @@
+"""What the experiments in ``experiments/`` share: scans of one shape, launches to time, inputs.
+
+The experiments are one-off measurements (tile-shape and spin-limit sweeps, jitscan
+against CUB in turns, segmented targets) behind the defaults of ``jitscan.plan.tuning``
+and the numbers of ``docs/performance.md``; ``experiments/README.md`` indexes them.
+They time bare launches of prepared scans with a :class:`~jitscan.bench.timing.Timer`:
+:func:`plan_for` makes the scan of one variant and shape on the timer's device,
+:func:`launcher` compiles it and returns the ``fn(i)`` the timer takes, and
+:func:`interleaved` (the bench's own) times several contenders in alternating rounds.
+CUB comes from :func:`jitscan.bench.cub.cub_call`: :func:`cub_launcher` rotates its
+inputs, :func:`cub_segmented_reduce` also allocates the output of a segmented
+reduction. Nothing in the library imports this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..plan import PreparedScan, plan
+from ..variants import Bound
+from ..variants.segments import NONE, Segments
+from .timing import Timer, interleaved
+
+
+def plan_for(
+    timer: Timer,
+    variant: str,
+    dtype: str,
+    segmented: str = "",
+    kind: str = "inclusive",
+    *,
+    op: str = "add",
+    stats: bool = False,
+    **knobs: Any,
+) -> PreparedScan:
+    """A prepared scan of one variant and shape on the timer's device.
+
+    The device defaults of ``jitscan.plan.tuning`` apply to every knob not given; the
+    tile shape and look-back window then follow the size class of each launch's ``n``.
+
+    Parameters
+    ----------
+    timer : Timer
+    variant : {"fallback", "lookback", "rts", "memcpy"}
+    dtype : str
+        NumPy name of the element type.
+    segmented : {"", "flags", "offsets", "rows"}
+    kind : {"inclusive", "exclusive", "reduce"}
+    op : str
+        The operator (default a sum).
+    stats : bool
+        Count look-back events: each launch returns the counters (and waits for them).
+    **knobs
+        Tuning knobs of :func:`jitscan.plan` (``threads``, ``vectors``, ``min_blocks``,
+        ``lookback_width``, ``spin_limit``, ``simulate_blocking``, ...).
+
+    Returns
+    -------
+    PreparedScan
+    """
+    return plan(
+        dtype,
+        op,
+        kind=kind,
+        variant=variant,
+        backend=timer.backend.name,
+        device=timer.device,
+        segmented=segmented,
+        stats=stats,
+        **knobs,
+    )
+
+
+def bound(scan: PreparedScan, timer: Timer, n: int, seg: Segments = NONE) -> Bound:
+    """The compiled program a launch of ``n`` elements with ``seg`` uses on the timer's queue.
+
+    Compiles it on first use; its ``spec`` holds the tile shape and window of ``n``'s
+    size class.
+    """
+    return scan.bound(timer.queue, n, seg.row_tiles > 0)
+
+
+def launcher(
+    scan: PreparedScan,
+    timer: Timer,
+    ins: Any,
+    out: Any,
+    n: int,
+    seg: Segments = NONE,
+) -> Callable[[int], Any]:
+    """``fn(i)``: one launch of ``scan`` over input ``i`` (rotating) into ``out``, not waited for.
+
+    The program is compiled before this returns, so that no timed run compiles. The
+    launch reads nothing back (``check=False``): launches stay back to back.
+
+    Parameters
+    ----------
+    scan : PreparedScan
+    timer : Timer
+    ins : device array or sequence of device arrays
+        Contiguous, aligned arrays of ``scan``'s dtype; a sequence rotates.
+    out : device array
+        Where the result goes (one element for a reduction, one per segment for a
+        segmented reduction).
+    n : int
+        Elements scanned.
+    seg : Segments
+        Where segments start (default: a plain scan).
+
+    Returns
+    -------
+    callable
+        ``fn(i)``, returning what the launch returns (the counters of a counting scan).
+    """
+    arrays = list(ins) if isinstance(ins, (list, tuple)) else [ins]
+    queue = timer.queue
+    bound(scan, timer, n, seg)
+
+    def run(i: int) -> Any:
+        return scan.launch(arrays[i % len(arrays)], out, n, seg, check=False, queue=queue)
+
+    return run
+
+
+def cub_launcher(kind: str, ins: Sequence[Any], out: Any, n: int, **kw: Any) -> Callable[[int], Any]:
+    """``fn(i)``: CUB (``jitscan.bench.cub.cub_call``) over ``ins[i % len(ins)]`` into ``out``.
+
+    Parameters
+    ----------
+    kind : {"inclusive", "exclusive", "reduce", "segmented_reduce"}
+    ins : sequence of cupy.ndarray
+        Inputs of equal size and dtype, used in turn.
+    out : cupy.ndarray
+    n : int
+        ``num_items`` of the CUB call.
+    **kw
+        ``op`` and ``offsets``, as :func:`~jitscan.bench.cub.cub_call` takes them.
+    """
+    from .cub import cub_call  # needs CuPy and cuda.compute: imported only when used
+
+    fn = cub_call(kind, ins[0], out, num_items=n, **kw)
+    return lambda i: fn(ins[i % len(ins)])
+
+
+def cub_segmented_reduce(x: Any, off: np.ndarray, op: str = "add") -> tuple[Callable[[int], Any], Any]:
+    """CUB's segmented reduction of ``x`` over CSR offsets ``off``, and the array it writes.
+
+    Parameters
+    ----------
+    x : cupy.ndarray
+    off : numpy.ndarray or cupy.ndarray
+        CSR offsets, ``nseg + 1`` of them, 0 first and ``x.size`` last.
+    op : str
+
+    Returns
+    -------
+    fn : callable
+        ``fn(i)`` enqueues one run (``i`` is ignored: one input).
+    out : cupy.ndarray
+        One total per segment, of ``x``'s dtype.
+    """
+    import cupy
+
+    out = cupy.empty(int(off.shape[0]) - 1, x.dtype)
+    return cub_launcher("segmented_reduce", [x], out, x.size, op=op, offsets=off), out
+
+
+def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
+    """CSR offsets (int64, from 0 to ``n``) of segments of geometric length with mean ``mean``.
+
+    No segment is empty; the last one ends at ``n``.
+    """
+    off = np.concatenate([[0], np.cumsum(rng.geometric(1.0 / mean, size=n // mean * 2))])
+    return np.concatenate([off[off < n], [n]]).astype(np.int64)
+
+
+def heads_from_offsets(off: np.ndarray, n: int) -> np.ndarray:
+    """uint8 head flags (1 at each segment's first element) of CSR offsets over ``n`` elements.
+
+    Empty segments share their head with the next segment.
+    """
+    heads = np.zeros(n, np.uint8)
+    heads[off[:-1][off[:-1] < n]] = 1
+    return heads
+
+
+__all__ = [
+    "bound",
+    "cub_launcher",
+    "cub_segmented_reduce",
+    "heads_from_offsets",
+    "interleaved",
+    "launcher",
+    "plan_for",
+    "random_offsets",
+]

@@ -1,0 +1,182 @@
+"""The description of a scan kernel, in two halves.
+
+:class:`ScanSpec` says everything that changes the generated source: the algorithm,
+the operator and type, the tile shape, the tile-state encoding, the look-back window
+and the instrumentation. It is frozen and hashable: it is the key of a compiled
+program. :class:`LaunchArgs` holds what a launch passes as plain integers (the kind,
+the spin limit, simulated blocking), so one program serves every value of them.
+
+Both are validated when they are made, once per prepared scan; nothing on the
+per-call path builds or checks either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..dtypes import VECTOR_BYTES, DType, lookup
+from ..monoid import Monoid
+
+KINDS = ("inclusive", "exclusive", "reduce")
+SEGMENTED = ("", "flags", "rows", "offsets")
+#: bytes of local memory a tile may stage (CUDA's static shared-memory limit per block)
+STAGE_LIMIT = 48 * 1024
+#: the kind as the kernels take it (JS_KIND_* in the generated source)
+KIND_CODES = {"inclusive": 0, "exclusive": 1, "reduce": 2}
+TILE_STATES = ("packed", "split")
+#: variants that carry tile state between workgroups in one pass (they own JS_FALLBACK)
+CHAINED = ("lookback", "fallback")
+BLOCKING_RANGE = (2, 512)
+
+
+def check_choice(what: str, value: object, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise a ValueError listing them."""
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; valid {what}s: {', '.join(choices)}")
+    return value  # type: ignore[return-value]
+
+
+def _power_of_two(name: str, v: int) -> None:
+    if v < 1 or v & (v - 1):
+        raise ValueError(f"{name} must be a power of two, got {v}")
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """One compiled scan program, independent of the backend it is lowered to.
+
+    Attributes
+    ----------
+    variant : str
+        The algorithm (a name in ``jitscan.variants``'s registry, which checks what
+        each variant supports).
+    dtype : str
+        NumPy name of the element type.
+    monoid : Monoid
+    threads, vectors, vector_width : int
+        Tile shape: a tile is ``threads * vectors * vector_width`` elements.
+    subgroup : int
+        Lanes that scan together through shuffles; equal to ``threads`` when the
+        backend has no shuffles (the workgroup then scans in local memory).
+    shuffle : bool
+        Whether the dialect provides subgroup shuffles.
+    tile_state : {"packed", "split"}
+        Descriptor encoding: 64-bit words with 32 value bits each, or the paper's
+        32-bit words with 16 value bits each.
+    lookback_width : int
+        Predecessors inspected at once.
+    stats : bool
+        Count spins, look-back steps, fallbacks and insertions.
+    min_blocks : int
+        Occupancy hint: workgroups per multiprocessor the compiler should fit
+        (CUDA ``__launch_bounds__``); 0 leaves it to the compiler.
+    segmented : {"", "flags", "rows", "offsets"}
+        Plain scan, or a segmented one whose heads come from a uint8 flag array, a
+        fixed row length, or CSR offsets (all launch arguments).
+    row_tiles : bool
+        A plain chained scan of independent rows, each a whole number of tiles long
+        (the launch argument ``row_tiles``): no head flags, and no look-back past the
+        first tile of a row.
+    stages_tile : bool
+        A segmented reduction by offsets: tiles stage (tile + 1) values in local memory
+        and store one total per segment. The only kind that is compiled in; the scans
+        should not pay for the staging.
+    """
+
+    variant: str
+    dtype: str
+    monoid: Monoid
+    threads: int
+    vectors: int
+    vector_width: int
+    subgroup: int
+    shuffle: bool
+    tile_state: str = "packed"
+    lookback_width: int = 32
+    stats: bool = False
+    min_blocks: int = 0
+    segmented: str = ""
+    row_tiles: bool = False
+    stages_tile: bool = False
+    #: derived once: elements per tile, the element type
+    tile: int = field(init=False, compare=False, repr=False)
+    dtype_info: DType = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype_info", lookup(self.dtype))
+        object.__setattr__(self, "tile", self.threads * self.vectors * self.vector_width)
+        check_choice("tile_state", self.tile_state, TILE_STATES)
+        check_choice("segmented mode", self.segmented, SEGMENTED)
+        itemsize = self.dtype_info.itemsize
+        if self.vector_width * itemsize > VECTOR_BYTES:
+            # the kernels move whole vectors; the backends guarantee only this alignment
+            raise ValueError(
+                f"vector_width={self.vector_width} of {self.dtype} is "
+                f"{self.vector_width * itemsize} bytes; at most {VECTOR_BYTES} are supported"
+            )
+        if self.segmented and self.vectors * self.vector_width > 64:
+            raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")
+        if self.row_tiles and self.segmented:
+            raise ValueError("row_tiles applies to plain scans")
+        if self.stages_tile and self.segmented != "offsets":
+            raise ValueError("only a reduction by offsets stages its tile")
+        if self.stages_tile and (self.tile + 1) * itemsize > STAGE_LIMIT:
+            raise ValueError(
+                f"a segmented reduction stages a tile in local memory: {self.tile} elements of "
+                f"{self.dtype} need {(self.tile + 1) * itemsize} bytes, over "
+                f"{STAGE_LIMIT}; use a smaller tile"
+            )
+        self.monoid.check_dtype(self.dtype_info)
+        for name in ("threads", "vectors", "vector_width", "subgroup", "lookback_width"):
+            _power_of_two(name, getattr(self, name))
+        if self.threads % self.subgroup or self.threads // self.subgroup > self.subgroup:
+            raise ValueError(
+                f"threads ({self.threads}) must be a multiple of the subgroup ({self.subgroup}) "
+                "and at most subgroup**2"
+            )
+        if not self.shuffle and self.subgroup != self.threads:
+            raise ValueError("without shuffles the subgroup is the whole workgroup")
+        if self.lookback_width > self.threads:
+            raise ValueError("lookback_width cannot exceed threads")
+
+    @property
+    def chained(self) -> bool:
+        return self.variant in CHAINED
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes of one scanned element T: a (value, head) pair when segmented."""
+        size = self.dtype_info.itemsize
+        return 2 * size if self.segmented else size
+
+
+@dataclass(frozen=True)
+class LaunchArgs:
+    """The integers a launch passes beside the buffers: one program serves every value.
+
+    Attributes
+    ----------
+    kind : {"inclusive", "exclusive", "reduce"}
+        Only the final stores depend on it.
+    spin_limit : int
+        Spins on one predecessor before a fallback (``fallback``) or before the
+        deadlock watchdog fires (``lookback``); read once per workgroup.
+    block_every : int
+        Simulated blocking: 1 in ``block_every`` tiles never posts; 0 disables.
+    """
+
+    kind: str = "inclusive"
+    spin_limit: int = 0
+    block_every: int = 0
+    kind_code: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, KINDS)
+        object.__setattr__(self, "kind_code", KIND_CODES[self.kind])
+        if not 0 <= self.spin_limit < 1 << 32:
+            # the kernels take it as a 32-bit launch argument
+            raise ValueError(f"spin_limit must be between 0 and 2**32 - 1, got {self.spin_limit}")
+        if self.block_every:
+            lo, hi = BLOCKING_RANGE
+            if not lo <= self.block_every <= hi:
+                raise ValueError(f"simulate_blocking must be between {lo} and {hi}, got {self.block_every}")

@@ -1,0 +1,190 @@
+"""Arrays in and out of a scan: backend choice, inputs on the device, results back.
+
+Device arrays of a backend (CuPy, PyOpenCL) stay on their device and the result is an
+array of the same kind; anything NumPy accepts is copied to the device and the result
+comes back as NumPy. Segment descriptions (head flags, CSR offsets) are checked and
+put where the kernels read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import backends
+from ..backends.base import Backend
+from ..dtypes import DType, lookup
+
+
+def pick_backend(x: object, backend: str | None) -> tuple[Backend, bool]:
+    """The backend to scan ``x`` with, and whether ``x`` is already its device array."""
+    owner = backends.for_array(x)
+    if backend is not None:
+        b = backends.get(backend)
+        if owner is not None and owner is not b:
+            raise ValueError(f"a {owner.name} array cannot be scanned with backend={backend!r}")
+        if not b.available():
+            backends.require(backend)
+        return b, owner is not None
+    if owner is not None:
+        return owner, True
+    return backends.default(), False
+
+
+def result_dtype(src: np.dtype, dtype: object) -> DType:
+    """The scan's dtype: ``dtype`` if given (from any real or integer input), else the input's."""
+    if dtype is None:
+        return lookup(src)
+    if src.kind not in "biuf":
+        raise TypeError(f"cannot scan an array of dtype {src}")
+    return lookup(dtype)
+
+
+@dataclass
+class Input:
+    """An input as the kernels take it."""
+
+    backend: Backend
+    queue: Any
+    on_device: bool
+    data: Any  # contiguous, aligned 1-D device array of the scan's dtype; None when empty on the host
+    n: int
+    dtype: DType
+    shape: tuple[int, ...]
+
+
+def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = None) -> Input:
+    """Put ``x`` on the device as a contiguous, aligned, flat array of ``dtype``."""
+    if not on_device:
+        x = np.asarray(x)
+    shape = tuple(x.shape)  # type: ignore[attr-defined]
+    if len(shape) == 0:
+        raise ValueError("jitscan scans arrays of at least one dimension, got a 0-d array")
+    n = int(np.prod(shape))
+    if queue is None:
+        queue = b.queue_of(x if on_device else None)
+    if on_device:
+        data = b.contiguous(x)
+        if data.dtype != dtype.numpy:
+            data = data.astype(dtype.numpy)
+        data = data.reshape(n)
+    else:
+        host = np.ascontiguousarray(np.ravel(x), dtype=dtype.numpy)
+        data = b.to_device(host, queue) if n else None
+    return Input(b, queue, on_device, data, n, dtype, shape)
+
+
+def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: tuple[int, ...]) -> None:
+    """Raise unless ``out`` can take a result of ``shape`` and ``dtype`` for this input's side."""
+    if out is None:
+        return
+    if on_device:
+        if not backend.owns(out):
+            raise TypeError(f"out= must be a {backend.name} array for {backend.name} input")
+    elif not isinstance(out, np.ndarray):
+        raise TypeError("out= must be a numpy.ndarray for NumPy input")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"out= has shape {tuple(out.shape)}, expected {shape}")
+    if np.dtype(out.dtype) != dtype.numpy:
+        raise ValueError(f"out= has dtype {np.dtype(out.dtype)}, expected {dtype.name}")
+    if on_device and not out.flags.c_contiguous:
+        raise ValueError("out= must be C-contiguous")
+
+
+def empty_result(inp: Input, out: Any, length: int = 0) -> Any:
+    """The result of a scan of nothing (``out`` itself when given)."""
+    if out is not None:
+        return out
+    if inp.on_device:
+        return inp.backend.empty((length,), inp.dtype.numpy, inp.queue)
+    return np.empty(length, inp.dtype.numpy)
+
+
+def identity_result(inp: Input, value: np.generic, length: int | None) -> Any:
+    """``length`` copies of ``value`` (a 0-d result for None), on the input's side."""
+    host = np.array(value) if length is None else np.full(length, value, inp.dtype.numpy)
+    if inp.on_device:
+        return inp.backend.to_device(host, inp.queue)
+    return host[()] if length is None else host
+
+
+# -- segments ---------------------------------------------------------------------------
+
+
+def to_host(x: Any) -> np.ndarray:
+    """Any array as NumPy (device arrays are copied back)."""
+    if isinstance(x, np.ndarray):
+        return x
+    b = backends.for_array(x)
+    return b.to_host(b.contiguous(x)) if b is not None else np.asarray(x)
+
+
+def check_offsets(offsets: Any, n: int) -> np.ndarray:
+    """Validate CSR offsets for ``n`` values; return them as int64 on the host.
+
+    Raises
+    ------
+    ValueError
+        Naming the problem and the first bad index.
+    """
+    off = to_host(offsets)
+    if off.ndim != 1 or off.size == 0:
+        raise ValueError(f"offsets must be a non-empty 1-D array (nseg + 1 entries), got shape {off.shape}")
+    if off.dtype.kind not in "iu":
+        raise ValueError(f"offsets must have an integer dtype, got {off.dtype}")
+    off = off.astype(np.int64)
+    if off[0] != 0:
+        raise ValueError(f"offsets must start at 0: offsets[0] == {off[0]}")
+    if off[-1] != n:
+        raise ValueError(f"offsets must end at n == {n}: offsets[{off.size - 1}] == {off[-1]}")
+    drops = np.flatnonzero(np.diff(off) < 0)
+    if drops.size:
+        i = int(drops[0]) + 1
+        raise ValueError(
+            f"offsets must be non-decreasing: offsets[{i}] == {off[i]} < offsets[{i - 1}] == {off[i - 1]}"
+        )
+    return off
+
+
+def heads_from_flags(flags: Any, inp: Input) -> Any:
+    """Head flags as the contiguous uint8 device array the kernels read (None when empty)."""
+    b, n = inp.backend, inp.n
+    if inp.on_device and b.owns(flags):
+        if flags.ndim != 1 or flags.size != n:
+            raise ValueError(f"flags must have one entry per value: {flags.size} flags for {n} values")
+        if np.dtype(flags.dtype).kind not in "biu":
+            raise ValueError(f"flags must be bool or integer, got {flags.dtype}")
+        return b.contiguous((flags != 0).astype(np.uint8))
+    host = np.asarray(to_host(flags))
+    if host.ndim != 1 or host.size != n:
+        raise ValueError(f"flags must have one entry per value: {host.size} flags for {n} values")
+    if host.dtype.kind not in "biu":
+        raise ValueError(f"flags must be bool or integer, got {host.dtype}")
+    heads = np.ascontiguousarray(host != 0, dtype=np.uint8)
+    return b.to_device(heads, inp.queue) if n else None
+
+
+def device_offsets(offsets: Any, inp: Input) -> tuple[Any, bool]:
+    """Offsets as a contiguous uint64 device array at the start of its buffer.
+
+    Returns ``(array, checked)``: offsets that came from the host were checked there;
+    offsets already on the device still need the device check (``checked`` False).
+    A negative int64 offset read in place as uint64 reads huge, and that check then
+    fails it (nothing after it can come back down to n).
+    """
+    b = inp.backend
+    if inp.n and inp.on_device and b.owns(offsets):
+        shape = tuple(offsets.shape)
+        if len(shape) == 1 and shape[0] > 0 and np.dtype(offsets.dtype).kind in "iu":
+            dev = b.contiguous(offsets)
+            if dev.dtype.itemsize == 8 and not b.buffer(dev)[1]:
+                dev = dev.view(np.uint64)  # in place: no copy of nseg + 1 words per call
+            else:
+                dev = dev.astype(np.uint64)  # a new array, at the start of its buffer
+            return dev, False
+        check_offsets(offsets, inp.n)  # raises, naming the problem
+    off = check_offsets(offsets, inp.n)
+    dev = b.to_device(off.astype(np.uint64), inp.queue) if inp.n else np.zeros(off.size, np.uint64)
+    return dev, True

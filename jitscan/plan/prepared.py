@@ -1,0 +1,398 @@
+"""PreparedScan: a scan with everything but the array bound once.
+
+Making one validates the op, dtype, variant, kind, segmented mode and knobs against
+the device and settles the launch arguments. Calling one only sizes the input, picks
+the program of its size class (compiled on first use, then kept), allocates the result
+when no ``out`` is given, and launches. The public functions (``jitscan.cumsum`` and
+the rest) keep one prepared scan per call signature, so a plain call in a loop takes
+the same path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import backends, variants
+from ..backends.base import Backend, DeviceInfo
+from ..dtypes import lookup
+from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
+from ..monoid import Monoid, resolve
+from ..variants.segments import NONE, Segments, offsets_ok
+from . import arrays, tuning
+
+#: keyword-only tuning knobs every scan accepts (see :func:`jitscan.scan`)
+KNOBS = (
+    "tile_state",
+    "spin_limit",
+    "simulate_blocking",
+    "lookback_width",
+    "threads",
+    "vectors",
+    "vector_width",
+    "min_blocks",
+)
+#: knobs that are launch arguments; the rest shape the compiled program
+LAUNCH_KNOBS = ("spin_limit", "simulate_blocking")
+#: size classes a prepared scan may meet (tuning.size_class)
+_CLASSES = range(len(tuning.SIZE_BOUNDS) + 1)
+
+
+def check_knobs(knobs: dict[str, Any]) -> None:
+    unknown = set(knobs) - set(KNOBS)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; tuning knobs: {', '.join(KNOBS)}")
+
+
+class PreparedScan:
+    """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
+
+    Make one with :func:`jitscan.plan`. Call it with an array of any size (CuPy and
+    PyOpenCL arrays stay on their device; NumPy input goes to the device and back)::
+
+        scan = jitscan.plan("float32", "add", backend="cupy")
+        for x in batches:
+            y = scan(x)             # a new result array
+            scan(x, out=y)          # or into one you keep
+
+    Attributes
+    ----------
+    backend : Backend
+    dtype : DType
+        The scan's element type; inputs of other types are converted on the device.
+    monoid : Monoid
+    variant, kind, segmented : str
+    launch_args : LaunchArgs
+        Kind, spin limit and simulated blocking, passed to every launch.
+    """
+
+    def __init__(
+        self,
+        dtype: Any,
+        op: str | Monoid = "add",
+        *,
+        kind: str = "inclusive",
+        variant: str | None = None,
+        backend: str | None = None,
+        device: Any = None,
+        segmented: str = "",
+        stats: bool = False,
+        **knobs: Any,
+    ) -> None:
+        check_knobs(knobs)
+        self.kind = check_choice("kind", kind, KINDS)
+        self.variant = variant = variants.VARIANTS[0] if variant is None else variant
+        self._variant = variants.get(variant)
+        self.segmented = check_choice("segmented mode", segmented, SEGMENTED)
+        self.monoid = resolve(op)
+        self.dtype = lookup(dtype)
+        self.stats = bool(stats)
+        self.knobs = dict(knobs)
+        if kind == "reduce" and segmented not in ("", "offsets"):
+            raise ValueError(f"kind='reduce' takes segments as offsets, not {segmented!r}")
+        if variant == "memcpy" and kind == "reduce":
+            raise ValueError("variant='memcpy' copies; it does not reduce")
+        if variant == "memcpy" and segmented:
+            raise ValueError("variant='memcpy' has no segmented form")
+        self.backend: Backend = backends.require(backend) if backend is not None else backends.default()
+        self._device = device
+        self._queue = self.backend.queue_for(device)
+        info = self.backend.device_info(self._queue)
+        self.launch_args: LaunchArgs = tuning.launch_for(
+            info,
+            variant=variant,
+            kind=kind,
+            spin_limit=knobs.get("spin_limit"),
+            simulate_blocking=knobs.get("simulate_blocking"),
+        )
+        self._program_knobs = {k: v for k, v in knobs.items() if k not in LAUNCH_KNOBS}
+        self._specs: dict[tuple, ScanSpec] = {}
+        self._bounds: dict[tuple, variants.Bound] = {}
+        # validate now, on the default device, every size class: calls then check nothing
+        for cls in _CLASSES:
+            self._variant.check(self.spec(info, cls))
+        self._np = self.dtype.numpy
+        self._itemsize = self.dtype.itemsize
+        self._plain = not segmented
+        self._reduce = kind == "reduce"
+        self._array_type = self.backend.array_type
+
+    # -- programs --------------------------------------------------------------------
+    def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False) -> ScanSpec:
+        """The program of size class ``cls`` on a device (``row_tiles``: plain scans of whole-tile rows)."""
+        key = (info, cls, row_tiles)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = tuning.spec_for(
+                info,
+                variant=self.variant,
+                kind=self.kind,
+                dtype=self.dtype,
+                monoid=self.monoid,
+                stats=self.stats,
+                n=tuning.class_elements(cls, self.dtype.itemsize),
+                segmented="" if row_tiles else self.segmented,
+                row_tiles=row_tiles,
+                **self._program_knobs,
+            )
+            self._specs[key] = spec
+        return spec
+
+    def bound(self, queue: Any, n: int, row_tiles: bool = False) -> variants.Bound:
+        """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use)."""
+        cls = tuning.size_class(n * self._itemsize)
+        key = (queue, cls, row_tiles)
+        bound = self._bounds.get(key)
+        if bound is None:
+            spec = self.spec(self.backend.device_info(queue), cls, row_tiles)
+            bound = self._bounds[key] = self._variant.bind(spec, self.backend, queue)
+        return bound
+
+    def source(self, n: int | None = None) -> str:
+        """The generated source of the program that scans ``n`` elements (default: large inputs)."""
+        cls = _CLASSES[-1] if n is None else tuning.size_class(n * self._itemsize)
+        spec = self.spec(self.backend.device_info(self._queue), cls)
+        return self._variant.source(spec, self.backend.dialect)
+
+    # -- calls -----------------------------------------------------------------------
+    def launch(
+        self,
+        src: Any,
+        dst: Any,
+        n: int,
+        seg: Segments = NONE,
+        *,
+        check: bool = True,
+        queue: Any = None,
+    ) -> dict[str, int] | None:
+        """The bare launch: ``n > 0`` elements of ``src`` into ``dst``, no checks.
+
+        Both are contiguous, vector-aligned device arrays of this scan's dtype (``dst``
+        of one element for a reduction, one per segment for a segmented one), not
+        overlapping. ``check=False`` keeps a look-back launch from reading back its
+        deadlock flag (benchmarks: launches stay back to back). Returns the counters of
+        a counting scan.
+        """
+        if queue is None:
+            queue = self.backend.queue_of(src)
+        bound = self.bound(queue, n, seg.row_tiles > 0)
+        return self._variant.run(bound, queue, self.launch_args, src, dst, n, seg, check)
+
+    def __call__(
+        self,
+        x: Any,
+        out: Any = None,
+        *,
+        flags: Any = None,
+        offsets: Any = None,
+        row_len: int = 0,
+        stats: dict | None = None,
+    ) -> Any:
+        """Scan ``x`` (flattened in C order); see :class:`PreparedScan`.
+
+        Parameters
+        ----------
+        x : array
+            A device array of this scan's backend, or anything NumPy accepts.
+        out : array, optional
+            Where the result goes: shape ``(x.size,)`` (one element for a reduction, one
+            per segment for a segmented reduction), this scan's dtype and the input's
+            array type; ``out=x`` is allowed.
+        flags, offsets : array, optional
+            Segments of a segmented scan (``segmented="flags"`` / ``"offsets"``).
+        row_len : int, optional
+            Segments of a scan with ``segmented="rows"``: rows of this length.
+        stats : dict, optional
+            Filled with the look-back counters (a scan made with ``stats=True``).
+        """
+        b = self.backend
+        if (
+            self._plain
+            and stats is None
+            and type(x) is self._array_type
+            and x.dtype is self._np  # built-in dtypes are singletons; any other goes the long way
+            and b.ready(x)
+            and x.size
+        ):
+            # the common call: a device array as the kernels take it
+            n = x.size
+            queue = b.queue_of(x)
+            reduce = self._reduce
+            if out is None:
+                dst = b.empty((1 if reduce else n,), self._np, queue)
+            elif (
+                type(out) is self._array_type
+                and out.dtype is self._np
+                and out.size == (1 if reduce else n)
+                and out.ndim == 1
+                and b.ready(out)
+                and not b.shares_memory(out, x)
+            ):
+                dst = out
+            else:
+                return self._call(x, out, None, None, 0, None)
+            bound = self._bounds.get((queue, tuning.size_class(n * self._itemsize), False))
+            if bound is None:
+                bound = self.bound(queue, n)
+            self._variant.run(bound, queue, self.launch_args, x, dst, n, NONE, True)
+            return dst.reshape(()) if reduce and out is None else dst
+        return self._call(x, out, flags, offsets, row_len, stats)
+
+    def _call(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: int, stats: dict | None) -> Any:
+        """Every other call: host input, conversions, segments, in-place, counters."""
+        if stats is not None and not self.stats:
+            raise ValueError("stats= needs a scan made with stats=True")
+        b = self.backend
+        owner = backends.for_array(x)
+        if owner is not None and owner is not b:
+            raise ValueError(f"a {owner.name} array cannot be scanned with backend={b.name!r}")
+        on_device = owner is not None
+        inp = arrays.to_input(x, b, on_device, self.dtype, None if on_device else b.queue_for(self._device))
+        seg, length, unchecked = self._segments(inp, flags, offsets, row_len)
+        reduce = self.kind == "reduce"
+        if reduce and not self.segmented:
+            if out is not None:
+                arrays.check_out(out, b, inp.on_device, self.dtype, (1,))
+            if inp.n == 0:
+                ident = self.monoid.identity_for(self.dtype)
+                return arrays.identity_result(inp, ident, None if out is None else 1)
+        else:
+            arrays.check_out(out, b, inp.on_device, self.dtype, (length,))
+            if inp.n == 0 or length == 0:
+                if reduce:  # a segmented reduction: the identity for every (empty) segment
+                    return arrays.identity_result(inp, self.monoid.identity_for(self.dtype), length)
+                return arrays.empty_result(inp, out)
+        if unchecked is not None:  # offsets on the device: checked there, one word read back
+            bound = self.bound(inp.queue, inp.n)
+            if not offsets_ok(b, bound.program, inp.queue, bound.spec.threads, unchecked, inp.n):
+                arrays.check_offsets(offsets, inp.n)  # raises, naming the problem
+                raise ValueError("offsets failed the device check (values beyond int64?)")
+        result = self._run(inp, seg, length, out, stats)
+        if reduce and not self.segmented and out is None:
+            return result.reshape(()) if inp.on_device else result[0]
+        return result
+
+    def _segments(
+        self, inp: arrays.Input, flags: Any, offsets: Any, row_len: int
+    ) -> tuple[Segments, int, Any]:
+        """The call's segments, the result length, and device offsets still to check (or None)."""
+        mode = self.segmented
+        given = {"flags": flags is not None, "offsets": offsets is not None, "rows": row_len > 0}
+        if not mode:
+            if any(given.values()):
+                raise ValueError("flags=, offsets= and row_len= need a segmented scan (segmented=...)")
+            return NONE, 1 if self.kind == "reduce" else inp.n, None
+        if not given[mode] or sum(given.values()) != 1:
+            need = {"flags": "flags= (one per value)", "offsets": "offsets= (CSR, nseg + 1 entries)"}
+            raise ValueError(
+                f"a scan segmented by {mode} takes {need.get(mode, 'row_len=')} and no other segments"
+            )
+        if mode == "flags":
+            return Segments(heads=arrays.heads_from_flags(flags, inp)), inp.n, None
+        if mode == "rows":
+            if inp.n % row_len:
+                raise ValueError(f"row_len={row_len} does not divide {inp.n} values")
+            return Segments(row_len=row_len), inp.n, None
+        dev, checked = arrays.device_offsets(offsets, inp)
+        length = inp.n if self.kind != "reduce" else int(dev.shape[0]) - 1
+        return Segments(offsets=dev), length, None if checked else dev
+
+    def _run(self, inp: arrays.Input, seg: Segments, length: int, out: Any, stats: dict | None) -> Any:
+        b, queue = inp.backend, inp.queue
+        if seg.row_len and self.variant in CHAINED:
+            # rows of whole tiles need no heads: the plain chained scan restarts at each row
+            tile = self.spec(b.device_info(queue), tuning.size_class(inp.n * self._itemsize), True).tile
+            if seg.row_len % tile == 0:
+                seg = Segments(row_tiles=seg.row_len // tile)
+        if inp.on_device:
+            dst = out
+            if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):
+                # in place: a fallback may re-read a tile after its owner wrote it
+                dst = b.empty((length,), self._np, queue)
+            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)
+            if out is not None and dst is not out:
+                b.copy(out, dst)
+                dst = out
+            result = dst
+        else:
+            dst = b.empty((length,), self._np, queue)
+            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)
+            result = b.to_host(dst)
+            if out is not None:
+                out[...] = result
+                result = out
+        if stats is not None and counters is not None:
+            stats.clear()
+            stats.update(counters)
+        return result
+
+    def __repr__(self) -> str:
+        seg = f", segmented={self.segmented!r}" if self.segmented else ""
+        knobs = "".join(f", {k}={v!r}" for k, v in self.knobs.items())
+        return (
+            f"jitscan.plan({self.dtype.name!r}, {self.monoid.name!r}, kind={self.kind!r}, "
+            f"variant={self.variant!r}, backend={self.backend.name!r}{seg}"
+            f"{', stats=True' if self.stats else ''}{knobs})"
+        )
+
+
+def plan(
+    dtype: Any,
+    op: str | Monoid = "add",
+    *,
+    kind: str = "inclusive",
+    variant: str | None = None,
+    backend: str | None = None,
+    device: Any = None,
+    segmented: str = "",
+    stats: bool = False,
+    **knobs: Any,
+) -> PreparedScan:
+    """Prepare a scan once and call it many times: the way to scan in a loop.
+
+    Parameters
+    ----------
+    dtype : dtype
+        Element type of the scan and its result (inputs of other types are converted).
+    op : {"add", "mul", "min", "max", "and", "or", "xor"} or Monoid
+    kind : {"inclusive", "exclusive", "reduce"}
+    variant : {"fallback", "lookback", "rts", "memcpy"}, optional
+        Default ``"fallback"``.
+    backend : {"cupy", "opencl"}, optional
+        Default: ``$JITSCAN_BACKEND``, else the fastest available. Device arrays must
+        belong to it.
+    device : optional
+        Where NumPy inputs go: a CUDA device number (``cupy``) or a
+        ``pyopencl.CommandQueue`` (``opencl``); default the backend's current device.
+        Device arrays are scanned where they are.
+    segmented : {"", "flags", "offsets", "rows"}
+        A segmented scan, its segments given per call (``flags=``, ``offsets=``,
+        ``row_len=``).
+    stats : bool
+        Count look-back events; each call then takes ``stats={}`` to fill.
+    **knobs
+        As in :func:`jitscan.scan`.
+
+    Returns
+    -------
+    PreparedScan
+        Callable as ``scan(x, out=None, *, flags=None, offsets=None, stats=None)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Everything a call could be refused for, except the array itself, is checked here.
+    """
+    return PreparedScan(
+        dtype,
+        op,
+        kind=kind,
+        variant=variant,
+        backend=backend,
+        device=device,
+        segmented=segmented,
+        stats=stats,
+        **knobs,
+    )
+
+
+__all__ = ["KNOBS", "PreparedScan", "check_knobs", "plan"]

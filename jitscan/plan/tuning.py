@@ -1,0 +1,212 @@
+"""Default tile shapes and knobs per device class.
+
+These are starting points chosen by reasoning about each class of device, not yet
+per-device measurements; every value can be overridden per call.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+
+from ..backends.base import DeviceInfo
+from ..dtypes import VECTOR_BYTES, DType
+from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
+from ..monoid import Monoid
+
+#: spins on one predecessor before the look-back variant declares a deadlock
+LOOKBACK_WATCHDOG = 1 << 20
+
+#: input sizes in bytes at which geometry() may change the tile shape or the look-back
+#: window: a prepared scan keeps one program per class it meets
+SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
+
+
+def size_class(nbytes: int) -> int:
+    """The class of an input of ``nbytes`` bytes: 0 up to 512 KiB, 1 up to 2 MiB, 2 up to 16 MiB, 3 above."""
+    return bisect_left(SIZE_BOUNDS, nbytes)
+
+
+def class_elements(cls: int, itemsize: int) -> int | None:
+    """A size (in elements) of class ``cls`` that geometry() treats like every size of it; None above."""
+    return SIZE_BOUNDS[cls] // itemsize if cls < len(SIZE_BOUNDS) else None
+
+
+def geometry(
+    info: DeviceInfo,
+    dtype: DType,
+    n: int | None = None,
+    segmented: str = "",
+    variant: str = "",
+    kind: str = "",
+) -> dict[str, int]:
+    """threads, vectors, vector_width, min_blocks and lookback_width for a device and element type.
+
+    Measured on an NVIDIA H100 (experiments/sweep.py, int32 at 2^28, fallback): 128
+    threads x 16 vectors of 16 bytes with room for 3 blocks per SM reached 95% of
+    memcpy, against 81-83% for 256-512 threads x 4-8 vectors. Many independent
+    16-byte loads per thread keep enough bytes in flight; more threads per SM did
+    not (register-limited to 2 blocks).
+    """
+    vector_width = VECTOR_BYTES // dtype.itemsize  # the widest accesses
+    min_blocks, window = 0, 0
+    if info.is_gpu and info.shuffle_width:
+        # NVIDIA through CUDA or OpenCL (PTX shuffles; min_blocks becomes .minnctapersm,
+        # see backends/opencl.py), or ROCm. On the H100 the same shapes won on both
+        # backends (OpenCL, experiments/seg_bench.py 28 opencl: flat 128 x 16 with 3 blocks
+        # 356.8 Ge/s against 288-320 for other shapes; segmented 128 x 4 with 8 blocks
+        # 262.5, 128 x 8 with 4 blocks 267.3, uncapped shapes 231-239).
+        # Below 2^19 bytes a launch is latency-bound: smaller tiles spread it wider. Up
+        # to 16 MiB most tiles start at once and wait on each other: 256 x 8 with 2
+        # blocks per SM finishes each tile sooner (experiments/mid_sweep.py, H100, int32:
+        # 217-220 Ge/s at 2^22 against 210-211 for 128 x 16 and 213-214 for CUB;
+        # 128 x 16 is ahead again from 2^23, 250 against 240-242)
+        nbytes = math.inf if n is None else n * dtype.itemsize  # unknown size: the large shape
+        if nbytes <= 1 << 19:
+            threads, vectors, min_blocks = 256, 4, 0
+        elif nbytes <= 1 << 24:
+            threads, vectors, min_blocks = 256, 8, 2
+            # above 2 MiB (64 tiles) tiles walk 40-100 predecessors: a window of four
+            # subgroups walked in parallel moves the walk further per trip to L2
+            # (experiments/window_sweep.py, H100, at 4-16 MiB: int32 1.045-1.084x the
+            # one-subgroup window, float32 1.031-1.072x, 64-bit 1.017-1.048x; at 1 MiB,
+            # 32 tiles, the one-subgroup window read 2.5-3% ahead)
+            window = 128 if nbytes > 1 << 21 else 0
+        else:
+            threads, vectors, min_blocks = 128, 16, 3
+        if segmented:
+            # 64 registers a thread, 1024 threads per SM measured best for every segmented
+            # mode (experiments/seg_bench.py, H100, 2^28): 128 x 4 with 8 blocks 290-291 Ge/s
+            # int32 + uint8 flags (256 x 4 with 4 blocks 283), 301 float32 rows by
+            # heads, 430 chained segmented_reduce; shapes with more registers per
+            # thread reached 160-275 on flags
+            threads, vectors, min_blocks, window = 128, 4, 8, 0
+        if segmented == "offsets" and kind == "reduce" and variant == "rts":
+            # no tile waits on another here, so registers buy loads in flight: 128 x 16
+            # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
+            # 522-529 for 256 x 8 and 478 for 256 x 4)
+            threads, vectors, min_blocks = 128, 16, 4
+    elif info.is_gpu:
+        threads, vectors = 128, 8
+    else:
+        # CPU (PoCL): one worker thread runs a whole workgroup; small groups keep the
+        # local-memory row scans cheap and leave many tiles to share out
+        threads, vectors = 64, 4
+    threads = min(threads, info.max_threads)
+    geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
+    return geo | {"lookback_width": lookback_window(info, threads, window)}
+
+
+def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
+    """Predecessors read per look-back step: one subgroup when it can shuffle (that window
+    is walked in registers), else 32 walked by one thread; ``wide`` asks for a window of
+    several subgroups walked in parallel, where the workgroup holds it."""
+    sg = info.shuffle_width or threads
+    if not info.shuffle_width:
+        return min(32, sg)
+    return wide if sg < wide <= threads else sg
+
+
+def default_spin_limit(info: DeviceInfo, variant: str) -> int:
+    """Default spin limit: a fallback trigger, or the look-back watchdog."""
+    if variant == "lookback":
+        return LOOKBACK_WATCHDOG
+    # H100 (experiments/spin_sweep.py): 0.4 spins per workgroup without blocking, and no
+    # false fallbacks at 16 (segmented: 0.003 per workgroup, at the same speed). A real
+    # stall holds its successors for the whole limit: with 1 in 512 workgroups never
+    # posting, 16 spins ran at 206 Ge/s against 152 for 32 and 100 for 64
+    return 16 if info.is_gpu else 64
+
+
+def spec_for(
+    info: DeviceInfo,
+    *,
+    variant: str,
+    dtype: DType,
+    monoid: Monoid,
+    kind: str = "inclusive",
+    tile_state: str | None = None,
+    lookback_width: int | None = None,
+    threads: int | None = None,
+    vectors: int | None = None,
+    vector_width: int | None = None,
+    min_blocks: int | None = None,
+    stats: bool = False,
+    n: int | None = None,
+    segmented: str = "",
+    row_tiles: bool = False,
+) -> ScanSpec:
+    """The program for one kind of call: device defaults, overridden by the caller's knobs.
+
+    ``n`` picks the size class (None: the largest inputs); ``kind`` matters only for a
+    reduction by offsets, which stages its tile. Knobs that do not affect a variant are
+    normalized away so that, for example, every ``rts`` call of one dtype and op shares
+    a compiled program.
+    """
+    geo = geometry(info, dtype, n, segmented, variant, kind)
+    if threads is not None:
+        geo["threads"] = threads
+    if vectors is not None:
+        geo["vectors"] = vectors
+    if vector_width is not None:
+        geo["vector_width"] = vector_width
+    if min_blocks is not None:
+        geo["min_blocks"] = min_blocks
+    if geo["threads"] > info.max_threads:
+        raise ValueError(f"threads={geo['threads']} exceeds the device's workgroup limit {info.max_threads}")
+    if dtype.name == "float64" and not info.fp64:
+        raise TypeError(f"device {info.name} has no float64 support")
+    sg = info.shuffle_width or geo["threads"]
+    chained = variant in CHAINED
+    if tile_state is None:
+        tile_state = "packed" if info.int64_atomics else "split"
+    check_choice("tile_state", tile_state, TILE_STATES)
+    if tile_state == "packed" and not info.int64_atomics and chained:
+        raise ValueError(
+            f"tile_state='packed' needs 64-bit atomics, which {info.name} lacks; use tile_state='split'"
+        )
+    if not chained:
+        tile_state, width, stats = "packed", 1, False
+    else:
+        width = lookback_width
+        if width is None:  # the size class's window, unless threads was overridden below it
+            width = lookback_window(info, geo["threads"], geo["lookback_width"])
+    return ScanSpec(
+        variant=variant,
+        dtype=dtype.name,
+        monoid=monoid,
+        threads=geo["threads"],
+        vectors=geo["vectors"],
+        vector_width=geo["vector_width"],
+        subgroup=sg,
+        shuffle=info.shuffle_width is not None,
+        tile_state=tile_state,
+        lookback_width=width,
+        stats=stats,
+        min_blocks=geo["min_blocks"],
+        segmented=segmented,
+        row_tiles=row_tiles,
+        stages_tile=segmented == "offsets" and kind == "reduce",
+    )
+
+
+def launch_for(
+    info: DeviceInfo,
+    *,
+    variant: str,
+    kind: str,
+    spin_limit: int | None = None,
+    simulate_blocking: int | None = None,
+) -> LaunchArgs:
+    """The launch arguments of one kind of call: the device's spin limit unless given."""
+    if simulate_blocking and variant == "lookback":
+        raise ValueError(
+            "simulated blocking with variant='lookback' would deadlock: look-back waits forever "
+            "for a tile that never posts (the kernel's watchdog would fire). Use variant='fallback'."
+        )
+    if variant not in CHAINED:
+        if simulate_blocking:
+            raise ValueError(f"simulated blocking applies to variants {CHAINED}, not {variant!r}")
+        return LaunchArgs(kind=kind)
+    spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
+    return LaunchArgs(kind=kind, spin_limit=spin, block_every=simulate_blocking or 0)

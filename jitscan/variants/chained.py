@@ -1,0 +1,130 @@
+"""Chained scans: one pass, tile aggregates passed on by decoupled look-back.
+
+``fallback`` (the default: a stalled predecessor is reduced by the waiting workgroup,
+so no forward-progress guarantee is needed) and ``lookback`` (waits; its spin limit is
+a watchdog that reports a deadlock instead of hanging) share one kernel,
+``js_chained`` in ``chained.c``, told apart by ``JS_FALLBACK``.
+
+Launch sequence: (offsets pre-pass,) one launch of ``js_chained`` over the tiles,
+with the scratch of ``tile_state.py``. A look-back launch with ``check`` reads the
+deadlock flag back (a synchronization); so does a counting one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..backends.base import Backend
+from ..errors import DeadlockError
+from ..kernels import tile_state
+from ..kernels.spec import LaunchArgs, ScanSpec
+from . import segments
+from .base import Bound, Variant
+
+KERNEL = "js_chained"
+
+
+class Epochs:
+    """The last epoch used on each scratch buffer (keyed by the buffer: a pointer or a runtime object)."""
+
+    def __init__(self) -> None:
+        self.last: dict[Any, int] = {}
+
+    def next(self, buf: Any, fresh: bool, limit: int) -> int:
+        """The epoch of the next launch on ``buf``; 0 asks the caller to zero the buffer first.
+
+        After a zeroing the caller launches with :meth:`restart`'s epoch.
+        """
+        epoch = 1 if fresh else self.last.get(buf, 0) + 1
+        if epoch > limit:
+            return 0
+        self.last[buf] = epoch
+        return epoch
+
+    def restart(self, buf: Any) -> int:
+        """The epoch after a zeroing of every word of ``buf``."""
+        self.last[buf] = 1
+        return 1
+
+    def forget(self, buf: Any) -> None:
+        """``buf`` was zeroed after an aborted launch: its next launch starts over."""
+        self.last[buf] = 0
+
+
+#: epochs of every chained scratch buffer in this process
+EPOCHS = Epochs()
+
+
+class Chained(Variant):
+    files = ("tile.h", "tile_state.h", "lookback.h", "chained.c")
+    signatures = {KERNEL: ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32", "u32")}
+    segmented_entries = (KERNEL,)
+
+    def __init__(self, name: str, fallback: bool) -> None:
+        self.name = name
+        self.fallback = fallback
+        self.defines = (f"#define JS_FALLBACK {int(fallback)}",)
+
+    def check(self, spec: ScanSpec) -> None:
+        if spec.segmented and not self.segments_ok:
+            raise ValueError(f"{self.name} has no segmented form")
+
+    def bind(self, spec: ScanSpec, backend: Backend, queue: Any) -> Bound:
+        bound = super().bind(spec, backend, queue)
+        return replace(bound, state=tile_state.of_spec(spec))
+
+    def run(
+        self,
+        bound: Bound,
+        queue: Any,
+        launch: LaunchArgs,
+        src: Any,
+        dst: Any,
+        n: int,
+        seg: segments.Segments,
+        check: bool = True,
+    ) -> dict[str, int] | None:
+        spec, b, prog = bound.spec, bound.backend, bound.program
+        in_buf, in_off = b.buffer(src)
+        out_buf, out_off = b.buffer(dst)
+        tiles = -(-n // spec.tile)
+        extra = (
+            segments.args(spec.segmented, b, prog, queue, spec.threads, seg, in_buf, tiles, n)
+            if spec.segmented
+            else ()
+        )
+        state = bound.state
+        ctrl, fresh = b.scratch(state.nbytes(tiles), queue, spec.tile_state)
+        epoch = EPOCHS.next(ctrl, fresh, state.epoch_limit)
+        if not epoch:
+            # every word, not just this launch's: a stale word of a higher epoch would
+            # win the atomic max against the restarted epochs
+            b.zero(ctrl, None, queue)
+            epoch = EPOCHS.restart(ctrl)
+        elif spec.stats:
+            b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
+        args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
+        prog.launch(KERNEL, tiles, [*args, launch.block_every, seg.row_tiles, *extra], queue)
+        if not ((check and not self.fallback) or spec.stats):
+            return None
+        words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
+        if words[tile_state.CTRL_DEADLOCK]:
+            # an aborted launch leaves the counter and flag set: clear before the next
+            b.zero(ctrl, None, queue)
+            EPOCHS.forget(ctrl)
+            raise DeadlockError(
+                f"look-back deadlock: a workgroup spun {launch.spin_limit} times on a predecessor "
+                "that never posted. This device gives no forward-progress guarantee; use "
+                "variant='fallback'."
+            )
+        if not spec.stats:
+            return None
+        first = tile_state.CTRL_STATS
+        out = {name: int(words[first + i]) for i, name in enumerate(tile_state.STAT_NAMES)}
+        out["tiles"] = tiles
+        return out
+
+
+FALLBACK = Chained("fallback", fallback=True)
+LOOKBACK = Chained("lookback", fallback=False)

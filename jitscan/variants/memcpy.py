@@ -1,0 +1,40 @@
+"""memcpy: the speed-of-light baseline. The scans' loads and stores, with no scan between them.
+
+Launch sequence: one launch of ``js_memcpy``, a workgroup per tile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kernels.spec import LaunchArgs
+from . import segments
+from .base import Bound, Variant
+
+KERNEL = "js_memcpy"
+
+
+class Memcpy(Variant):
+    name = "memcpy"
+    files = ("tile.h", "memcpy.c")
+    signatures = {KERNEL: ("buf", "size", "buf", "size", "size")}
+    segments_ok = False
+
+    def run(
+        self,
+        bound: Bound,
+        queue: Any,
+        launch: LaunchArgs,
+        src: Any,
+        dst: Any,
+        n: int,
+        seg: segments.Segments,
+        check: bool = True,
+    ) -> None:
+        b = bound.backend
+        in_buf, in_off = b.buffer(src)
+        out_buf, out_off = b.buffer(dst)
+        bound.program.launch(KERNEL, -(-n // bound.spec.tile), [in_buf, in_off, out_buf, out_off, n], queue)
+
+
+MEMCPY = Memcpy()

@@ -1,0 +1,76 @@
+"""Reduce-then-scan: the multi-pass baseline, correct on any scheduler.
+
+Launch sequence: ``js_rts_reduce`` (one aggregate per tile into the spine) ->
+``js_rts_spine`` (one workgroup scans the spine) -> ``js_rts_scan`` (each tile scanned
+again, seeded from the spine). A reduction stops after the spine. A segmented
+reduction by offsets (``stages_tile``) stores whole segments in the tile pass, and a
+small fix-up, ``js_rts_seg_fixup``, completes those that cross tile edges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kernels.spec import LaunchArgs, ScanSpec
+from . import segments
+from .base import Bound, Variant
+
+REDUCE, SPINE, SCAN, FIXUP = "js_rts_reduce", "js_rts_spine", "js_rts_scan", "js_rts_seg_fixup"
+#: js_rts_reduce of a segmented reduction also takes (out, out_off, carry)
+STAGE_PARAMS = ("buf", "size", "buf")
+
+
+class ReduceThenScan(Variant):
+    name = "rts"
+    files = ("tile.h", "rts.c")
+    signatures = {
+        REDUCE: ("buf", "size", "size", "buf"),
+        SPINE: ("buf", "size", "buf", "size", "u32"),
+        SCAN: ("buf", "size", "buf", "size", "size", "buf", "u32"),
+    }
+    # the spine runs as one workgroup: no occupancy bound, every register
+    single = frozenset({SPINE})
+    segmented_entries = (REDUCE, SCAN)
+
+    def entries(self, spec: ScanSpec) -> dict[str, tuple[str, ...]]:
+        out = super().entries(spec)
+        if spec.stages_tile:
+            out[REDUCE] = self.signatures[REDUCE] + STAGE_PARAMS + segments.PARAMS[spec.segmented]
+            out[FIXUP] = ("buf", "buf", "buf", "size", "size", "buf")
+        return out
+
+    def run(
+        self,
+        bound: Bound,
+        queue: Any,
+        launch: LaunchArgs,
+        src: Any,
+        dst: Any,
+        n: int,
+        seg: segments.Segments,
+        check: bool = True,
+    ) -> None:
+        spec, b, prog = bound.spec, bound.backend, bound.program
+        in_buf, in_off = b.buffer(src)
+        out_buf, out_off = b.buffer(dst)
+        tiles = -(-n // spec.tile)
+        extra = segments.args(spec.segmented, b, prog, queue, spec.threads, seg, in_buf, tiles, n)
+        spine, _ = b.scratch(tiles * spec.element_bytes, queue, "spine")
+        stage: list[Any] = []
+        if spec.stages_tile:
+            carry, _ = b.scratch(tiles * spec.dtype_info.itemsize, queue, "carry")
+            stage = [out_buf, out_off, carry]
+        prog.launch(REDUCE, tiles, [in_buf, in_off, n, spine, *stage, *extra], queue)
+        prog.launch(SPINE, 1, [spine, tiles, out_buf, out_off, launch.kind_code], queue)
+        if spec.stages_tile:
+            # extra[1] is each tile's first segment, from the offsets pre-pass
+            prog.launch(
+                FIXUP, -(-tiles // spec.threads), [spine, carry, out_buf, out_off, tiles, extra[1]], queue
+            )
+        elif launch.kind != "reduce":
+            prog.launch(
+                SCAN, tiles, [in_buf, in_off, out_buf, out_off, n, spine, launch.kind_code, *extra], queue
+            )
+
+
+RTS = ReduceThenScan()

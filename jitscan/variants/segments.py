@@ -1,0 +1,103 @@
+"""Where segments start: the arguments the segmented forms of a variant take.
+
+Every segmented mode appends its own parameters (``JS_SEG_PARAMS`` in the dialect) to
+the entry points that load input; ``offsets`` also compiles two small kernels of
+``tile.h``: a pre-pass that finds each tile's first segment and the device-side
+check of offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.base import Backend, Program
+
+#: parameters appended per mode (the order of JS_SEG_PARAMS in kernels/dialect.py)
+PARAMS: dict[str, tuple[str, ...]] = {
+    "": (),
+    "flags": ("buf", "size"),  # head flags, row length 0
+    "rows": ("buf", "size"),  # an unused buffer, the row length
+    "offsets": ("buf", "buf", "size"),  # CSR offsets, each tile's first segment, nseg
+}
+
+#: the pre-pass of "offsets": each tile's first segment
+SEG_FIRST = "js_seg_first"
+#: "offsets" also checks device offsets where they are
+CHECK_OFFSETS = "js_check_offsets"
+#: extra entry points compiled per mode, with their argument kinds
+ENTRIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "": {},
+    "flags": {},
+    "rows": {},
+    "offsets": {SEG_FIRST: ("buf", "size", "size", "buf"), CHECK_OFFSETS: ("buf", "size", "size", "buf")},
+}
+
+
+@dataclass(frozen=True)
+class Segments:
+    """One call's segments: head flags, a row length, CSR offsets, or whole-tile rows.
+
+    ``heads`` is a contiguous uint8 device array at the start of its buffer (nonzero
+    at heads); ``offsets`` a contiguous uint64 device array likewise; ``row_tiles``
+    (plain chained scans of rows a whole number of tiles long) is the tiles per row.
+    """
+
+    heads: Any = None
+    row_len: int = 0
+    offsets: Any = None
+    row_tiles: int = 0
+
+    @property
+    def nseg(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+
+#: a plain scan
+NONE = Segments()
+
+
+def check_buffers(backend: Backend, seg: Segments) -> None:
+    """Heads and offsets are passed as bare buffers (no offset argument): they must start one."""
+    for name, arr in (("heads", seg.heads), ("offsets", seg.offsets)):
+        if arr is not None and (backend.buffer(arr)[1] or not backend.aligned(arr)):
+            raise ValueError(f"{name} must start an aligned device buffer")
+
+
+def args(
+    mode: str,
+    backend: Backend,
+    program: Program,
+    queue: Any,
+    threads: int,
+    seg: Segments,
+    in_buf: Any,
+    tiles: int,
+    n: int,
+) -> list[Any]:
+    """The mode's kernel arguments for one call of ``tiles`` tiles; runs the offsets pre-pass first."""
+    if not mode:
+        return []
+    if mode == "offsets":
+        off_buf = backend.buffer(seg.offsets)[0]
+        nseg = seg.nseg
+        first, _ = backend.scratch((tiles + 1) * 8, queue, "seg-first")
+        program.launch(SEG_FIRST, -(-(tiles + 1) // threads), [off_buf, nseg, n, first], queue)
+        return [off_buf, first, nseg]
+    # with row_len the heads buffer is never read; any buffer will do
+    heads = backend.buffer(seg.heads)[0] if seg.heads is not None else in_buf
+    return [heads, seg.row_len]
+
+
+def offsets_ok(backend: Backend, program: Program, queue: Any, threads: int, offsets: Any, n: int) -> bool:
+    """Whether contiguous uint64 device ``offsets`` start at 0, end at ``n`` and never decrease.
+
+    Runs on the device (``program`` must be compiled for ``offsets``) and reads back one word.
+    """
+    bad, _ = backend.scratch(4, queue, "offsets-check")
+    backend.zero(bad, 4, queue)
+    nseg = int(offsets.shape[0]) - 1
+    program.launch(
+        CHECK_OFFSETS, -(-(nseg + 1) // threads), [backend.buffer(offsets)[0], nseg, n, bad], queue
+    )
+    return int(backend.read_u32(bad, 1, queue)[0]) == 0

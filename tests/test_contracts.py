@@ -1,0 +1,264 @@
+"""Contracts between the C kernels and the Python that launches them, checked without a device.
+
+The C side is the rendered source (and ``kernels/src``); the Python side is each
+variant's entry points and signatures, the control-word layout of ``tile_state.py``,
+``KIND_CODES`` and the registry. A kernel compiled with parameters Python does not pass
+fails only at launch, on a device, or worse silently: these tests keep both in step.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from functools import cache
+
+import pytest
+from conftest import DTYPES
+
+from jitscan import backends, kernels, variants
+from jitscan.dtypes import lookup
+from jitscan.kernels import tile_state
+from jitscan.kernels.spec import CHAINED, KIND_CODES, SEGMENTED, TILE_STATES, ScanSpec
+from jitscan.monoid import resolve
+from jitscan.plan import tuning
+from jitscan.variants.chained import Chained
+
+#: each dialect with the backend whose typical device renders it
+DIALECTS = {backends.get(name).dialect: name for name in backends.names()}
+SOURCES = ("tile.h", "tile_state.h", "lookback.h", "chained.c", "rts.c", "memcpy.c")
+
+_CPP = shutil.which("cpp")
+_GCC = shutil.which("gcc")
+PREPROCESSOR = [_CPP] if _CPP else [_GCC, "-E"] if _GCC else None
+needs_cpp = pytest.mark.skipif(
+    PREPROCESSOR is None, reason="neither cpp nor gcc is installed to expand the kernels' #if and macros"
+)
+
+
+def spec_of(variant: str, dialect: str, kind: str = "inclusive", **knobs) -> ScanSpec:
+    info = backends.typical_device(DIALECTS[dialect])
+    knobs.setdefault("dtype", lookup("int32"))
+    return tuning.spec_for(info, variant=variant, kind=kind, monoid=resolve("add"), **knobs)
+
+
+def defines(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(.*?)[ \t]*$", text, re.M))
+
+
+def code_of(text: str) -> str:
+    """C text without its comments."""
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
+
+
+# -- (a) entry points and their parameters ---------------------------------------------
+
+
+def program_cases() -> list:
+    """Every program a variant compiles: each segmented mode it has, the staged reduction, rows."""
+    cases = []
+    for name, v in variants.REGISTRY.items():
+        for mode in SEGMENTED if v.segments_ok else ("",):
+            cases.append(pytest.param(name, mode, False, False, id=f"{name}-{mode or 'plain'}"))
+        if v.segments_ok:
+            cases.append(pytest.param(name, "offsets", True, False, id=f"{name}-offsets-stages_tile"))
+        if name in CHAINED:
+            cases.append(pytest.param(name, "", False, True, id=f"{name}-row_tiles"))
+    return cases
+
+
+@cache
+def compiled_kernels(source: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
+    """Entry point -> (declared JS_KERNEL_SINGLE, C parameters) of a rendered source, as compiled.
+
+    The preprocessor expands JS_SEG_PARAMS and settles every #if; the two entry-point
+    macros are renamed beforehand (outside directives), so that they survive expansion
+    and stay told apart (OpenCL defines one as the other).
+    """
+    lines = []
+    for line in source.splitlines():
+        if not line.lstrip().startswith("#"):
+            line = re.sub(r"\bJS_KERNEL_SINGLE\b", "JS_ENTRY_SINGLE", line)
+            line = re.sub(r"\bJS_KERNEL\b", "JS_ENTRY_KERNEL", line)
+        lines.append(line)
+    res = subprocess.run(
+        [*PREPROCESSOR, "-P", "-w", "-undef", "-x", "c", "-"],
+        input="\n".join(lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    found = re.findall(r"\bJS_ENTRY_(SINGLE|KERNEL)\s+void\s+(\w+)\s*\(([^)]*)\)", out)
+    # a kernel the pattern missed, or one declared without the dialect's macro
+    assert len(found) == len(re.findall(r"\bJS_ENTRY_(?:SINGLE|KERNEL)\b", out))
+    assert not re.search(r"\b__kernel\b|\b__global__\b", out), "a kernel not declared through JS_KERNEL"
+    kernels_ = {}
+    for macro, name, params in found:
+        assert name not in kernels_, f"{name} declared twice"
+        kernels_[name] = (macro == "SINGLE", tuple(" ".join(p.split()) for p in params.split(",")))
+    return kernels_
+
+
+def kind_of(param: str) -> str:
+    """The launch argument kind a C parameter takes: pointers are buffers, then by type."""
+    if "*" in param:
+        return "buf"
+    ctype = param.split()[-2]
+    return {"js_size": "size", "js_u32": "u32"}.get(ctype, f"unmapped C type {ctype!r}")
+
+
+def program(variant: str, mode: str, stages: bool, row_tiles: bool, dialect: str):
+    kind = "reduce" if stages else "inclusive"
+    spec = spec_of(variant, dialect, kind, segmented=mode, row_tiles=row_tiles)
+    assert spec.stages_tile == stages
+    v = variants.get(variant)
+    return spec, v, compiled_kernels(v.source(spec, dialect))
+
+
+@needs_cpp
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(("variant", "mode", "stages", "row_tiles"), program_cases())
+def test_the_kernels_compiled_are_exactly_the_entry_points_python_can_launch(
+    variant, mode, stages, row_tiles, dialect
+):
+    spec, v, compiled = program(variant, mode, stages, row_tiles, dialect)
+    assert sorted(compiled) == sorted(v.entries(spec))
+    assert sorted(v.build(spec).entries) == sorted(compiled)
+
+
+@needs_cpp
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(("variant", "mode", "stages", "row_tiles"), program_cases())
+def test_each_entry_points_c_parameters_map_one_to_one_onto_its_python_signature(
+    variant, mode, stages, row_tiles, dialect
+):
+    spec, v, compiled = program(variant, mode, stages, row_tiles, dialect)
+    entries = v.entries(spec)
+    for name, (_, params) in compiled.items():
+        assert tuple(kind_of(p) for p in params) == entries.get(name), f"{name}({', '.join(params)})"
+        if dialect == "opencl":
+            # a pointer parameter without an address space would be private memory
+            assert all("__global" in p for p in params if "*" in p), name
+
+
+@needs_cpp
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(("variant", "mode", "stages", "row_tiles"), program_cases())
+def test_the_single_workgroup_entry_points_are_exactly_those_declared_js_kernel_single(
+    variant, mode, stages, row_tiles, dialect
+):
+    spec, v, compiled = program(variant, mode, stages, row_tiles, dialect)
+    assert {name for name, (single, _) in compiled.items() if single} == v.single
+    assert v.build(spec).single == v.single
+
+
+# -- (b) the control words -----------------------------------------------------------
+
+
+def ctrl_defines() -> dict[str, int]:
+    return {k: int(v) for k, v in defines(kernels.read("tile.h")).items() if k.startswith("JS_CTRL_")}
+
+
+def test_the_control_word_layout_matches_tile_h():
+    ctrl = ctrl_defines()
+    assert ctrl["JS_CTRL_WORDS"] == tile_state.CTRL_WORDS
+    assert ctrl["JS_CTRL_TILE"] == tile_state.CTRL_TILE
+    assert ctrl["JS_CTRL_DEADLOCK"] == tile_state.CTRL_DEADLOCK
+    words = [v for k, v in ctrl.items() if k != "JS_CTRL_WORDS"]
+    assert len(set(words)) == len(words) and all(0 <= w < tile_state.CTRL_WORDS for w in words)
+
+
+def test_every_control_word_the_kernels_name_is_defined_in_tile_h():
+    used = {name for src in SOURCES for name in re.findall(r"\bJS_CTRL_\w+", code_of(kernels.read(src)))}
+    assert used <= set(ctrl_defines())
+
+
+def test_the_counters_are_reported_in_the_order_chained_c_adds_them_to_the_control_words():
+    updates = re.findall(r"JS_ATOMIC_ADD_U32\(ctrl \+ (JS_CTRL_\w+), st\.(\w+)\)", kernels.read("chained.c"))
+    ctrl = ctrl_defines()
+    assert [ctrl[define] for define, _ in updates] == [
+        tile_state.CTRL_STATS + i for i in range(len(tile_state.STAT_NAMES))
+    ]
+    for (define, field), name in zip(updates, tile_state.STAT_NAMES, strict=True):
+        # JS_CTRL_SPINS takes st.spins, reported as "spins" ("lookback_steps" counts st.steps)
+        assert define == f"JS_CTRL_{field.upper()}" and name.split("_")[-1] == field
+    assert tile_state.CTRL_STATS + len(tile_state.STAT_NAMES) <= tile_state.CTRL_WORDS
+
+
+def test_every_counter_the_kernel_keeps_is_added_to_the_control_words():
+    struct = re.search(r"typedef struct \{\s*js_u32 ([\w, ]+);\s*\} js_stats;", kernels.read("lookback.h"))
+    fields = [f.strip() for f in struct.group(1).split(",")]
+    added = re.findall(r"JS_ATOMIC_ADD_U32\(ctrl \+ JS_CTRL_\w+, st\.(\w+)\)", kernels.read("chained.c"))
+    assert sorted(added) == sorted(fields)
+
+
+# -- (c) kind codes --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("variant", variants.VARIANTS)
+def test_every_rendered_source_defines_the_kind_codes_python_passes(variant, dialect):
+    src = variants.get(variant).source(spec_of(variant, dialect), dialect)
+    codes = {
+        k.removeprefix("JS_KIND_").lower(): int(v)
+        for k, v in defines(src).items()
+        if k.startswith("JS_KIND_")
+    }
+    assert codes == KIND_CODES
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_kernels_compare_the_kind_only_through_its_js_kind_names(name):
+    code = code_of(kernels.read(name))
+    names = {f"JS_KIND_{kind.upper()}" for kind in KIND_CODES}
+    for m in re.finditer(r"\bkind\b", code):
+        before, after = code[: m.start()].rstrip(), code[m.end() :].lstrip()
+        if before.endswith("js_u32"):
+            continue  # the parameter
+        cmp = re.match(r"(==|!=)\s*(\w+)", after)
+        assert cmp and cmp.group(2) in names, f"{name}: kind used as {code[m.start() : m.end() + 30]!r}"
+    assert not re.search(r"\b\d+\s*[!=]=\s*kind\b", code)
+
+
+# -- (d) tile-state numbers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("encoding", TILE_STATES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_prelude_describes_the_descriptors_tile_state_py_sizes(dtype, encoding, dialect):
+    spec = spec_of("fallback", dialect, dtype=lookup(dtype), tile_state=encoding)
+    src = variants.get("fallback").source(spec, dialect)
+    d = defines(src)
+    ts = tile_state.of_spec(spec)
+    sw = re.search(r"^typedef (\w+) js_sw;", src, re.M).group(1)
+    word_bits = {"js_u32": 32, "js_u64": 64}[sw]
+    assert word_bits == 8 * ts.word_bytes
+    assert int(d["JS_NPARTS"]) == ts.parts
+    assert int(d["JS_PART_BITS"]) == ts.part_bits
+    assert ts.parts * ts.part_bits == 8 * lookup(dtype).itemsize
+    # the tag sits right above the value bits, with head and flag below the epoch
+    assert int(d["JS_FLAG_SHIFT"]) == ts.part_bits
+    low = re.search(r"tag = epoch << (\d+) \|", src)
+    assert low and re.search(rf"\(tag >> {low.group(1)}\) == epoch", src)
+    assert ts.epoch_limit == (1 << (word_bits - int(d["JS_FLAG_SHIFT"]) - int(low.group(1)))) - 1
+
+
+# -- (e) registry and JS_FALLBACK ------------------------------------------------------
+
+
+def test_the_chained_variants_are_exactly_those_whose_source_defines_js_fallback():
+    values = {}
+    for name, v in variants.REGISTRY.items():
+        src = v.source(spec_of(name, "cuda"), "cuda")
+        value = defines(src).get("JS_FALLBACK")
+        if value is not None:
+            values[name] = int(value)
+        else:
+            # read but never defined, #if JS_FALLBACK would quietly be 0
+            assert "JS_FALLBACK" not in code_of(src), name
+    assert set(values) == set(CHAINED)
+    assert values == {"fallback": 1, "lookback": 0}
+    assert {name for name, v in variants.REGISTRY.items() if isinstance(v, Chained)} == set(CHAINED)

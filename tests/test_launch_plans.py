@@ -1,0 +1,556 @@
+"""Launch plans of every variant, followed without a device through a recording backend.
+
+Which kernels a scan launches, over how many workgroups, with which arguments, and what
+it asks of its scratch buffers around them: the host half of each variant's protocol.
+The recording program also refuses any launch whose arguments do not match the kinds
+its Build declares for that entry point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from recording import GPU, Array, Buffer, Launch, RecordingBackend
+
+import jitscan
+from jitscan import backends, variants
+from jitscan.dtypes import lookup
+from jitscan.kernels import tile_state
+from jitscan.kernels.spec import CHAINED, KIND_CODES, KINDS, LaunchArgs, ScanSpec
+from jitscan.monoid import resolve
+from jitscan.plan import tuning
+from jitscan.variants import chained, segments
+from jitscan.variants.chained import Epochs
+from jitscan.variants.rts import FIXUP, REDUCE, SCAN, SPINE
+from jitscan.variants.segments import NONE, SEG_FIRST, Segments
+
+#: element offsets of the input and output in their buffers: distinct, so a swap shows
+IN_OFF, OUT_OFF = 3, 5
+
+
+@pytest.fixture(autouse=True)
+def epochs(monkeypatch) -> Epochs:
+    # each test starts with no scratch buffer seen
+    fresh = Epochs()
+    monkeypatch.setattr(chained, "EPOCHS", fresh)
+    return fresh
+
+
+@pytest.fixture
+def rb() -> RecordingBackend:
+    return RecordingBackend()
+
+
+def spec_of(variant: str, dtype: str = "int32", kind: str = "inclusive", **knobs) -> ScanSpec:
+    return tuning.spec_for(
+        GPU, variant=variant, kind=kind, dtype=lookup(dtype), monoid=resolve("add"), **knobs
+    )
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class Plan:
+    """A variant bound on the recording backend, with input and output arrays at offsets."""
+
+    def __init__(self, rb: RecordingBackend, spec: ScanSpec, n: int, length: int | None = None) -> None:
+        self.rb, self.spec = rb, spec
+        self.variant = variants.get(spec.variant)
+        self.bound = self.variant.bind(spec, rb, rb.default_queue)
+        self.resize(n, length)
+
+    def resize(self, n: int, length: int | None = None) -> None:
+        self.n = n
+        self.src = Array((n,), self.spec.dtype, offset=IN_OFF)
+        self.dst = Array((n if length is None else length,), self.spec.dtype, offset=OUT_OFF)
+
+    def __call__(
+        self, launch: LaunchArgs | None = None, seg: Segments = NONE, check: bool = True
+    ) -> dict[str, int] | None:
+        launch = launch if launch is not None else LaunchArgs()
+        q = self.rb.default_queue
+        return self.variant.run(self.bound, q, launch, self.src, self.dst, self.n, seg, check)
+
+    @property
+    def ctrl(self) -> Buffer:
+        return self.rb.scratch_buffer(self.spec.tile_state)
+
+
+def epochs_launched(rb: RecordingBackend) -> list[int]:
+    # js_chained's arguments: in, in_off, out, out_off, n, ctrl, kind, epoch, ...
+    return [launch.args[7] for launch in rb.launches()]
+
+
+def around_launches(rb: RecordingBackend) -> list[tuple]:
+    """The zeroings, launches and read-backs, in order."""
+    return [e for e in rb.log if e[0] in ("zero", "launch", "read_u32")]
+
+
+# -- memcpy ------------------------------------------------------------------------------
+
+
+def test_memcpy_is_one_copy_launch_with_a_workgroup_per_tile(rb):
+    spec = spec_of("memcpy")
+    p = Plan(rb, spec, 3 * spec.tile + 1)
+    rb.clear()
+    assert p() is None
+    assert rb.launches() == [Launch("js_memcpy", 4, (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n))]
+    assert rb.calls() == ["buffer", "buffer", "launch"]
+
+
+# -- reduce-then-scan --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["inclusive", "exclusive"])
+def test_rts_scan_reduces_tiles_scans_the_spine_in_one_workgroup_then_scans_tiles_again(rb, kind):
+    spec = spec_of("rts", kind=kind)
+    p = Plan(rb, spec, 5 * spec.tile - 2)
+    p(LaunchArgs(kind))
+    spine, code = rb.scratch_buffer("spine"), KIND_CODES[kind]
+    assert rb.launches() == [
+        Launch(REDUCE, 5, (p.src.buf, IN_OFF, p.n, spine)),
+        Launch(SPINE, 1, (spine, 5, p.dst.buf, OUT_OFF, code)),
+        Launch(SCAN, 5, (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n, spine, code)),
+    ]
+
+
+def test_rts_reduction_stops_after_the_spine(rb):
+    spec = spec_of("rts", kind="reduce")
+    p = Plan(rb, spec, 9 * spec.tile, length=1)
+    p(LaunchArgs("reduce"))
+    spine = rb.scratch_buffer("spine")
+    assert rb.launches() == [
+        Launch(REDUCE, 9, (p.src.buf, IN_OFF, p.n, spine)),
+        Launch(SPINE, 1, (spine, 9, p.dst.buf, OUT_OFF, KIND_CODES["reduce"])),
+    ]
+
+
+@pytest.mark.parametrize("segmented", ["", "flags"])
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_rts_spine_holds_one_element_per_tile_a_pair_when_segmented(rb, dtype, segmented):
+    spec = spec_of("rts", dtype=dtype, segmented=segmented)
+    p = Plan(rb, spec, 11 * spec.tile)
+    heads = Array((p.n,), np.uint8)
+    p(seg=Segments(heads=heads) if segmented else NONE)
+    pair = 2 if segmented else 1
+    assert [e[:2] for e in rb.events("scratch")] == [("spine", 11 * pair * lookup(dtype).itemsize)]
+
+
+def test_rts_reduction_by_offsets_finds_first_segments_stages_tiles_and_fixes_up_what_crosses_them(rb):
+    spec = spec_of("rts", kind="reduce", segmented="offsets")
+    assert spec.stages_tile
+    # more tiles than threads, so that the pre-pass and the fix-up need several workgroups
+    tiles, nseg = 2 * spec.threads, 1000
+    p = Plan(rb, spec, tiles * spec.tile - 1, length=nseg)
+    offsets = Array((nseg + 1,), np.uint64)
+    p(LaunchArgs("reduce"), Segments(offsets=offsets))
+    first, spine, carry = (rb.scratch_buffer(slot) for slot in ("seg-first", "spine", "carry"))
+    src, dst, n = p.src.buf, p.dst.buf, p.n
+    assert rb.launches() == [
+        Launch(SEG_FIRST, ceil_div(tiles + 1, spec.threads), (offsets.buf, nseg, n, first)),
+        Launch(REDUCE, tiles, (src, IN_OFF, n, spine, dst, OUT_OFF, carry, offsets.buf, first, nseg)),
+        Launch(SPINE, 1, (spine, tiles, dst, OUT_OFF, KIND_CODES["reduce"])),
+        Launch(FIXUP, ceil_div(tiles, spec.threads), (spine, carry, dst, OUT_OFF, tiles, first)),
+    ]
+    itemsize = spec.dtype_info.itemsize
+    assert {e[0]: e[1] for e in rb.events("scratch")} == {
+        "seg-first": (tiles + 1) * 8,
+        "spine": tiles * 2 * itemsize,
+        "carry": tiles * itemsize,
+    }
+
+
+def test_rts_scan_by_offsets_runs_the_pre_pass_then_both_tile_passes_with_the_segments(rb):
+    spec = spec_of("rts", segmented="offsets")
+    assert not spec.stages_tile
+    p = Plan(rb, spec, 4 * spec.tile)
+    offsets = Array((8,), np.uint64)
+    p(seg=Segments(offsets=offsets))
+    first, spine = rb.scratch_buffer("seg-first"), rb.scratch_buffer("spine")
+    seg = (offsets.buf, first, 7)
+    assert rb.launches() == [
+        Launch(SEG_FIRST, 1, (offsets.buf, 7, p.n, first)),
+        Launch(REDUCE, 4, (p.src.buf, IN_OFF, p.n, spine, *seg)),
+        Launch(SPINE, 1, (spine, 4, p.dst.buf, OUT_OFF, KIND_CODES["inclusive"])),
+        Launch(SCAN, 4, (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n, spine, KIND_CODES["inclusive"], *seg)),
+    ]
+
+
+# -- chained -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+def test_chained_scan_is_one_launch_over_the_tiles_with_the_launch_arguments(rb, variant):
+    spec = spec_of(variant)
+    p = Plan(rb, spec, 7 * spec.tile + 1)
+    block_every = 9 if variant == "fallback" else 0
+    p(LaunchArgs("exclusive", spin_limit=77, block_every=block_every), check=False)
+    ctrl = p.ctrl
+    args = (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n, ctrl, KIND_CODES["exclusive"], 1, 77, block_every, 0)
+    assert rb.launches() == [Launch(chained.KERNEL, 8, args)]
+    assert [e[:2] for e in rb.events("scratch")] == [(spec.tile_state, tile_state.of_spec(spec).nbytes(8))]
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+def test_each_launch_on_one_scratch_takes_the_next_epoch_without_clearing_it(rb, variant):
+    p = Plan(rb, spec_of(variant), 1000)
+    for _ in range(3):
+        p(check=False)
+    assert epochs_launched(rb) == [1, 2, 3]
+    assert {launch.args[5] for launch in rb.launches()} == {p.ctrl}
+    assert rb.events("zero") == []
+
+
+def test_a_fresh_scratch_buffer_starts_again_at_epoch_one(rb):
+    p = Plan(rb, spec_of("fallback"), 1000)
+    p()
+    p()
+    old = p.ctrl
+    p.resize(1000 * p.spec.tile)  # needs a larger scratch buffer
+    p()
+    assert p.ctrl is not old
+    assert epochs_launched(rb) == [1, 2, 1]
+    assert [launch.args[5] for launch in rb.launches()] == [old, old, p.ctrl]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+@pytest.mark.parametrize("encoding", ["packed", "split"])
+def test_past_the_epoch_limit_the_whole_scratch_is_zeroed_and_epochs_restart_at_one(
+    rb, epochs, encoding, dtype
+):
+    spec = spec_of("fallback", dtype=dtype, tile_state=encoding)
+    limit = tile_state.of_spec(spec).epoch_limit
+    p = Plan(rb, spec, 1000)
+    p()
+    ctrl = p.ctrl
+    epochs.last[ctrl] = limit - 1  # as if limit - 1 launches had run on it
+    rb.clear()
+    p()
+    p()
+    p()
+    launches = rb.launches()
+    assert [launch.args[7] for launch in launches] == [limit, 1, 2]
+    # every word: a stale tag of a higher epoch would outrank the restarted ones
+    assert around_launches(rb) == [
+        ("launch", launches[0]),
+        ("zero", ctrl, None),
+        ("launch", launches[1]),
+        ("launch", launches[2]),
+    ]
+
+
+def test_split_descriptors_wrap_their_epoch_after_epoch_limit_launches(rb):
+    spec = spec_of("fallback", tile_state="split")
+    limit = tile_state.of_spec(spec).epoch_limit
+    assert limit == (1 << 13) - 1  # 16 tag bits: a 13-bit epoch above head and flag
+    p = Plan(rb, spec, 100)
+    for _ in range(limit + 1):
+        p()
+    assert epochs_launched(rb)[-2:] == [limit, 1]
+    assert rb.events("zero") == [(p.ctrl, None)]
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+def test_a_counting_scan_zeroes_its_counters_before_the_launch_and_reads_them_after(rb, variant):
+    spec = spec_of(variant, stats=True)
+    p = Plan(rb, spec, 6 * spec.tile)
+    p()
+    words = [0] * tile_state.CTRL_WORDS
+    for i in range(len(tile_state.STAT_NAMES)):
+        words[tile_state.CTRL_STATS + i] = 100 + i
+    rb.plant(spec.tile_state, words)
+    rb.clear()
+    counters = p()
+    ctrl = p.ctrl
+    assert around_launches(rb) == [
+        ("zero", ctrl, tile_state.CTRL_WORDS * 4),
+        ("launch", rb.launches()[0]),
+        ("read_u32", ctrl, tile_state.CTRL_WORDS),
+    ]
+    assert counters == {**{name: 100 + i for i, name in enumerate(tile_state.STAT_NAMES)}, "tiles": 6}
+
+
+def test_a_checked_lookback_reads_back_the_control_words_and_returns_nothing(rb):
+    p = Plan(rb, spec_of("lookback"), 1000)
+    rb.clear()
+    assert p(check=True) is None
+    assert around_launches(rb) == [("launch", rb.launches()[0]), ("read_u32", p.ctrl, tile_state.CTRL_WORDS)]
+
+
+def test_a_planted_deadlock_flag_raises_and_zeroes_the_scratch_for_a_fresh_start(rb):
+    spec = spec_of("lookback")
+    p = Plan(rb, spec, 1000)
+    p()
+    p()
+    words = [0] * tile_state.CTRL_WORDS
+    words[tile_state.CTRL_DEADLOCK] = 1
+    rb.plant(spec.tile_state, words)
+    rb.clear()
+    with pytest.raises(jitscan.DeadlockError, match="variant='fallback'"):
+        p()
+    ctrl = p.ctrl
+    assert around_launches(rb) == [
+        ("launch", rb.launches()[0]),
+        ("read_u32", ctrl, tile_state.CTRL_WORDS),
+        ("zero", ctrl, None),
+    ]
+    # the aborted launch left the tile counter and the flag set; the zeroing cleared them
+    rb.planted.clear()
+    rb.clear()
+    assert p() is None
+    assert epochs_launched(rb) == [1]
+    assert rb.events("zero") == []
+
+
+def test_an_unchecked_lookback_reads_nothing_back(rb):
+    spec = spec_of("lookback")
+    p = Plan(rb, spec, 1000)
+    rb.plant(spec.tile_state, [0, 1])
+    assert p(check=False) is None
+    assert rb.events("read_u32") == []
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_fallback_without_stats_never_synchronizes(rb, check):
+    spec = spec_of("fallback")
+    p = Plan(rb, spec, 1000)
+    p()
+    # a fallback never waits, so a flag it could not have set is not even looked at
+    rb.plant(spec.tile_state, [0, 1])
+    rb.clear()
+    assert p(check=check) is None
+    assert rb.calls() == ["buffer", "buffer", "scratch", "launch"]
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+def test_row_tiles_reach_the_chained_kernel_as_its_last_argument(rb, variant):
+    spec = spec_of(variant, row_tiles=True)
+    p = Plan(rb, spec, 12 * spec.tile)
+    p(seg=Segments(row_tiles=4), check=False)
+    p(check=False)
+    assert [launch.args[-1] for launch in rb.launches()] == [4, 0]
+
+
+# -- segmented modes -----------------------------------------------------------------
+
+
+#: stands for the offsets pre-pass's scratch buffer (each tile's first segment) until it exists
+FIRST = object()
+
+
+def segments_of(mode: str, p: Plan) -> tuple[Segments, tuple]:
+    """One call's segments, and the arguments the segmented entry points should get for them."""
+    if mode == "flags":
+        heads = Array((p.n,), np.uint8)
+        return Segments(heads=heads), (heads.buf, 0)
+    if mode == "rows":
+        # the kernels never read the heads buffer then: the input stands in for it
+        return Segments(row_len=p.n // 4), (p.src.buf, p.n // 4)
+    offsets = Array((30,), np.uint64)
+    return Segments(offsets=offsets), (offsets.buf, FIRST, 29)
+
+
+@pytest.mark.parametrize("mode", ["flags", "rows", "offsets"])
+@pytest.mark.parametrize("variant", ["fallback", "lookback", "rts"])
+def test_segmented_entry_points_take_exactly_the_modes_arguments_last(rb, variant, mode):
+    spec = spec_of(variant, segmented=mode)
+    p = Plan(rb, spec, 8 * spec.tile)
+    seg, extra = segments_of(mode, p)
+    rb.clear()
+    p(seg=seg, check=False)
+    extra = tuple(rb.scratch_buffer("seg-first") if a is FIRST else a for a in extra)
+    v = p.variant
+    assert len(extra) == len(segments.PARAMS[mode])
+    launched = [launch.entry for launch in rb.launches()]
+    assert set(v.segmented_entries) <= set(launched)
+    assert (launched[0] == SEG_FIRST) == (mode == "offsets")
+    for launch in rb.launches():
+        own = v.signatures.get(launch.entry)
+        if launch.entry in v.segmented_entries:
+            assert launch.args[len(own) :] == extra, launch.entry
+        elif own is not None:
+            assert len(launch.args) == len(own), launch.entry
+
+
+def plan_cases() -> list[tuple[str, str, str, bool]]:
+    """(variant, kind, segmented mode, stats) for every kind of call a prepared scan can make."""
+    cases = []
+    for name, v in variants.REGISTRY.items():
+        for kind in KINDS:
+            for mode in segments.PARAMS if v.segments_ok else ("",):
+                # a reduction takes segments as offsets only; memcpy copies
+                if kind == "reduce" and (mode not in ("", "offsets") or name == "memcpy"):
+                    continue
+                for stats in (False, True) if name in CHAINED else (False,):
+                    cases.append((name, kind, mode, stats))
+    return cases
+
+
+@pytest.mark.parametrize(("variant", "kind", "mode", "stats"), plan_cases())
+def test_every_launch_names_an_entry_point_of_the_build_with_its_declared_argument_kinds(
+    rb, variant, kind, mode, stats
+):
+    spec = spec_of(variant, kind=kind, segmented=mode, stats=stats)
+    nseg = 17
+    p = Plan(rb, spec, 13 * spec.tile + 3, length=1 if kind == "reduce" and not mode else None)
+    if kind == "reduce" and mode:
+        p.resize(p.n, nseg)
+    seg = {
+        "": NONE,
+        "flags": Segments(heads=Array((p.n,), np.uint8)),
+        "rows": Segments(row_len=1),
+        "offsets": Segments(offsets=Array((nseg + 1,), np.uint64)),
+    }[mode]
+    p(LaunchArgs(kind), seg, check=True)  # the recording program raises on a mismatch
+    [(build, _)] = rb.builds
+    assert build.entries == p.variant.entries(spec)
+    assert {launch.entry for launch in rb.launches()} <= set(build.entries)
+    for launch in rb.launches():
+        if launch.entry in build.single:
+            assert launch.groups == 1, launch.entry
+
+
+def test_device_offsets_are_checked_by_one_launch_and_one_word_read_back(rb):
+    spec = spec_of("fallback", segmented="offsets")
+    bound = variants.get("fallback").bind(spec, rb, rb.default_queue)
+    offsets, n, nseg = Array((300,), np.uint64), 10_000, 299
+    q = rb.default_queue
+    assert segments.offsets_ok(rb, bound.program, q, spec.threads, offsets, n)
+    rb.plant("offsets-check", [1])
+    rb.clear()
+    assert not segments.offsets_ok(rb, bound.program, q, spec.threads, offsets, n)
+    bad = rb.scratch_buffer("offsets-check")
+    assert around_launches(rb) == [
+        ("zero", bad, 4),
+        (
+            "launch",
+            Launch(segments.CHECK_OFFSETS, ceil_div(nseg + 1, spec.threads), (offsets.buf, nseg, n, bad)),
+        ),
+        ("read_u32", bad, 1),
+    ]
+
+
+# -- prepared scans ------------------------------------------------------------------
+
+
+@pytest.fixture
+def registered(monkeypatch, rb) -> RecordingBackend:
+    monkeypatch.setitem(backends._BACKENDS, "recording", rb)
+    return rb
+
+
+def test_a_prepared_scan_compiles_once_per_size_class(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording")
+    small, also_small, large = (Array((n,), np.int32) for n in (1000, 1001, 10**8))
+    assert tuning.size_class(1000 * 4) == tuning.size_class(1001 * 4) != tuning.size_class(10**8 * 4)
+    scan(small)
+    scan(small)
+    scan(also_small)
+    assert len(rb.builds) == 1
+    scan(large)
+    scan(large)
+    assert len(rb.builds) == 2
+    (first, _), (second, _) = rb.builds
+    assert first.key != second.key
+
+
+def test_a_prepared_scan_compiles_once_per_device(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording")
+    other = rb.queue_for("device 1")
+    x, y = Array((1000,), np.int32), Array((1000,), np.int32)
+    for queue in (rb.default_queue, other, rb.default_queue, other):
+        scan.launch(x, y, 1000, queue=queue)
+    assert [(build.key, queue) for build, queue in rb.builds] == [
+        (rb.builds[0][0].key, rb.default_queue),
+        (rb.builds[0][0].key, other),
+    ]
+
+
+def test_a_prepared_scan_launches_into_the_out_array_it_is_given(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording")
+    x, y = Array((1000,), np.int32), Array((1000,), np.int32)
+    assert scan(x, out=y) is y
+    assert rb.launches()[-1].args[2] is y.buf
+
+
+def test_a_warm_call_is_one_allocation_and_one_launch(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording")
+    x = Array((1000,), np.int32)
+    scan(x)
+    rb.clear()
+    scan(x)
+    assert rb.calls() == ["queue_of", "empty", "buffer", "buffer", "scratch", "launch"]
+
+
+@pytest.mark.parametrize(
+    ("variant", "kind"),
+    [(v, "inclusive") for v in jitscan.VARIANTS] + [("fallback", "reduce"), ("rts", "reduce")],
+)
+def test_a_call_makes_the_same_backend_calls_at_any_size(registered, variant, kind):
+    rb = registered
+    scan = jitscan.plan("int32", kind=kind, variant=variant, backend="recording")
+    small, huge = Array((10,), np.int32), Array((10**9,), np.int32)
+    scan(small)  # compile both size classes
+    scan(huge)
+    plans = []
+    for x in (small, huge):
+        rb.clear()
+        scan(x)
+        plans.append((rb.calls(), [launch.entry for launch in rb.launches()]))
+    assert plans[0] == plans[1]
+    assert "program" not in plans[0][0]
+
+
+def test_device_offsets_are_checked_on_the_device_before_the_segmented_reduction(registered):
+    rb = registered
+    scan = jitscan.plan("int32", kind="reduce", backend="recording", segmented="offsets")
+    x, offsets = Array((50_000,), np.int32), Array((101,), np.int64)
+    scan(x, offsets=offsets)
+    rb.clear()
+    y = scan(x, offsets=offsets)
+    assert y.shape == (100,)
+    bad = rb.scratch_buffer("offsets-check")
+    launched = [launch.entry for launch in rb.launches()]
+    assert launched[0] == segments.CHECK_OFFSETS and SEG_FIRST in launched[1:]
+    # the check's one word comes back before the scan is enqueued
+    assert rb.events("read_u32") == [(bad, 1)]
+    assert [e[0] for e in around_launches(rb)][:3] == ["zero", "launch", "read_u32"]
+
+
+def test_device_offsets_that_fail_the_device_check_are_refused(registered):
+    rb = registered
+    scan = jitscan.plan("int32", kind="reduce", backend="recording", segmented="offsets")
+    rb.plant("offsets-check", [1])
+    with pytest.raises(ValueError, match="offsets"):
+        scan(Array((50_000,), np.int32), offsets=Array((101,), np.int64))
+    assert [launch.entry for launch in rb.launches()] == [segments.CHECK_OFFSETS]
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+def test_rows_of_whole_tiles_run_the_plain_chained_program_that_restarts_at_each_row(registered, variant):
+    rb = registered
+    scan = jitscan.plan("int32", variant=variant, backend="recording", segmented="rows")
+    tile = scan.spec(GPU, 0, row_tiles=True).tile  # of the smallest inputs, as these are
+    x, y = Array((8 * 3 * tile,), np.int32), Array((8 * (3 * tile + 8),), np.int32)
+    assert tuning.size_class(4 * x.size) == tuning.size_class(4 * y.size) == 0
+    scan(x, row_len=3 * tile)
+    scan(y, row_len=3 * tile + 8)  # not whole tiles: the segmented program, by row length
+    (plain, _), (by_rows, _) = rb.builds
+    assert (plain.key.row_tiles, plain.key.segmented) == (True, "")
+    assert (by_rows.key.row_tiles, by_rows.key.segmented) == (False, "rows")
+    whole, partial = rb.launches()
+    assert whole.args[-1] == 3
+    assert partial.args[-3:] == (0, y.buf, 3 * tile + 8)
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+def test_a_spin_limit_wider_than_the_kernels_32_bits_is_refused_when_the_scan_is_prepared(
+    registered, variant
+):
+    with pytest.raises(ValueError, match="spin_limit"):
+        jitscan.plan("int32", variant=variant, backend="recording", spin_limit=1 << 32)
