@@ -66,9 +66,10 @@ class _Entry:
 
 
 class _CudaProgram(Program):
-    def __init__(self, module: Any, build: Build, device: int) -> None:
+    def __init__(self, module: Any, build: Build, device: int, only_device: bool) -> None:
         self.module = module
         self.device = device
+        self.only_device = only_device  # the machine's one GPU: always the current device
         self.threads = build.threads
         self.kernels = {
             name: _Entry(module.get_function(name), len(sig)) for name, sig in build.entries.items()
@@ -80,7 +81,7 @@ class _CudaProgram(Program):
         e = self.kernels[entry]
         with self._lock:
             e.pack(e.view, 0, *args)  # buffers are device pointers (CupyBackend.buffer)
-            if cupy.cuda.runtime.getDevice() == self.device:
+            if self.only_device or cupy.cuda.runtime.getDevice() == self.device:
                 _launch(e.ptr, groups, 1, 1, self.threads, 1, 1, 0, queue.ptr, e.params_ptr, 0)
             else:
                 with cupy.cuda.Device(self.device):
@@ -254,7 +255,7 @@ class CupyBackend(Backend):
                     # aggregates in every inlined copy (see js_scan_tile)
                     module = cupy.RawModule(code=src, options=("--fmad=false",))
                     module.compile()
-                    prog = _CudaProgram(module, build, queue.device)
+                    prog = _CudaProgram(module, build, queue.device, self._devices == 1)
             except cupy.cuda.compiler.CompileException as exc:
                 raise CompileError(f"NVRTC build of the {build.what} failed:\n{exc}") from exc
             self._programs[key] = prog

@@ -105,7 +105,8 @@ class Chained(Variant):
         elif spec.stats:
             b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
         args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
-        prog.launch(KERNEL, tiles, [*args, launch.block_every, seg.row_tiles, *extra], queue)
+        args += (launch.block_every, seg.row_tiles, *extra)
+        prog.launch(KERNEL, tiles, args, queue)
         if not ((check and not self.fallback) or spec.stats):
             return None
         words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
