@@ -6,15 +6,16 @@ inclusive scan or copy of the backend's peers (:mod:`jitscan.bench.peers`) as a 
 calls it. For each, :func:`measure_calls` takes four figures (see
 :mod:`jitscan.bench.timing`):
 
-- ``host``: ``perf_counter`` around the Python call alone (nothing waits inside);
+- ``host``: ``perf_counter`` around the Python call alone (nothing waits inside), the
+  median of ``HOST_CALLS`` warm calls back to back;
 - ``isolated``: on an idle device, a mark before the call, the call, a mark after
-  it, one synchronization; the time between the marks;
+  it, one synchronization; the time between the marks (median of ``reps`` calls);
 - ``pipelined``: ``calls`` calls back to back, one synchronization; per call;
 - ``device``: device time, measured as for the variants (spin kernel first).
 
-Contenders take turns: every repetition measures each once, the order rotating by
-one each time, so that clock and thermal drift fall on all of them; the figures are
-medians over the repetitions.
+Contenders take turns in ``ROUNDS`` rounds, each measuring every contender's block of
+calls, the order rotating by one each round, so that clock and thermal drift fall on
+all of them; each figure is the median over the rounds.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ from .timing import Timer
 
 #: calls back to back in one pipelined measurement
 PIPELINE_CALLS = 50
+#: warm calls whose median is the host time of a call, per round
+HOST_CALLS = 100
+#: rounds in which the contenders take turns
+ROUNDS = 3
 #: the public call a user writes, and a prepared scan called directly
 CUMSUM = "jitscan.cumsum(x, out=y)"
 PREPARED = "jitscan.plan(...)(x, out=y)"
@@ -121,20 +126,25 @@ def measure_calls(
     samples: dict[str, dict[str, list[float]]] = {
         c.name: {figure: [] for figure in CALL_FIGURES} for c in found
     }
+    # Rounds: each contender's figures are measured as a block of warm calls (a user's
+    # loop calls the same function again and again; interleaving single calls of six
+    # libraries measured their cold caches instead, 2-3x the warm time), and the
+    # contenders take turns block by block, the order rotating each round, so that
+    # drift falls on all of them. Every figure is the median over the rounds.
     step = 0
-    for r in range(reps):
+    for r in range(ROUNDS):
         turn = found[r % len(found) :] + found[: r % len(found)]
         for c in turn:
-            host, isolated = timer.call(c.call, step)
-            samples[c.name]["host"].append(host)
-            samples[c.name]["isolated"].append(isolated)
-            step += 1
-        for c in turn:
+            samples[c.name]["host"].append(timer.host_per_call(c.call, HOST_CALLS, step))
+            step += HOST_CALLS
+            isolated = [timer.call(c.call, step + i)[1] for i in range(reps)]
+            samples[c.name]["isolated"].append(float(np.median(isolated)))
+            step += reps
             samples[c.name]["pipelined"].append(timer.pipelined(c.call, calls, step))
             step += calls
-        for c in turn:
-            samples[c.name]["device"] += timer.time(lambda i, c=c, s=step: c.call(s + i), 1, warmup=0)[2]
-            step += 1
+            device = timer.time(lambda i, c=c, s=step: c.call(s + i), max(3, reps // 4), warmup=0)[0]
+            samples[c.name]["device"].append(device)
+            step += reps
     results = []
     for c in found:
         for figure in CALL_FIGURES:

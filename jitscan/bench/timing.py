@@ -198,6 +198,24 @@ class Timer:
         end = self.mark()
         return t1 - t0, self.elapsed(start, end)
 
+    def host_per_call(self, fn: Callable[[int], Any], calls: int, first: int = 0, every: int = 20) -> float:
+        """Median ``perf_counter`` time of one call among ``calls`` warm calls back to back.
+
+        The host time a user's loop pays per call. A synchronization (not timed) every
+        ``every`` calls keeps the queue from filling, which would stall the calls
+        themselves.
+        """
+        self.sync()
+        times = []
+        for i in range(first, first + calls):
+            t0 = time.perf_counter()
+            fn(i)
+            times.append(time.perf_counter() - t0)
+            if (i - first) % every == every - 1:
+                self.sync()
+        self.sync()
+        return float(np.median(times))
+
     def pipelined(self, fn: Callable[[int], Any], calls: int, first: int = 0) -> float:
         """Seconds per call of ``fn(first) .. fn(first + calls - 1)`` back to back, one synchronization."""
         self.sync()
