@@ -484,7 +484,31 @@ def test_a_warm_call_is_one_allocation_and_one_launch(registered):
     scan(x)
     rb.clear()
     scan(x)
-    assert rb.calls() == ["queue_of", "empty", "buffer", "buffer", "scratch", "launch"]
+    assert rb.calls() == ["queue_of", "empty", "scratch", "buffer", "buffer", "launch"]
+
+
+@pytest.mark.parametrize("encoding", ["packed", "split"])
+def test_the_common_call_also_zeroes_the_scratch_and_restarts_epochs_past_the_limit(
+    registered, epochs, encoding
+):
+    # the prepared scan's common call takes its own short path through the chained variant
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording", tile_state=encoding)
+    x = Array((1000,), np.int32)
+    scan(x)
+    ctrl = rb.launches()[-1].args[5]
+    epochs.last[ctrl] = tile_state.of(encoding, 4).epoch_limit - 1
+    rb.clear()
+    for _ in range(3):
+        scan(x)
+    launches = rb.launches()
+    assert epochs_launched(rb) == [tile_state.of(encoding, 4).epoch_limit, 1, 2]
+    assert around_launches(rb) == [
+        ("launch", launches[0]),
+        ("zero", ctrl, None),
+        ("launch", launches[1]),
+        ("launch", launches[2]),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,16 @@ One concept per module: ``results`` (what was measured), ``inputs`` (the data),
 
 from __future__ import annotations
 
-from .calls import CUMSUM, JITSCAN_CALLS, PIPELINE_CALLS, PREPARED, Contender, contenders, measure_calls
+from .calls import (
+    CUMSUM,
+    CUMSUM_NEW,
+    JITSCAN_CALLS,
+    PIPELINE_CALLS,
+    PREPARED,
+    Contender,
+    contenders,
+    measure_calls,
+)
 from .cases import ALGORITHM, VARIANTS, Case, average_counters, measure_variant, prepare
 from .cub import cub_call
 from .files import CSV_FIELDS, write_csv, write_json
@@ -47,6 +56,7 @@ __all__ = [
     "CALL_FIGURES",
     "CSV_FIELDS",
     "CUMSUM",
+    "CUMSUM_NEW",
     "JITSCAN_CALLS",
     "LATENCY_DTYPES",
     "PAPER_SIZE",

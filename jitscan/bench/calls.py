@@ -40,9 +40,10 @@ HOST_CALLS = 100
 ROUNDS = 3
 #: the public call a user writes, and a prepared scan called directly
 CUMSUM = "jitscan.cumsum(x, out=y)"
+CUMSUM_NEW = "jitscan.cumsum(x)"
 PREPARED = "jitscan.plan(...)(x, out=y)"
 #: the jitscan calls, in the order tables show them
-JITSCAN_CALLS = (CUMSUM, PREPARED)
+JITSCAN_CALLS = (CUMSUM, CUMSUM_NEW, PREPARED)
 
 
 @dataclass
@@ -75,6 +76,8 @@ def contenders(
     p = plan(dtype, "add", backend=timer.name, device=timer.device)
     found = [
         Contender(CUMSUM, lambda i: cumsum(ins[i % len(ins)], out=out_cumsum), out_cumsum),
+        # allocates its result each call, as a user's plain call does
+        Contender(CUMSUM_NEW, lambda i: cumsum(ins[i % len(ins)])),
         Contender(PREPARED, lambda i: p(ins[i % len(ins)], out=out_prepared), out_prepared),
     ]
     if not peers:
@@ -157,6 +160,7 @@ def measure_calls(
 
 __all__ = [
     "CUMSUM",
+    "CUMSUM_NEW",
     "JITSCAN_CALLS",
     "PIPELINE_CALLS",
     "PREPARED",

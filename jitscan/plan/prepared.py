@@ -10,6 +10,7 @@ the same path.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from .. import backends, variants
@@ -112,6 +113,8 @@ class PreparedScan:
             self._variant.check(self.spec(info, cls))
         self._np = self.dtype.numpy
         self._itemsize = self.dtype.itemsize
+        #: tuning.SIZE_BOUNDS in elements: bisect_left(self._class_sizes, n) is n's size class
+        self._class_sizes = tuple(bound // self._itemsize for bound in tuning.SIZE_BOUNDS)
         self._plain = not segmented
         self._reduce = kind == "reduce"
         self._array_type = self.backend.array_type
@@ -140,7 +143,7 @@ class PreparedScan:
     def bound(self, queue: Any, n: int, row_tiles: bool = False) -> variants.Bound:
         """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use)."""
         cls = tuning.size_class(n * self._itemsize)
-        key = (queue, cls, row_tiles)
+        key = (queue, cls, True) if row_tiles else (queue, cls)
         bound = self._bounds.get(key)
         if bound is None:
             spec = self.spec(self.backend.device_info(queue), cls, row_tiles)
@@ -230,10 +233,10 @@ class PreparedScan:
                 dst = out
             else:
                 return self._call(x, out, None, None, 0, None)
-            bound = self._bounds.get((queue, tuning.size_class(n * self._itemsize), False))
+            bound = self._bounds.get((queue, bisect_left(self._class_sizes, n)))
             if bound is None:
                 bound = self.bound(queue, n)
-            self._variant.run(bound, queue, self.launch_args, x, dst, n, NONE, True)
+            self._variant.run_plain(bound, queue, self.launch_args, x, dst, n)
             return dst.reshape(()) if reduce and out is None else dst
         return self._call(x, out, flags, offsets, row_len, stats)
 

@@ -92,6 +92,13 @@ class Variant(ABC):
         """Compile (or fetch) ``spec``'s program for the queue's device."""
         return Bound(spec, backend, backend.program(self.build(spec), queue), self)
 
+    def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
+        """:meth:`run` of a plain scan (no segments), checked as ``run`` checks it: the common call.
+
+        Variants override it where a plain launch can skip ``run``'s general steps.
+        """
+        self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
+
     @abstractmethod
     def run(
         self,

@@ -74,6 +74,24 @@ class Chained(Variant):
         bound = super().bind(spec, backend, queue)
         return replace(bound, state=tile_state.of_spec(spec))
 
+    def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
+        if not self.fallback or bound.spec.stats or bound.spec.row_tiles:
+            # look-back reads its deadlock flag back; counting and rows take the long way
+            self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
+            return
+        b, state = bound.backend, bound.state
+        tiles = -(-n // bound.spec.tile)
+        ctrl, fresh = b.scratch(state.nbytes(tiles), queue, state.encoding)
+        epoch = EPOCHS.next(ctrl, fresh, state.epoch_limit)
+        if not epoch:
+            b.zero(ctrl, None, queue)  # every word, as in run()
+            epoch = EPOCHS.restart(ctrl)
+        in_buf, in_off = b.buffer(src)
+        out_buf, out_off = b.buffer(dst)
+        args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
+        args += (launch.block_every, 0)
+        bound.program.launch(KERNEL, tiles, args, queue)
+
     def run(
         self,
         bound: Bound,
@@ -95,7 +113,7 @@ class Chained(Variant):
             else ()
         )
         state = bound.state
-        ctrl, fresh = b.scratch(state.nbytes(tiles), queue, spec.tile_state)
+        ctrl, fresh = b.scratch(state.nbytes(tiles), queue, state.encoding)
         epoch = EPOCHS.next(ctrl, fresh, state.epoch_limit)
         if not epoch:
             # every word, not just this launch's: a stale word of a higher epoch would
