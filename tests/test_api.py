@@ -177,3 +177,105 @@ def test_device_dtype_conversion(backend, rng):
     host = random_input(rng, 5000, "int32")
     y = jitscan.cumsum(b.to_device(host, q), dtype="float64")
     np.testing.assert_array_equal(b.to_host(y), np.cumsum(host, dtype=np.float64))
+
+
+# -- prepared scans ------------------------------------------------------------------------
+
+
+def test_a_prepared_scan_takes_any_size_and_allocates_unless_given_out(backend, rng):
+    b, q = _device(backend)
+    scan = jitscan.plan("int32", "add", backend=backend)
+    for n in (1, 1000, 300_001):  # several size classes, one prepared scan
+        x = random_input(rng, n, "int32")
+        y = scan(b.to_device(x, q))
+        assert b.owns(y)
+        np.testing.assert_array_equal(b.to_host(y), np.cumsum(x, dtype=np.int32))
+        out = b.empty((n,), np.dtype(np.int32), q)
+        assert scan(b.to_device(x, q), out=out) is out
+        np.testing.assert_array_equal(b.to_host(out), np.cumsum(x, dtype=np.int32))
+    np.testing.assert_array_equal(scan(x), np.cumsum(x, dtype=np.int32))  # NumPy in, NumPy out
+
+
+def test_a_prepared_scan_checks_its_arguments_when_it_is_made():
+    with pytest.raises(ValueError, match="unknown op"):
+        jitscan.plan("int32", "sum")
+    with pytest.raises(TypeError, match="integer dtypes only"):
+        jitscan.plan("float32", "xor")
+    with pytest.raises(ValueError, match="simulated blocking"):
+        jitscan.plan("int32", variant="lookback", simulate_blocking=8)
+    with pytest.raises(TypeError, match="tuning knobs"):
+        jitscan.plan("int32", spinlimit=3)
+
+
+def test_a_segmented_prepared_scan_takes_its_segments_per_call(rng):
+    x = random_input(rng, 5000, "int32")
+    offs = np.array([0, 10, 10, 4000, 5000])
+    scan = jitscan.plan("int32", segmented="offsets")
+    assert_scan_equal(scan(x, offsets=offs), jitscan.segmented_cumsum(x, offsets=offs), x)
+    with pytest.raises(ValueError, match="offsets="):
+        scan(x)
+
+
+def test_calls_from_several_threads_on_one_queue_stay_correct(rng):
+    # threads share the queue's scratch buffer: each launch needs an epoch of its own
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = random_input(rng, 1 << 16, "int32")
+    want = np.cumsum(x, dtype=np.int32)
+
+    def work(_: int) -> bool:
+        return all(np.array_equal(jitscan.cumsum(x), want) for _ in range(25))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(4)))
+
+
+def test_a_reduction_of_nothing_fills_the_out_array_it_is_given():
+    out = np.array([7], np.int64)
+    assert jitscan.scan(np.zeros(0, np.int64), kind="reduce", out=out) is out
+    assert out[0] == 0
+
+
+def test_array_likes_with_their_own_dtype_are_scanned_as_numpy_would_see_them():
+    class Tensorish:  # a dtype NumPy cannot interpret, and __array__ (as a CPU tensor has)
+        dtype = "torch.int32"
+        shape = (4,)
+
+        def __array__(self, dtype=None, copy=None):
+            return np.arange(4, dtype=np.int32)
+
+    np.testing.assert_array_equal(jitscan.cumsum(Tensorish()), [0, 1, 3, 6])
+    memmap_like = np.arange(5, dtype=np.int32).view(np.recarray)  # an ndarray subclass
+    np.testing.assert_array_equal(jitscan.cumsum(memmap_like), [0, 1, 3, 6, 10])
+
+
+@pytest.mark.parametrize("kwargs", [{"device": None}, {"segmented": "flags"}, {"spinlimit": 3}])
+def test_public_functions_refuse_keywords_that_are_not_knobs(kwargs):
+    with pytest.raises(TypeError, match="tuning knobs"):
+        jitscan.cumsum(np.arange(4, dtype=np.int32), **kwargs)
+    with pytest.raises(TypeError, match="tuning knobs"):
+        jitscan.segmented_reduce(np.arange(4, dtype=np.int32), offsets=[0, 4], **kwargs)
+
+
+def test_a_new_thread_can_scan_device_arrays_made_elsewhere(backend, rng):
+    # the launch path makes no runtime call of its own before launching: a thread that
+    # has never touched the device must still have a context to launch in
+    import threading
+
+    b, q = _device(backend)
+    x = random_input(rng, 1 << 15, "int32")
+    dx, dy = b.to_device(x, q), b.empty((x.size,), np.dtype(np.int32), q)
+    jitscan.cumsum(dx, out=dy)  # prepared and compiled here
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            jitscan.cumsum(dx, out=dy)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
+    np.testing.assert_array_equal(b.to_host(dy), np.cumsum(x, dtype=np.int32))

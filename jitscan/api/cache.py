@@ -1,8 +1,10 @@
 """One prepared scan per call signature, so that a plain ``jitscan.cumsum(x)`` in a loop is fast.
 
 The key is what the call binds: the input's array type and dtype, the op, kind,
-variant, backend, result dtype, segmented mode, knobs, and whether it counts. NumPy
-inputs also key on ``$JITSCAN_BACKEND``, which picks their backend.
+variant, backend, result dtype, segmented mode, knobs, and whether it counts. Host
+inputs (always ``numpy.ndarray`` here: see :func:`as_array`) also key on
+``$JITSCAN_BACKEND``, which picks their backend. A device array's prepared scan is made
+on that array's device; it then scans arrays of any device of its backend.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import backends
 from ..monoid import Monoid
-from ..plan import PreparedScan, arrays
+from ..plan import PreparedScan, arrays, check_knobs
 
 #: prepared scans kept (the oldest is dropped beyond this)
 LIMIT = 256
@@ -44,6 +47,7 @@ def prepared(
     key: tuple = (type(x), x.dtype, op, kind, variant, backend, dtype, stats, segmented, *knobs.items())
     if type(x) is np.ndarray:
         key += (os.environ.get("JITSCAN_BACKEND"),)
+    # a call with an unknown keyword never gets here twice: _make raises before caching
     try:
         p = _PREPARED.get(key)
     except TypeError:  # an unhashable argument: prepare without keeping it
@@ -67,16 +71,39 @@ def _make(
     knobs: dict[str, Any],
     segmented: str,
 ) -> PreparedScan:
-    b, _ = arrays.pick_backend(x, backend)
+    check_knobs(knobs)  # only knobs: not the prepared scan's own arguments (device=, kind=, ...)
+    b, on_device = arrays.pick_backend(x, backend)
     rdt = arrays.result_dtype(np.dtype(x.dtype), dtype)
     return PreparedScan(
-        rdt.name, op, kind=kind, variant=variant, backend=b.name, segmented=segmented, stats=stats, **knobs
+        rdt.name,
+        op,
+        kind=kind,
+        variant=variant,
+        backend=b.name,
+        device=b.device_of(x) if on_device else None,
+        segmented=segmented,
+        stats=stats,
+        **knobs,
     )
 
 
 def as_array(x: Any) -> Any:
-    """``x`` itself if it has a dtype (a NumPy or device array), else ``numpy.asarray(x)``."""
-    return x if hasattr(x, "dtype") and hasattr(x, "shape") else np.asarray(x)
+    """``x`` itself if it is a ``numpy.ndarray`` or a backend's array, else ``numpy.asarray(x)``.
+
+    Subclasses of ndarray (memmap, masked arrays) and other array-likes (a CPU tensor)
+    become plain ndarrays, so that the cache keys see one host type.
+    """
+    if type(x) is np.ndarray or backends.for_array(x) is not None:
+        return x
+    return np.asarray(x)
+
+
+def is_device_type(t: type) -> bool:
+    """Whether ``t`` is the array type of one of jitscan's backends."""
+    return t in _DEVICE_TYPES
+
+
+_DEVICE_TYPES = frozenset(b.array_type for b in (backends.get(name) for name in backends.names()))
 
 
 def clear() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import backends, variants
 from ..dtypes import lookup
 from ..kernels.spec import KINDS, check_choice
@@ -13,7 +11,7 @@ from ..monoid import Monoid, resolve
 from ..plan import check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
-from .cache import as_array, prepared, shortcut
+from .cache import as_array, is_device_type, prepared, shortcut
 
 
 def scan(
@@ -48,8 +46,9 @@ def scan(
     dtype : dtype, optional
         Type of the result and of the arithmetic; default ``x.dtype``.
     out : array, optional
-        Where to write the result: shape ``(x.size,)`` (``x.shape`` with ``axis``), the
-        result dtype, and the input's array type.
+        Where to write the result: shape ``(x.size,)`` (``x.shape`` with ``axis``; ``(1,)``
+        for ``kind="reduce"``, which then returns ``out``), the result dtype, and the
+        input's array type.
     stats : dict, optional
         Chained variants only: filled with the look-back counters of this run
         (``spins``, ``lookback_steps``, ``fallbacks``, ``insertions``, ``tiles``).
@@ -130,8 +129,8 @@ def _running(op: str, name: str, doc: str) -> Any:
             try:
                 p = mine[type(x), x.dtype, exclusive]
             except (KeyError, AttributeError):
-                if not hasattr(x, "dtype") or type(x) is np.ndarray:
-                    # NumPy input also keys on $JITSCAN_BACKEND: the general cache knows how
+                if not is_device_type(type(x)):
+                    # host input also keys on $JITSCAN_BACKEND: the general cache knows how
                     return scan(x, op, kind=kind, out=out)
                 p = mine[type(x), x.dtype, exclusive] = prepared(x, op, kind, None, None, None, False, {})
             return p(x, out)

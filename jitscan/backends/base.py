@@ -113,6 +113,10 @@ class Backend(ABC):
     def queue_for(self, device: Any) -> Any:
         """The queue of a device as a user names it (None: the current or default one)."""
 
+    def device_of(self, x: Any) -> Any:
+        """How :meth:`queue_for` names the device an array of this backend lives on."""
+        return None
+
     @abstractmethod
     def device_info(self, queue: Any) -> DeviceInfo: ...
 
@@ -154,6 +158,10 @@ class Backend(ABC):
 
         Returns ``(buffer, fresh)``; a fresh buffer was just allocated and zeroed.
         """
+
+    def identity(self, buf: Any) -> Any:
+        """A hashable name of a scratch buffer that does not keep it alive."""
+        return buf
 
     @abstractmethod
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:

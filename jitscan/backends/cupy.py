@@ -65,6 +65,10 @@ class _Entry:
         self.pack = struct.Struct(f"<{nargs}Q").pack_into
 
 
+#: per thread: whether it has bound a CUDA context (see _CudaProgram.launch)
+_thread = threading.local()
+
+
 class _CudaProgram(Program):
     def __init__(self, module: Any, build: Build, device: int, only_device: bool) -> None:
         self.module = module
@@ -79,6 +83,11 @@ class _CudaProgram(Program):
 
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: CudaQueue) -> None:
         e = self.kernels[entry]
+        if not getattr(_thread, "has_context", False):
+            # cuLaunchKernel needs a current context, which a thread that has made no
+            # runtime call yet lacks; any runtime call binds the device's primary one
+            cupy.cuda.runtime.free(0)
+            _thread.has_context = True
         with self._lock:
             e.pack(e.view, 0, *args)  # buffers are device pointers (CupyBackend.buffer)
             if self.only_device or cupy.cuda.runtime.getDevice() == self.device:
@@ -138,6 +147,9 @@ class CupyBackend(Backend):
             raise BackendUnavailableError(self.unavailable_reason())
         device = x.device.id if self.owns(x) else cupy.cuda.runtime.getDevice()  # type: ignore[union-attr]
         return self.current_queue(device)
+
+    def device_of(self, x: Any) -> int:
+        return int(x.device.id)
 
     def queue_for(self, device: Any) -> CudaQueue:
         if not self.available():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -54,12 +55,16 @@ class _CLProgram(Program):
     def __init__(self, program: Any, build: Build) -> None:
         self.program = program
         self.local = (build.threads,)
+        # a kernel's arguments are state of the kernel object, shared by every queue of
+        # the context: setting them and enqueueing is one step
+        self._lock = threading.Lock()
         self.kernels = {name: getattr(program, name) for name in build.entries}
         for name, k in self.kernels.items():
             k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in build.entries[name]])
 
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
-        self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
+        with self._lock:
+            self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
 
 
 def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
@@ -173,6 +178,9 @@ class OpenCLBackend(Backend):
         """Make ``queue`` (a ``pyopencl.CommandQueue``) the one NumPy inputs go to."""
         self._queue = queue
 
+    def device_of(self, x: Any) -> Any:
+        return x.queue  # None for an array without one: the default queue
+
     def queue_for(self, device: Any) -> Any:
         if device is None:
             return self.default_queue()
@@ -230,13 +238,19 @@ class OpenCLBackend(Backend):
         return arr.get()
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any:
-        # results come from a memory pool per context: clCreateBuffer costs tens of
-        # microseconds to milliseconds a call on NVIDIA's driver, growing with the size
-        ctx = queue.context
-        pool = self._pools.get(ctx.int_ptr)
+        # results come from a memory pool per queue: clCreateBuffer costs tens of
+        # microseconds to milliseconds a call on NVIDIA's driver, growing with the size.
+        # Per queue, so that a block freed while its queue still reads it goes back to
+        # work ordered after that read. Like CuPy's pool it keeps freed blocks: free_pools()
+        pool = self._pools.get(queue.int_ptr)
         if pool is None:
-            pool = self._pools[ctx.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+            pool = self._pools[queue.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
         return cl_array.empty(queue, shape, dtype, allocator=pool)
+
+    def free_pools(self) -> None:
+        """Give the blocks the result pools hold back to the driver (as CuPy's ``free_all_blocks``)."""
+        for pool in self._pools.values():
+            pool.free_held()
 
     def contiguous(self, arr: Any) -> Any:
         if arr.flags.c_contiguous and self.aligned(arr):
@@ -292,6 +306,9 @@ class OpenCLBackend(Backend):
         self._scratch[key] = buf
         self.zero(buf, buf.size, queue)
         return buf, True
+
+    def identity(self, buf: Any) -> int:
+        return buf.int_ptr
 
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
         size = buf.size if nbytes is None else min(buf.size, -(-nbytes // 4) * 4)

@@ -52,7 +52,6 @@ class Input:
     data: Any  # contiguous, aligned 1-D device array of the scan's dtype; None when empty on the host
     n: int
     dtype: DType
-    shape: tuple[int, ...]
 
 
 def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = None) -> Input:
@@ -73,7 +72,7 @@ def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = 
     else:
         host = np.ascontiguousarray(np.ravel(x), dtype=dtype.numpy)
         data = b.to_device(host, queue) if n else None
-    return Input(b, queue, on_device, data, n, dtype, shape)
+    return Input(b, queue, on_device, data, n, dtype)
 
 
 def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: tuple[int, ...]) -> None:
@@ -93,17 +92,20 @@ def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: 
         raise ValueError("out= must be C-contiguous")
 
 
-def empty_result(inp: Input, out: Any, length: int = 0) -> Any:
+def empty_result(inp: Input, out: Any) -> Any:
     """The result of a scan of nothing (``out`` itself when given)."""
     if out is not None:
         return out
     if inp.on_device:
-        return inp.backend.empty((length,), inp.dtype.numpy, inp.queue)
-    return np.empty(length, inp.dtype.numpy)
+        return inp.backend.empty((0,), inp.dtype.numpy, inp.queue)
+    return np.empty(0, inp.dtype.numpy)
 
 
-def identity_result(inp: Input, value: np.generic, length: int | None) -> Any:
-    """``length`` copies of ``value`` (a 0-d result for None), on the input's side."""
+def identity_result(inp: Input, value: np.generic, length: int | None, out: Any = None) -> Any:
+    """``length`` copies of ``value`` (a 0-d result for None), on the input's side, or in ``out``."""
+    if out is not None:
+        out.fill(value)
+        return out
     host = np.array(value) if length is None else np.full(length, value, inp.dtype.numpy)
     if inp.on_device:
         return inp.backend.to_device(host, inp.queue)

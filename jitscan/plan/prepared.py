@@ -245,10 +245,7 @@ class PreparedScan:
         if stats is not None and not self.stats:
             raise ValueError("stats= needs a scan made with stats=True")
         b = self.backend
-        owner = backends.for_array(x)
-        if owner is not None and owner is not b:
-            raise ValueError(f"a {owner.name} array cannot be scanned with backend={b.name!r}")
-        on_device = owner is not None
+        _, on_device = arrays.pick_backend(x, b.name)  # raises for another backend's array
         inp = arrays.to_input(x, b, on_device, self.dtype, None if on_device else b.queue_for(self._device))
         seg, length, unchecked = self._segments(inp, flags, offsets, row_len)
         reduce = self.kind == "reduce"
@@ -257,12 +254,12 @@ class PreparedScan:
                 arrays.check_out(out, b, inp.on_device, self.dtype, (1,))
             if inp.n == 0:
                 ident = self.monoid.identity_for(self.dtype)
-                return arrays.identity_result(inp, ident, None if out is None else 1)
+                return arrays.identity_result(inp, ident, None if out is None else 1, out)
         else:
             arrays.check_out(out, b, inp.on_device, self.dtype, (length,))
             if inp.n == 0 or length == 0:
                 if reduce:  # a segmented reduction: the identity for every (empty) segment
-                    return arrays.identity_result(inp, self.monoid.identity_for(self.dtype), length)
+                    return arrays.identity_result(inp, self.monoid.identity_for(self.dtype), length, out)
                 return arrays.empty_result(inp, out)
         if unchecked is not None:  # offsets on the device: checked there, one word read back
             bound = self.bound(inp.queue, inp.n)
@@ -378,7 +375,7 @@ def plan(
     Returns
     -------
     PreparedScan
-        Callable as ``scan(x, out=None, *, flags=None, offsets=None, stats=None)``.
+        Callable as ``scan(x, out=None, *, flags=None, offsets=None, row_len=0, stats=None)``.
 
     Raises
     ------

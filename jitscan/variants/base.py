@@ -51,6 +51,8 @@ class Variant(ABC):
     segmented_entries: tuple[str, ...] = ()
     #: whether the variant has segmented forms
     segments_ok: bool = True
+    #: whether it scans independent rows of whole tiles (ScanSpec.row_tiles)
+    rows_ok: bool = False
     #: C defines the variant adds to the common prelude
     defines: tuple[str, ...] = ()
 
@@ -58,7 +60,7 @@ class Variant(ABC):
         """Raise ValueError for what the spec asks and this variant cannot do."""
         if spec.segmented and not self.segments_ok:
             raise ValueError(f"{self.name} has no segmented form")
-        if spec.row_tiles:
+        if spec.row_tiles and not self.rows_ok:
             raise ValueError(f"row_tiles applies to chained variants, not {self.name!r}")
 
     def entries(self, spec: ScanSpec) -> dict[str, tuple[str, ...]]:

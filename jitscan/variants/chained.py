@@ -12,6 +12,7 @@ deadlock flag back (a synchronization); so does a counting one.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from typing import Any
 
@@ -26,10 +27,16 @@ KERNEL = "js_chained"
 
 
 class Epochs:
-    """The last epoch used on each scratch buffer (keyed by the buffer: a pointer or a runtime object)."""
+    """The last epoch used on each scratch buffer, by the backend's name of the buffer.
+
+    ``lock`` is held from the choice of an epoch to the launch that uses it: threads
+    sharing a queue share its scratch buffer, and two launches with one epoch would read
+    each other's descriptors as their own.
+    """
 
     def __init__(self) -> None:
         self.last: dict[Any, int] = {}
+        self.lock = threading.Lock()
 
     def next(self, buf: Any, fresh: bool, limit: int) -> int:
         """The epoch of the next launch on ``buf``; 0 asks the caller to zero the buffer first.
@@ -60,37 +67,49 @@ class Chained(Variant):
     files = ("tile.h", "tile_state.h", "lookback.h", "chained.c")
     signatures = {KERNEL: ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32", "u32")}
     segmented_entries = (KERNEL,)
+    rows_ok = True
 
     def __init__(self, name: str, fallback: bool) -> None:
         self.name = name
         self.fallback = fallback
         self.defines = (f"#define JS_FALLBACK {int(fallback)}",)
 
-    def check(self, spec: ScanSpec) -> None:
-        if spec.segmented and not self.segments_ok:
-            raise ValueError(f"{self.name} has no segmented form")
-
     def bind(self, spec: ScanSpec, backend: Backend, queue: Any) -> Bound:
         bound = super().bind(spec, backend, queue)
         return replace(bound, state=tile_state.of_spec(spec))
 
-    def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
-        if not self.fallback or bound.spec.stats or bound.spec.row_tiles:
-            # look-back reads its deadlock flag back; counting and rows take the long way
-            self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
-            return
-        b, state = bound.backend, bound.state
-        tiles = -(-n // bound.spec.tile)
-        ctrl, fresh = b.scratch(state.nbytes(tiles), queue, state.encoding)
-        epoch = EPOCHS.next(ctrl, fresh, state.epoch_limit)
-        if not epoch:
-            b.zero(ctrl, None, queue)  # every word, as in run()
-            epoch = EPOCHS.restart(ctrl)
+    def _launch(
+        self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int, tail: tuple
+    ) -> tuple[Any, int]:
+        """Scratch, epoch and the one launch; ``tail`` ends the arguments (row_tiles, segments).
+
+        Returns the scratch buffer and the tile count.
+        """
+        b, state, spec = bound.backend, bound.state, bound.spec
+        tiles = -(-n // spec.tile)
         in_buf, in_off = b.buffer(src)
         out_buf, out_off = b.buffer(dst)
-        args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
-        args += (launch.block_every, 0)
-        bound.program.launch(KERNEL, tiles, args, queue)
+        with EPOCHS.lock:
+            ctrl, fresh = b.scratch(state.nbytes(tiles), queue, state.encoding)
+            name = b.identity(ctrl)
+            epoch = EPOCHS.next(name, fresh, state.epoch_limit)
+            if not epoch:
+                # every word, not just this launch's: a stale word of a higher epoch would
+                # win the atomic max against the restarted epochs
+                b.zero(ctrl, None, queue)
+                epoch = EPOCHS.restart(name)
+            elif spec.stats:
+                b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
+            args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
+            args += (launch.block_every, *tail)
+            bound.program.launch(KERNEL, tiles, args, queue)
+        return ctrl, tiles
+
+    def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
+        if self.fallback and not bound.spec.stats:
+            self._launch(bound, queue, launch, src, dst, n, (0,))
+        else:  # look-back reads its deadlock flag back; counting reads its counters
+            self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
 
     def run(
         self,
@@ -103,35 +122,22 @@ class Chained(Variant):
         seg: segments.Segments,
         check: bool = True,
     ) -> dict[str, int] | None:
-        spec, b, prog = bound.spec, bound.backend, bound.program
-        in_buf, in_off = b.buffer(src)
-        out_buf, out_off = b.buffer(dst)
-        tiles = -(-n // spec.tile)
-        extra = (
-            segments.args(spec.segmented, b, prog, queue, spec.threads, seg, in_buf, tiles, n)
-            if spec.segmented
-            else ()
-        )
-        state = bound.state
-        ctrl, fresh = b.scratch(state.nbytes(tiles), queue, state.encoding)
-        epoch = EPOCHS.next(ctrl, fresh, state.epoch_limit)
-        if not epoch:
-            # every word, not just this launch's: a stale word of a higher epoch would
-            # win the atomic max against the restarted epochs
-            b.zero(ctrl, None, queue)
-            epoch = EPOCHS.restart(ctrl)
-        elif spec.stats:
-            b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
-        args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
-        args += (launch.block_every, seg.row_tiles, *extra)
-        prog.launch(KERNEL, tiles, args, queue)
+        spec, b = bound.spec, bound.backend
+        extra: tuple = ()
+        if spec.segmented:
+            tiles = -(-n // spec.tile)
+            in_buf = b.buffer(src)[0]
+            extra = tuple(
+                segments.args(spec.segmented, b, bound.program, queue, spec.threads, seg, in_buf, tiles, n)
+            )
+        ctrl, tiles = self._launch(bound, queue, launch, src, dst, n, (seg.row_tiles, *extra))
         if not ((check and not self.fallback) or spec.stats):
             return None
         words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
         if words[tile_state.CTRL_DEADLOCK]:
             # an aborted launch leaves the counter and flag set: clear before the next
             b.zero(ctrl, None, queue)
-            EPOCHS.forget(ctrl)
+            EPOCHS.forget(b.identity(ctrl))
             raise DeadlockError(
                 f"look-back deadlock: a workgroup spun {launch.spin_limit} times on a predecessor "
                 "that never posted. This device gives no forward-progress guarantee; use "

@@ -57,13 +57,6 @@ class Segments:
 NONE = Segments()
 
 
-def check_buffers(backend: Backend, seg: Segments) -> None:
-    """Heads and offsets are passed as bare buffers (no offset argument): they must start one."""
-    for name, arr in (("heads", seg.heads), ("offsets", seg.offsets)):
-        if arr is not None and (backend.buffer(arr)[1] or not backend.aligned(arr)):
-            raise ValueError(f"{name} must start an aligned device buffer")
-
-
 def args(
     mode: str,
     backend: Backend,
