@@ -108,7 +108,7 @@ class PreparedScan:
         self._program_knobs = {k: v for k, v in knobs.items() if k not in LAUNCH_KNOBS}
         self._specs: dict[tuple, ScanSpec] = {}
         self._bounds: dict[tuple, variants.Bound] = {}
-        # validate now, on the default device, every size class: calls then check nothing
+        # validate now, on the plan's device, every size class: calls then check nothing
         for cls in _CLASSES:
             self._variant.check(self.spec(info, cls))
         self._np = self.dtype.numpy
