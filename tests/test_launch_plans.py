@@ -416,10 +416,10 @@ def test_device_offsets_are_checked_by_one_launch_and_one_word_read_back(rb):
     bound = variants.get("fallback").bind(spec, rb, rb.default_queue)
     offsets, n, nseg = Array((300,), np.uint64), 10_000, 299
     q = rb.default_queue
-    assert segments.offsets_ok(rb, bound.program, q, spec.threads, offsets, n)
+    assert segments.offsets_ok(bound, q, offsets, n)
     rb.plant("offsets-check", [1])
     rb.clear()
-    assert not segments.offsets_ok(rb, bound.program, q, spec.threads, offsets, n)
+    assert not segments.offsets_ok(bound, q, offsets, n)
     bad = rb.scratch_buffer("offsets-check")
     assert around_launches(rb) == [
         ("zero", bad, 4),

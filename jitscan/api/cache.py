@@ -47,35 +47,14 @@ def prepared(
     key: tuple = (type(x), x.dtype, op, kind, variant, backend, dtype, stats, segmented, *knobs.items())
     if type(x) is np.ndarray:
         key += (os.environ.get("JITSCAN_BACKEND"),)
-    # a call with an unknown keyword never gets here twice: _make raises before caching
     try:
-        p = _PREPARED.get(key)
-    except TypeError:  # an unhashable argument: prepare without keeping it
-        return _make(x, op, kind, variant, backend, dtype, stats, knobs, segmented)
-    if p is None:
-        p = _make(x, op, kind, variant, backend, dtype, stats, knobs, segmented)
-        if len(_PREPARED) >= LIMIT:
-            del _PREPARED[next(iter(_PREPARED))]
-        _PREPARED[key] = p
-    return p
-
-
-def _make(
-    x: Any,
-    op: str | Monoid,
-    kind: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    stats: bool,
-    knobs: dict[str, Any],
-    segmented: str,
-) -> PreparedScan:
+        return _PREPARED[key]
+    except (KeyError, TypeError) as miss:
+        keep = isinstance(miss, KeyError)  # TypeError: an unhashable argument, prepare without keeping
     check_knobs(knobs)  # only knobs: not the prepared scan's own arguments (device=, kind=, ...)
     b, on_device = arrays.pick_backend(x, backend)
-    rdt = arrays.result_dtype(np.dtype(x.dtype), dtype)
-    return PreparedScan(
-        rdt.name,
+    p = PreparedScan(
+        arrays.result_dtype(np.dtype(x.dtype), dtype).name,
         op,
         kind=kind,
         variant=variant,
@@ -85,6 +64,11 @@ def _make(
         stats=stats,
         **knobs,
     )
+    if keep:
+        if len(_PREPARED) >= LIMIT:
+            del _PREPARED[next(iter(_PREPARED))]
+        _PREPARED[key] = p
+    return p
 
 
 def as_array(x: Any) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -37,7 +38,7 @@ from .results import summary
 HOST_BUDGET_S = 3.0
 
 
-class Timer:
+class Timer(ABC):
     """Device timing, inputs and memory limits for one backend's default device.
 
     ``Timer("cupy")`` and ``Timer("opencl")`` make the backend's own timer (a
@@ -83,38 +84,39 @@ class Timer:
         self.info = self.backend.device_info(self.queue)
 
     # -- what each runtime provides ----------------------------------------------------
+    @abstractmethod
     def _make_queue(self) -> Any:
-        raise NotImplementedError
+        """Make the queue (stream) the timed work goes to."""
 
     @property
+    @abstractmethod
     def device(self) -> Any:
         """The timer's device as ``jitscan.plan(device=...)`` takes it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def memory_bytes(self) -> tuple[int, int]:
         """(global memory, largest single allocation) of the device, in bytes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def sync(self) -> None:
         """Wait for all work queued on the timer's queue (stream)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def mark(self) -> Any:
         """Queue a point in time (an event, a marker) behind everything queued so far."""
-        raise NotImplementedError
 
-    def submit(self) -> None:
+    def submit(self) -> None:  # noqa: B027 - an optional hook: nothing to do by default
         """Make sure what is queued starts without waiting for more (OpenCL: a flush)."""
 
+    @abstractmethod
     def elapsed(self, start: Any, end: Any) -> float:
         """Wait for ``end``; the seconds between two marks."""
-        raise NotImplementedError
 
+    @abstractmethod
     def spin(self) -> None:
         """Keep the device busy while the host queues the timed run (see :meth:`time`)."""
-        raise NotImplementedError
 
-    def _free(self) -> None:
+    def _free(self) -> None:  # noqa: B027 - an optional hook: nothing to do by default
         """Give back memory the runtime keeps after the inputs are dropped."""
 
     # -- memory ---------------------------------------------------------------------
@@ -291,7 +293,7 @@ class CudaTimer(Timer):
     def spin(self) -> None:
         self._spin((1,), (1,), (np.int64(200_000),))  # ~100 us at H100 clocks
 
-    def _free(self) -> None:
+    def _free(self) -> None:  # noqa: B027 - an optional hook: nothing to do by default
         self.sync()
         self.cupy.get_default_memory_pool().free_all_blocks()
 
@@ -369,7 +371,7 @@ class OpenCLTimer(Timer):
     def mark(self) -> Any:
         return self.cl.enqueue_marker(self.queue)
 
-    def submit(self) -> None:
+    def submit(self) -> None:  # noqa: B027 - an optional hook: nothing to do by default
         self.queue.flush()
 
     def elapsed(self, start: Any, end: Any) -> float:

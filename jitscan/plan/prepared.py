@@ -16,7 +16,7 @@ from typing import Any
 from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
 from ..dtypes import lookup
-from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
+from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..monoid import Monoid, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuning
@@ -142,7 +142,7 @@ class PreparedScan:
 
     def bound(self, queue: Any, n: int, row_tiles: bool = False) -> variants.Bound:
         """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use)."""
-        cls = tuning.size_class(n * self._itemsize)
+        cls = self.size_class(n)
         key = (queue, cls, True) if row_tiles else (queue, cls)
         bound = self._bounds.get(key)
         if bound is None:
@@ -150,9 +150,13 @@ class PreparedScan:
             bound = self._bounds[key] = self._variant.bind(spec, self.backend, queue)
         return bound
 
+    def size_class(self, n: int) -> int:
+        """The size class (``tuning.size_class``) of ``n`` elements of this scan's dtype."""
+        return bisect_left(self._class_sizes, n)
+
     def source(self, n: int | None = None) -> str:
         """The generated source of the program that scans ``n`` elements (default: large inputs)."""
-        cls = _CLASSES[-1] if n is None else tuning.size_class(n * self._itemsize)
+        cls = _CLASSES[-1] if n is None else self.size_class(n)
         spec = self.spec(self.backend.device_info(self._queue), cls)
         return self._variant.source(spec, self.backend.dialect)
 
@@ -233,7 +237,7 @@ class PreparedScan:
                 dst = out
             else:
                 return self._call(x, out, None, None, 0, None)
-            bound = self._bounds.get((queue, bisect_left(self._class_sizes, n)))
+            bound = self._bounds.get((queue, self.size_class(n)))
             if bound is None:
                 bound = self.bound(queue, n)
             self._variant.run_plain(bound, queue, self.launch_args, x, dst, n)
@@ -248,7 +252,7 @@ class PreparedScan:
         _, on_device = arrays.pick_backend(x, b.name)  # raises for another backend's array
         inp = arrays.to_input(x, b, on_device, self.dtype, None if on_device else b.queue_for(self._device))
         seg, length, unchecked = self._segments(inp, flags, offsets, row_len)
-        reduce = self.kind == "reduce"
+        reduce = self._reduce
         if reduce and not self.segmented:
             if out is not None:
                 arrays.check_out(out, b, inp.on_device, self.dtype, (1,))
@@ -263,7 +267,7 @@ class PreparedScan:
                 return arrays.empty_result(inp, out)
         if unchecked is not None:  # offsets on the device: checked there, one word read back
             bound = self.bound(inp.queue, inp.n)
-            if not offsets_ok(b, bound.program, inp.queue, bound.spec.threads, unchecked, inp.n):
+            if not offsets_ok(bound, inp.queue, unchecked, inp.n):
                 arrays.check_offsets(offsets, inp.n)  # raises, naming the problem
                 raise ValueError("offsets failed the device check (values beyond int64?)")
         result = self._run(inp, seg, length, out, stats)
@@ -280,7 +284,7 @@ class PreparedScan:
         if not mode:
             if any(given.values()):
                 raise ValueError("flags=, offsets= and row_len= need a segmented scan (segmented=...)")
-            return NONE, 1 if self.kind == "reduce" else inp.n, None
+            return NONE, 1 if self._reduce else inp.n, None
         if not given[mode] or sum(given.values()) != 1:
             need = {"flags": "flags= (one per value)", "offsets": "offsets= (CSR, nseg + 1 entries)"}
             raise ValueError(
@@ -293,14 +297,14 @@ class PreparedScan:
                 raise ValueError(f"row_len={row_len} does not divide {inp.n} values")
             return Segments(row_len=row_len), inp.n, None
         dev, checked = arrays.device_offsets(offsets, inp)
-        length = inp.n if self.kind != "reduce" else int(dev.shape[0]) - 1
+        length = int(dev.shape[0]) - 1 if self._reduce else inp.n
         return Segments(offsets=dev), length, None if checked else dev
 
     def _run(self, inp: arrays.Input, seg: Segments, length: int, out: Any, stats: dict | None) -> Any:
         b, queue = inp.backend, inp.queue
-        if seg.row_len and self.variant in CHAINED:
+        if seg.row_len and self._variant.rows_ok:
             # rows of whole tiles need no heads: the plain chained scan restarts at each row
-            tile = self.spec(b.device_info(queue), tuning.size_class(inp.n * self._itemsize), True).tile
+            tile = self.spec(b.device_info(queue), self.size_class(inp.n), True).tile
             if seg.row_len % tile == 0:
                 seg = Segments(row_tiles=seg.row_len // tile)
         if inp.on_device:

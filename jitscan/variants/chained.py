@@ -79,14 +79,21 @@ class Chained(Variant):
         return replace(bound, state=tile_state.of_spec(spec))
 
     def _launch(
-        self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int, tail: tuple
-    ) -> tuple[Any, int]:
+        self,
+        bound: Bound,
+        queue: Any,
+        launch: LaunchArgs,
+        src: Any,
+        dst: Any,
+        n: int,
+        tiles: int,
+        tail: tuple,
+    ) -> Any:
         """Scratch, epoch and the one launch; ``tail`` ends the arguments (row_tiles, segments).
 
-        Returns the scratch buffer and the tile count.
+        Returns the scratch buffer.
         """
         b, state, spec = bound.backend, bound.state, bound.spec
-        tiles = -(-n // spec.tile)
         in_buf, in_off = b.buffer(src)
         out_buf, out_off = b.buffer(dst)
         with EPOCHS.lock:
@@ -103,11 +110,11 @@ class Chained(Variant):
             args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)
-        return ctrl, tiles
+        return ctrl
 
     def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
         if self.fallback and not bound.spec.stats:
-            self._launch(bound, queue, launch, src, dst, n, (0,))
+            self._launch(bound, queue, launch, src, dst, n, -(-n // bound.spec.tile), (0,))
         else:  # look-back reads its deadlock flag back; counting reads its counters
             self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
 
@@ -123,14 +130,9 @@ class Chained(Variant):
         check: bool = True,
     ) -> dict[str, int] | None:
         spec, b = bound.spec, bound.backend
-        extra: tuple = ()
-        if spec.segmented:
-            tiles = -(-n // spec.tile)
-            in_buf = b.buffer(src)[0]
-            extra = tuple(
-                segments.args(spec.segmented, b, bound.program, queue, spec.threads, seg, in_buf, tiles, n)
-            )
-        ctrl, tiles = self._launch(bound, queue, launch, src, dst, n, (seg.row_tiles, *extra))
+        tiles = -(-n // spec.tile)
+        extra = segments.args(bound, queue, seg, src, tiles, n)
+        ctrl = self._launch(bound, queue, launch, src, dst, n, tiles, (seg.row_tiles, *extra))
         if not ((check and not self.fallback) or spec.stats):
             return None
         words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)

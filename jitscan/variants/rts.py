@@ -54,7 +54,7 @@ class ReduceThenScan(Variant):
         in_buf, in_off = b.buffer(src)
         out_buf, out_off = b.buffer(dst)
         tiles = -(-n // spec.tile)
-        extra = segments.args(spec.segmented, b, prog, queue, spec.threads, seg, in_buf, tiles, n)
+        extra = segments.args(bound, queue, seg, src, tiles, n)
         spine, _ = b.scratch(tiles * spec.element_bytes, queue, "spine")
         stage: list[Any] = []
         if spec.stages_tile:

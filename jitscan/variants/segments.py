@@ -9,9 +9,10 @@ check of offsets.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backends.base import Backend, Program
+if TYPE_CHECKING:
+    from .base import Bound
 
 #: parameters appended per mode (the order of JS_SEG_PARAMS in kernels/dialect.py)
 PARAMS: dict[str, tuple[str, ...]] = {
@@ -57,40 +58,31 @@ class Segments:
 NONE = Segments()
 
 
-def args(
-    mode: str,
-    backend: Backend,
-    program: Program,
-    queue: Any,
-    threads: int,
-    seg: Segments,
-    in_buf: Any,
-    tiles: int,
-    n: int,
-) -> list[Any]:
+def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) -> list[Any]:
     """The mode's kernel arguments for one call of ``tiles`` tiles; runs the offsets pre-pass first."""
+    mode, backend = bound.spec.segmented, bound.backend
     if not mode:
         return []
     if mode == "offsets":
         off_buf = backend.buffer(seg.offsets)[0]
         nseg = seg.nseg
         first, _ = backend.scratch((tiles + 1) * 8, queue, "seg-first")
-        program.launch(SEG_FIRST, -(-(tiles + 1) // threads), [off_buf, nseg, n, first], queue)
+        groups = -(-(tiles + 1) // bound.spec.threads)
+        bound.program.launch(SEG_FIRST, groups, [off_buf, nseg, n, first], queue)
         return [off_buf, first, nseg]
-    # with row_len the heads buffer is never read; any buffer will do
-    heads = backend.buffer(seg.heads)[0] if seg.heads is not None else in_buf
-    return [heads, seg.row_len]
+    # with row_len the heads buffer is never read; the input's will do
+    return [backend.buffer(seg.heads if seg.heads is not None else src)[0], seg.row_len]
 
 
-def offsets_ok(backend: Backend, program: Program, queue: Any, threads: int, offsets: Any, n: int) -> bool:
+def offsets_ok(bound: Bound, queue: Any, offsets: Any, n: int) -> bool:
     """Whether contiguous uint64 device ``offsets`` start at 0, end at ``n`` and never decrease.
 
-    Runs on the device (``program`` must be compiled for ``offsets``) and reads back one word.
+    Runs on the device (``bound`` must be compiled for ``offsets``) and reads back one word.
     """
+    backend = bound.backend
     bad, _ = backend.scratch(4, queue, "offsets-check")
     backend.zero(bad, 4, queue)
     nseg = int(offsets.shape[0]) - 1
-    program.launch(
-        CHECK_OFFSETS, -(-(nseg + 1) // threads), [backend.buffer(offsets)[0], nseg, n, bad], queue
-    )
+    groups = -(-(nseg + 1) // bound.spec.threads)
+    bound.program.launch(CHECK_OFFSETS, groups, [backend.buffer(offsets)[0], nseg, n, bad], queue)
     return int(backend.read_u32(bad, 1, queue)[0]) == 0
