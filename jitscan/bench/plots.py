@@ -15,6 +15,22 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _size_panel(ax: Any, ylabel: str, title: str) -> None:
+    """Log-log axes of a quantity against the number of elements, with grid and legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("elements")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _hide_unused(axes: Any, used: int) -> None:
+    for ax in list(axes.flat)[used:]:
+        ax.set_visible(False)
+
+
 def plot_throughput(report: Report, path: str | os.PathLike) -> None:
     """PNG of throughput against size: one panel per backend and dtype, a line per algorithm.
 
@@ -47,15 +63,9 @@ def plot_throughput(report: Report, path: str | os.PathLike) -> None:
                 color=colors[name],
                 label=name if is_variant else f"{name} (peer)",
             )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("elements")
-        ax.set_ylabel("10^9 elements / s")
-        ax.set_title(f"{report.devices.get(backend, backend)} ({backend}), {dtype} inclusive sum", fontsize=9)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.set_visible(False)
+        device = report.devices.get(backend, backend)
+        _size_panel(ax, "10^9 elements / s", f"{device} ({backend}), {dtype} inclusive sum")
+    _hide_unused(axes, len(panels))
     fig.savefig(path, dpi=110)
 
 
@@ -145,15 +155,10 @@ def plot_latency(report: Report, path: str | os.PathLike) -> None:
                     color=colors[name],
                     label=name if figure == "isolated" else None,
                 )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("elements")
-        ax.set_ylabel("microseconds per call")
-        ax.set_title(f"{report.devices.get(backend, backend)} ({backend}), {dtype}", fontsize=9)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.set_visible(False)
+        _size_panel(
+            ax, "microseconds per call", f"{report.devices.get(backend, backend)} ({backend}), {dtype}"
+        )
+    _hide_unused(axes, len(panels))
     fig.suptitle("Per call: isolated (solid), pipelined (dashed), host time (dotted)", fontsize=10)
     fig.savefig(path, dpi=110)
 
