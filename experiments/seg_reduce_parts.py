@@ -41,9 +41,9 @@ def main() -> None:
     spec, prog, kind = bound.spec, bound.program, scan.launch_args.kind_code
     tiles = -(-n // spec.tile)
     # the scratch buffers of jitscan.variants.rts and .segments, as the whole call left them
-    first = b.scratch((tiles + 1) * 8, q, "seg-first")[0]
-    spine = b.scratch(tiles * spec.element_bytes, q, "spine")[0]
-    carry = b.scratch(tiles * spec.dtype_info.itemsize, q, "carry")[0]
+    first = b.scratch((tiles + 1) * 8, q, "seg-first").buf
+    spine = b.scratch(tiles * spec.element_bytes, q, "spine").buf
+    carry = b.scratch(tiles * spec.dtype_info.itemsize, q, "carry").buf
     seg = [offs, first, nseg]
     parts = {
         f"tile pre-pass ({SEG_FIRST})": lambda i: prog.launch(

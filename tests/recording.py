@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from jitscan.backends.base import Backend, Build, DeviceInfo, Program
+from jitscan.backends.base import Backend, Build, DeviceInfo, Program, Scratch
 
 #: a GPU as the tuning sees one: shuffles, 64-bit atomics, float64
 GPU = DeviceInfo(
@@ -144,7 +144,7 @@ class RecordingBackend(Backend):
         self.builds: list[tuple[Build, Queue]] = []
         #: words read_u32 returns from a scratch buffer of each slot (zeros elsewhere)
         self.planted: dict[str, np.ndarray] = {}
-        self._scratch: dict[tuple[Queue, str], Buffer] = {}
+        self._scratch: dict[tuple[Queue, str], Scratch] = {}
 
     # -- what a test reads ---------------------------------------------------------
     def launches(self) -> list[Launch]:
@@ -159,6 +159,10 @@ class RecordingBackend(Backend):
         return [e[1:] for e in self.log if e[0] == name]
 
     def scratch_buffer(self, slot: str, queue: Queue | None = None) -> Buffer:
+        return self.scratch_of(slot, queue).buf
+
+    def scratch_of(self, slot: str, queue: Queue | None = None) -> Scratch:
+        """The Scratch of a slot, as the variants hold it (its epoch included)."""
         return self._scratch[(queue or self.default_queue, slot)]
 
     def plant(self, slot: str, words: Sequence[int]) -> None:
@@ -213,13 +217,15 @@ class RecordingBackend(Backend):
         self.log.append(("buffer", arr.buf))
         return arr.buf, arr.offset
 
-    def scratch(self, nbytes: int, queue: Any, slot: str) -> tuple[Buffer, bool]:
-        buf = self._scratch.get((queue, slot))
-        fresh = buf is None or buf.nbytes < nbytes
+    def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
+        s = self._scratch.get((queue, slot))
+        if s is None:
+            s = self._scratch[(queue, slot)] = Scratch()
+        fresh = s.nbytes < nbytes
         if fresh:
-            buf = self._scratch[(queue, slot)] = Buffer(max(nbytes, 64), slot)
-        self.log.append(("scratch", slot, nbytes, buf, fresh))
-        return buf, fresh
+            s.replace(Buffer(max(nbytes, 64), slot), max(nbytes, 64))
+        self.log.append(("scratch", slot, nbytes, s.buf, fresh))
+        return s
 
     def zero(self, buf: Buffer, nbytes: int | None, queue: Any) -> None:
         self.log.append(("zero", buf, nbytes))

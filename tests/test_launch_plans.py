@@ -20,20 +20,11 @@ from jitscan.kernels.spec import CHAINED, KIND_CODES, KINDS, LaunchArgs, ScanSpe
 from jitscan.monoid import resolve
 from jitscan.plan import tuning
 from jitscan.variants import chained, segments
-from jitscan.variants.chained import Epochs
 from jitscan.variants.rts import FIXUP, REDUCE, SCAN, SPINE
 from jitscan.variants.segments import NONE, SEG_FIRST, Segments
 
 #: element offsets of the input and output in their buffers: distinct, so a swap shows
 IN_OFF, OUT_OFF = 3, 5
-
-
-@pytest.fixture(autouse=True)
-def epochs(monkeypatch) -> Epochs:
-    # each test starts with no scratch buffer seen
-    fresh = Epochs()
-    monkeypatch.setattr(chained, "EPOCHS", fresh)
-    return fresh
 
 
 @pytest.fixture
@@ -216,15 +207,13 @@ def test_a_fresh_scratch_buffer_starts_again_at_epoch_one(rb):
 
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
 @pytest.mark.parametrize("encoding", ["packed", "split"])
-def test_past_the_epoch_limit_the_whole_scratch_is_zeroed_and_epochs_restart_at_one(
-    rb, epochs, encoding, dtype
-):
+def test_past_the_epoch_limit_the_whole_scratch_is_zeroed_and_epochs_restart_at_one(rb, encoding, dtype):
     spec = spec_of("fallback", dtype=dtype, tile_state=encoding)
     limit = tile_state.of_spec(spec).epoch_limit
     p = Plan(rb, spec, 1000)
     p()
     ctrl = p.ctrl
-    epochs.last[ctrl] = limit - 1  # as if limit - 1 launches had run on it
+    rb.scratch_of(encoding).epoch = limit - 1  # as if limit - 1 launches had run on it
     rb.clear()
     p()
     p()
@@ -484,20 +473,18 @@ def test_a_warm_call_is_one_allocation_and_one_launch(registered):
     scan(x)
     rb.clear()
     scan(x)
-    assert rb.calls() == ["queue_of", "empty", "buffer", "buffer", "scratch", "launch"]
+    assert rb.calls() == ["queue_of", "empty", "buffer", "buffer", "launch"]
 
 
 @pytest.mark.parametrize("encoding", ["packed", "split"])
-def test_the_common_call_also_zeroes_the_scratch_and_restarts_epochs_past_the_limit(
-    registered, epochs, encoding
-):
+def test_the_common_call_also_zeroes_the_scratch_and_restarts_epochs_past_the_limit(registered, encoding):
     # the prepared scan's common call takes its own short path through the chained variant
     rb = registered
     scan = jitscan.plan("int32", backend="recording", tile_state=encoding)
     x = Array((1000,), np.int32)
     scan(x)
     ctrl = rb.launches()[-1].args[5]
-    epochs.last[ctrl] = tile_state.of(encoding, 4).epoch_limit - 1
+    rb.scratch_of(encoding).epoch = tile_state.of(encoding, 4).epoch_limit - 1
     rb.clear()
     for _ in range(3):
         scan(x)

@@ -79,12 +79,50 @@ class Build:
     single: frozenset[str] = frozenset()
 
 
+class Scratch:
+    """A device buffer that the launches on one queue reuse (see :meth:`Backend.scratch`).
+
+    Attributes
+    ----------
+    buf : Any
+        What kernels take: a new buffer each time it grows.
+    nbytes : int
+        Its size (0 before the first use).
+    epoch : int
+        Kept with the buffer by the launches that use it (the chained scans count their
+        launches here); 0 for a buffer just allocated, which is also zeroed.
+    """
+
+    __slots__ = ("buf", "nbytes", "epoch", "_owner")
+
+    def __init__(self) -> None:
+        self.buf: Any = None
+        self.nbytes = 0
+        self.epoch = 0
+        self._owner: Any = None
+
+    def replace(self, buf: Any, nbytes: int, owner: Any = None) -> None:
+        """Take a new, zeroed buffer (``owner`` keeps its memory alive); the old one is let go."""
+        self.buf, self.nbytes, self._owner, self.epoch = buf, nbytes, owner, 0
+
+
 class Program(ABC):
     """A compiled program on one device."""
 
     @abstractmethod
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
         """Enqueue ``groups`` workgroups of kernel ``entry`` on ``queue``; args are buffers and ints."""
+
+    def launcher(self, entry: str, queue: Any) -> Callable[..., None]:
+        """``fire(groups, *args)``: :meth:`launch` of one entry point on one queue, set up once.
+
+        The launcher keeps its own argument storage, so launchers may fire from several
+        threads at once; the calls of one launcher must not overlap (its owner
+        serializes them). Backends override this to do per call only the packing and
+        the enqueue.
+        """
+        launch = self.launch
+        return lambda groups, *args: launch(entry, groups, args, queue)
 
 
 class Backend(ABC):
@@ -142,26 +180,47 @@ class Backend(ABC):
         return True
 
     def ready(self, arr: Any) -> bool:
-        """Whether an array of this backend is C-contiguous and aligned: the kernels take it as it is.
-
-        Asked on every call of a prepared scan, so backends answer it as cheaply as they can.
-        """
+        """Whether an array of this backend is C-contiguous and aligned: the kernels take it as it is."""
         return bool(arr.flags.c_contiguous) and self.aligned(arr)
+
+    def operands(self, x: Any, out: Any, dtype: np.dtype, one: bool) -> tuple[Any, int, Any] | None:
+        """``(queue, n, dst)`` when a kernel can read ``x`` and write ``out`` as they are, else None.
+
+        The check of the common call, asked on every call of a prepared scan, so backends
+        answer it as cheaply as they can. It holds when ``x`` is a non-empty, ready
+        array of this backend and of ``dtype``, and ``out`` is None (``dst`` is then a
+        new array) or a ready, 1-D array of ``dtype`` that does not overlap ``x``, of
+        one element if ``one`` (a reduction), else of ``n = x.size``.
+        """
+        t = self.array_type
+        if type(x) is not t or x.dtype != dtype or not x.size or not self.ready(x):
+            return None
+        n = x.size
+        m = 1 if one else n
+        queue = self.queue_of(x)
+        if out is None:
+            return queue, n, self.empty((m,), dtype, queue)
+        if (
+            type(out) is not t
+            or out.dtype != dtype
+            or out.ndim != 1
+            or out.size != m
+            or not self.ready(out)
+            or self.shares_memory(out, x)
+        ):
+            return None
+        return queue, n, out
 
     @abstractmethod
     def buffer(self, arr: Any) -> tuple[Any, int]:
         """(buffer to pass to a kernel, offset in elements) of a contiguous array."""
 
     @abstractmethod
-    def scratch(self, nbytes: int, queue: Any, slot: str) -> tuple[Any, bool]:
-        """A device buffer of at least ``nbytes``, reused across calls per (queue, slot).
+    def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
+        """The :class:`Scratch` of (queue, slot), one object for good, its buffer at least ``nbytes``.
 
-        Returns ``(buffer, fresh)``; a fresh buffer was just allocated and zeroed.
+        A buffer too small is replaced by a new one, zeroed (its epoch 0).
         """
-
-    def identity(self, buf: Any) -> Any:
-        """A hashable name of a scratch buffer that does not keep it alive."""
-        return buf
 
     @abstractmethod
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Backend, Build, DeviceInfo, Program
+from .base import Backend, Build, DeviceInfo, Program, Scratch
 
 try:  # optional dependency
     import cupy
@@ -52,12 +52,13 @@ class _Entry:
     fraction of CuPy's per-argument conversion in ``RawKernel.__call__``.
     """
 
-    __slots__ = ("function", "ptr", "slots", "view", "params", "params_ptr", "pack")
+    __slots__ = ("function", "ptr", "nargs", "slots", "view", "params", "params_ptr", "pack")
 
     def __init__(self, function: Any, nargs: int) -> None:
         # RawModule.get_function gives a RawKernel, whose loaded cuda Function has the pointer
         self.function = getattr(function, "kernel", function)  # keeps the module alive
         self.ptr = self.function.ptr
+        self.nargs = nargs
         self.slots = np.zeros(max(nargs, 1), np.uint64)
         self.view = memoryview(self.slots).cast("B")
         self.params = self.slots.ctypes.data + 8 * np.arange(nargs, dtype=np.uint64)
@@ -65,8 +66,18 @@ class _Entry:
         self.pack = struct.Struct(f"<{nargs}Q").pack_into
 
 
-#: per thread: whether it has bound a CUDA context (see _CudaProgram.launch)
+#: per thread: whether it has bound a CUDA context (see _bind_context)
 _thread = threading.local()
+
+
+def _bind_context() -> None:
+    """Make the current device's primary context current on this thread, once per thread.
+
+    cuLaunchKernel needs a current context, which a thread that has made no runtime
+    call yet lacks; any runtime call binds the device's primary one.
+    """
+    cupy.cuda.runtime.free(0)
+    _thread.has_context = True
 
 
 class _CudaProgram(Program):
@@ -84,10 +95,7 @@ class _CudaProgram(Program):
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: CudaQueue) -> None:
         e = self.kernels[entry]
         if not getattr(_thread, "has_context", False):
-            # cuLaunchKernel needs a current context, which a thread that has made no
-            # runtime call yet lacks; any runtime call binds the device's primary one
-            cupy.cuda.runtime.free(0)
-            _thread.has_context = True
+            _bind_context()
         with self._lock:
             e.pack(e.view, 0, *args)  # buffers are device pointers (CupyBackend.buffer)
             if self.only_device or cupy.cuda.runtime.getDevice() == self.device:
@@ -95,6 +103,34 @@ class _CudaProgram(Program):
             else:
                 with cupy.cuda.Device(self.device):
                     _launch(e.ptr, groups, 1, 1, self.threads, 1, 1, 0, queue.ptr, e.params_ptr, 0)
+
+    def launcher(self, entry: str, queue: CudaQueue) -> Callable[..., None]:
+        shared = self.kernels[entry]
+        e = _Entry(shared.function, shared.nargs)  # its own argument block: no lock
+        pack, view, ptr, threads, params = e.pack, e.view, e.ptr, self.threads, e.params_ptr
+        stream, device, thread = queue.ptr, self.device, _thread
+        if self.only_device:
+
+            def fire(groups: int, *args: Any) -> None:
+                if not getattr(thread, "has_context", False):
+                    _bind_context()
+                pack(view, 0, *args)
+                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+
+        else:
+
+            def fire(groups: int, *args: Any) -> None:
+                if not getattr(thread, "has_context", False):
+                    _bind_context()
+                pack(view, 0, *args)
+                if cupy.cuda.runtime.getDevice() == device:
+                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+                else:
+                    with cupy.cuda.Device(device):
+                        _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+
+        fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
+        return fire
 
 
 class _NoArray:
@@ -110,7 +146,7 @@ class CupyBackend(Backend):
 
     def __init__(self) -> None:
         self._programs: dict[tuple, _CudaProgram] = {}
-        self._scratch: dict[tuple, Any] = {}
+        self._scratch: dict[tuple, Scratch] = {}
         self._sizes: dict[int, int] = {}  # bytes of each scratch allocation, by pointer
         self._info: dict[int, DeviceInfo] = {}
         self._queues: dict[tuple[int, int], CudaQueue] = {}
@@ -197,7 +233,7 @@ class CupyBackend(Backend):
         return cupy.asnumpy(arr)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: CudaQueue) -> Any:
-        if cupy.cuda.runtime.getDevice() == queue.device:
+        if self._devices == 1 or cupy.cuda.runtime.getDevice() == queue.device:
             return cupy.empty(shape, dtype)
         with cupy.cuda.Device(queue.device):
             return cupy.empty(shape, dtype)
@@ -219,22 +255,42 @@ class CupyBackend(Backend):
             # the flag itself: arr.flags builds a Flags object on every read
             return arr._c_contiguous and arr.data.ptr % VECTOR_BYTES == 0
 
+        def operands(self, x: Any, out: Any, dtype: np.dtype, one: bool) -> tuple[Any, int, Any] | None:
+            # Backend.operands in one function: this is most of a warm call's Python
+            if type(x) is not cupy.ndarray or x.dtype is not dtype or not x._c_contiguous:
+                return None  # built-in dtypes are singletons; any other takes the long way
+            n = x.size
+            at = x.data.ptr
+            if not n or at % VECTOR_BYTES:
+                return None
+            m = 1 if one else n
+            if out is None:
+                queue = self.queue_of(x)
+                return queue, n, self.empty((m,), dtype, queue)
+            if type(out) is not cupy.ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
+                return None
+            to = out.data.ptr
+            if not out._c_contiguous or to % VECTOR_BYTES or (to < at + x.nbytes and at < to + out.nbytes):
+                return None
+            return self.queue_of(x), n, out
+
     def buffer(self, arr: Any) -> tuple[int, int]:
         # kernels take raw device pointers (see _Entry); the array keeps the memory alive
         return arr.data.ptr, 0
 
-    def scratch(self, nbytes: int, queue: CudaQueue, slot: str) -> tuple[int, bool]:
-        """A device pointer; the backend keeps the allocation (one per device, stream and slot)."""
+    def scratch(self, nbytes: int, queue: CudaQueue, slot: str) -> Scratch:
         key = (queue.device, queue.ptr, slot)
-        held = self._scratch.get(key)
-        if held is not None and held.nbytes >= nbytes:
-            return held.data.ptr, False
-        with cupy.cuda.Device(queue.device):
-            held = cupy.empty(max(nbytes, 64), np.uint8)
-        self._scratch[key] = held
-        self._sizes[held.data.ptr] = held.nbytes
-        self.zero(held.data.ptr, None, queue)
-        return held.data.ptr, True
+        s = self._scratch.get(key)
+        if s is None:
+            s = self._scratch[key] = Scratch()
+        if s.nbytes < nbytes:
+            with cupy.cuda.Device(queue.device):
+                held = cupy.empty(max(nbytes, 64), np.uint8)
+            # kernels take the device pointer; the array keeps the memory alive
+            s.replace(held.data.ptr, held.nbytes, held)
+            self._sizes[held.data.ptr] = held.nbytes
+            self.zero(s.buf, None, queue)
+        return s
 
     def zero(self, buf: int, nbytes: int | None, queue: CudaQueue) -> None:
         size = self._sizes[buf] if nbytes is None else nbytes

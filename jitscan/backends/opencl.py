@@ -6,14 +6,14 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Backend, Build, DeviceInfo, Program
+from .base import Backend, Build, DeviceInfo, Program, Scratch
 
 try:  # optional dependency
     import pyopencl as cl
@@ -58,13 +58,27 @@ class _CLProgram(Program):
         # a kernel's arguments are state of the kernel object, shared by every queue of
         # the context: setting them and enqueueing is one step
         self._lock = threading.Lock()
-        self.kernels = {name: getattr(program, name) for name in build.entries}
-        for name, k in self.kernels.items():
-            k.set_scalar_arg_dtypes([_ARG_DTYPES[a] for a in build.entries[name]])
+        self._signatures = {name: [_ARG_DTYPES[a] for a in sig] for name, sig in build.entries.items()}
+        self.kernels = {name: self._kernel(name) for name in build.entries}
+
+    def _kernel(self, entry: str) -> Any:
+        k = cl.Kernel(self.program, entry)
+        k.set_scalar_arg_dtypes(self._signatures[entry])
+        return k
 
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
         with self._lock:
             self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
+
+    def launcher(self, entry: str, queue: Any) -> Callable[..., None]:
+        kernel = self._kernel(entry)  # a kernel object of its own: its arguments are its own
+        local = self.local
+        width = local[0]
+
+        def fire(groups: int, *args: Any) -> None:
+            kernel(queue, (groups * width,), local, *args)
+
+        return fire
 
 
 def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
@@ -141,7 +155,7 @@ class OpenCLBackend(Backend):
     def __init__(self) -> None:
         self._queue: Any = None
         self._programs: dict[tuple, _CLProgram] = {}
-        self._scratch: dict[tuple, Any] = {}
+        self._scratch: dict[tuple, Scratch] = {}
         self._info: dict[Any, DeviceInfo] = {}
         self._utility: dict[tuple, Any] = {}
         self._available: bool | None = None
@@ -297,18 +311,16 @@ class OpenCLBackend(Backend):
             return None, 0
         return arr.base_data, arr.offset // itemsize
 
-    def scratch(self, nbytes: int, queue: Any, slot: str) -> tuple[Any, bool]:
+    def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
         key = (queue.int_ptr, slot)
-        buf = self._scratch.get(key)
-        if buf is not None and buf.size >= nbytes:
-            return buf, False
-        buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
-        self._scratch[key] = buf
-        self.zero(buf, buf.size, queue)
-        return buf, True
-
-    def identity(self, buf: Any) -> int:
-        return buf.int_ptr
+        s = self._scratch.get(key)
+        if s is None:
+            s = self._scratch[key] = Scratch()
+        if s.nbytes < nbytes:
+            buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
+            s.replace(buf, buf.size)
+            self.zero(buf, buf.size, queue)
+        return s
 
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
         size = buf.size if nbytes is None else min(buf.size, -(-nbytes // 4) * 4)

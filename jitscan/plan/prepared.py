@@ -108,6 +108,8 @@ class PreparedScan:
         self._program_knobs = {k: v for k, v in knobs.items() if k not in LAUNCH_KNOBS}
         self._specs: dict[tuple, ScanSpec] = {}
         self._bounds: dict[tuple, variants.Bound] = {}
+        #: the common call's launch functions (Variant.plain_launcher), by queue and size class
+        self._plain_launchers: dict[tuple, Any] = {}
         # validate now, on the plan's device, every size class: calls then check nothing
         for cls in _CLASSES:
             self._variant.check(self.spec(info, cls))
@@ -117,7 +119,6 @@ class PreparedScan:
         self._class_sizes = tuple(bound // self._itemsize for bound in tuning.SIZE_BOUNDS)
         self._plain = not segmented
         self._reduce = kind == "reduce"
-        self._array_type = self.backend.array_type
 
     # -- programs --------------------------------------------------------------------
     def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False) -> ScanSpec:
@@ -211,37 +212,18 @@ class PreparedScan:
         stats : dict, optional
             Filled with the look-back counters (a scan made with ``stats=True``).
         """
-        b = self.backend
-        if (
-            self._plain
-            and stats is None
-            and type(x) is self._array_type
-            and x.dtype is self._np  # built-in dtypes are singletons; any other goes the long way
-            and b.ready(x)
-            and x.size
-        ):
-            # the common call: a device array as the kernels take it
-            n = x.size
-            queue = b.queue_of(x)
-            reduce = self._reduce
-            if out is None:
-                dst = b.empty((1 if reduce else n,), self._np, queue)
-            elif (
-                type(out) is self._array_type
-                and out.dtype is self._np
-                and out.size == (1 if reduce else n)
-                and out.ndim == 1
-                and b.ready(out)
-                and not b.shares_memory(out, x)
-            ):
-                dst = out
-            else:
-                return self._call(x, out, None, None, 0, None)
-            bound = self._bounds.get((queue, self.size_class(n)))
-            if bound is None:
-                bound = self.bound(queue, n)
-            self._variant.run_plain(bound, queue, self.launch_args, x, dst, n)
-            return dst.reshape(()) if reduce and out is None else dst
+        if self._plain and stats is None:
+            common = self.backend.operands(x, out, self._np, self._reduce)
+            if common is not None:  # a device array as the kernels take it
+                queue, n, dst = common
+                key = (queue, bisect_left(self._class_sizes, n))
+                go = self._plain_launchers.get(key)
+                if go is None:
+                    go = self._plain_launchers[key] = self._variant.plain_launcher(
+                        self.bound(queue, n), queue, self.launch_args
+                    )
+                go(x, dst, n)
+                return dst.reshape(()) if self._reduce and out is None else dst
         return self._call(x, out, flags, offsets, row_len, stats)
 
     def _call(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: int, stats: dict | None) -> Any:

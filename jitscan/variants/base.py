@@ -9,6 +9,7 @@ name through the registry in ``jitscan.variants``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,12 +95,18 @@ class Variant(ABC):
         """Compile (or fetch) ``spec``'s program for the queue's device."""
         return Bound(spec, backend, backend.program(self.build(spec), queue), self)
 
-    def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
-        """:meth:`run` of a plain scan (no segments), checked as ``run`` checks it: the common call.
+    def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[[Any, Any, int], None]:
+        """``go(src, dst, n)``: :meth:`run` of a plain scan (no segments, checked) on one queue.
 
-        Variants override it where a plain launch can skip ``run``'s general steps.
+        Made once per program and queue, then called on every common call, from any
+        thread. Variants override it where a plain launch can be set up ahead.
         """
-        self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
+        run, none = self.run, segments.NONE
+
+        def go(src: Any, dst: Any, n: int) -> None:
+            run(bound, queue, launch, src, dst, n, none, True)
+
+        return go
 
     @abstractmethod
     def run(

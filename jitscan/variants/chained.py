@@ -13,10 +13,11 @@ deadlock flag back (a synchronization); so does a counting one.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..backends.base import Backend
+from ..backends.base import Backend, Scratch
 from ..errors import DeadlockError
 from ..kernels import tile_state
 from ..kernels.spec import LaunchArgs, ScanSpec
@@ -26,41 +27,26 @@ from .base import Bound, Variant
 KERNEL = "js_chained"
 
 
-class Epochs:
-    """The last epoch used on each scratch buffer, by the backend's name of the buffer.
+#: held from the choice of an epoch to the launch that uses it: threads sharing a queue
+#: share its scratch buffer, and two launches with one epoch would read each other's
+#: descriptors as their own
+LOCK = threading.Lock()
 
-    ``lock`` is held from the choice of an epoch to the launch that uses it: threads
-    sharing a queue share its scratch buffer, and two launches with one epoch would read
-    each other's descriptors as their own.
+
+def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
+    """The epoch of the next launch on ``scratch`` (with ``LOCK`` held), zeroing it past ``limit``.
+
+    Descriptors are not cleared between launches: each launch tags its own with a new
+    epoch, and a new buffer (epoch 0) is zeroed.
     """
-
-    def __init__(self) -> None:
-        self.last: dict[Any, int] = {}
-        self.lock = threading.Lock()
-
-    def next(self, buf: Any, fresh: bool, limit: int) -> int:
-        """The epoch of the next launch on ``buf``; 0 asks the caller to zero the buffer first.
-
-        After a zeroing the caller launches with :meth:`restart`'s epoch.
-        """
-        epoch = 1 if fresh else self.last.get(buf, 0) + 1
-        if epoch > limit:
-            return 0
-        self.last[buf] = epoch
-        return epoch
-
-    def restart(self, buf: Any) -> int:
-        """The epoch after a zeroing of every word of ``buf``."""
-        self.last[buf] = 1
-        return 1
-
-    def forget(self, buf: Any) -> None:
-        """``buf`` was zeroed after an aborted launch: its next launch starts over."""
-        self.last[buf] = 0
-
-
-#: epochs of every chained scratch buffer in this process
-EPOCHS = Epochs()
+    epoch = scratch.epoch + 1
+    if epoch > limit:
+        # every word, not just this launch's: a stale word of a higher epoch would win
+        # the atomic max against the restarted epochs
+        b.zero(scratch.buf, None, queue)
+        epoch = 1
+    scratch.epoch = epoch
+    return epoch
 
 
 class Chained(Variant):
@@ -93,30 +79,43 @@ class Chained(Variant):
 
         Returns the scratch buffer.
         """
-        b, state, spec = bound.backend, bound.state, bound.spec
+        b, state = bound.backend, bound.state
         in_buf, in_off = b.buffer(src)
         out_buf, out_off = b.buffer(dst)
-        with EPOCHS.lock:
-            ctrl, fresh = b.scratch(state.nbytes(tiles), queue, state.encoding)
-            name = b.identity(ctrl)
-            epoch = EPOCHS.next(name, fresh, state.epoch_limit)
-            if not epoch:
-                # every word, not just this launch's: a stale word of a higher epoch would
-                # win the atomic max against the restarted epochs
-                b.zero(ctrl, None, queue)
-                epoch = EPOCHS.restart(name)
-            elif spec.stats:
+        with LOCK:
+            scratch = b.scratch(state.nbytes(tiles), queue, state.encoding)
+            epoch = next_epoch(b, scratch, queue, state.epoch_limit)
+            ctrl = scratch.buf
+            if bound.spec.stats:
                 b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
             args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)
         return ctrl
 
-    def run_plain(self, bound: Bound, queue: Any, launch: LaunchArgs, src: Any, dst: Any, n: int) -> None:
-        if self.fallback and not bound.spec.stats:
-            self._launch(bound, queue, launch, src, dst, n, -(-n // bound.spec.tile), (0,))
-        else:  # look-back reads its deadlock flag back; counting reads its counters
-            self.run(bound, queue, launch, src, dst, n, segments.NONE, True)
+    def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[[Any, Any, int], None]:
+        if not self.fallback or bound.spec.stats:
+            # look-back reads its deadlock flag back; counting reads its counters
+            return super().plain_launcher(bound, queue, launch)
+        # _launch of a plain scan, with what does not depend on the arrays looked up once
+        b, state, tile = bound.backend, bound.state, bound.spec.tile
+        buffer, nbytes, encoding, limit = b.buffer, state.nbytes, state.encoding, state.epoch_limit
+        kind, spin, every = launch.kind_code, launch.spin_limit, launch.block_every
+        scratch = b.scratch(0, queue, encoding)  # the queue's one Scratch of this encoding
+        fire = bound.program.launcher(KERNEL, queue)
+
+        def go(src: Any, dst: Any, n: int) -> None:
+            tiles = -(-n // tile)
+            in_buf, in_off = buffer(src)
+            out_buf, out_off = buffer(dst)
+            need = nbytes(tiles)
+            with LOCK:
+                if scratch.nbytes < need:
+                    b.scratch(need, queue, encoding)
+                epoch = next_epoch(b, scratch, queue, limit)
+                fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, kind, epoch, spin, every, 0)
+
+        return go
 
     def run(
         self,
@@ -138,8 +137,9 @@ class Chained(Variant):
         words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
         if words[tile_state.CTRL_DEADLOCK]:
             # an aborted launch leaves the counter and flag set: clear before the next
-            b.zero(ctrl, None, queue)
-            EPOCHS.forget(b.identity(ctrl))
+            with LOCK:
+                b.zero(ctrl, None, queue)
+                b.scratch(0, queue, bound.state.encoding).epoch = 0
             raise DeadlockError(
                 f"look-back deadlock: a workgroup spun {launch.spin_limit} times on a predecessor "
                 "that never posted. This device gives no forward-progress guarantee; use "

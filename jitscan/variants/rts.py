@@ -55,10 +55,10 @@ class ReduceThenScan(Variant):
         out_buf, out_off = b.buffer(dst)
         tiles = -(-n // spec.tile)
         extra = segments.args(bound, queue, seg, src, tiles, n)
-        spine, _ = b.scratch(tiles * spec.element_bytes, queue, "spine")
+        spine = b.scratch(tiles * spec.element_bytes, queue, "spine").buf
         stage: list[Any] = []
         if spec.stages_tile:
-            carry, _ = b.scratch(tiles * spec.dtype_info.itemsize, queue, "carry")
+            carry = b.scratch(tiles * spec.dtype_info.itemsize, queue, "carry").buf
             stage = [out_buf, out_off, carry]
         prog.launch(REDUCE, tiles, [in_buf, in_off, n, spine, *stage, *extra], queue)
         prog.launch(SPINE, 1, [spine, tiles, out_buf, out_off, launch.kind_code], queue)

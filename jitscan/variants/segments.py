@@ -66,7 +66,7 @@ def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) 
     if mode == "offsets":
         off_buf = backend.buffer(seg.offsets)[0]
         nseg = seg.nseg
-        first, _ = backend.scratch((tiles + 1) * 8, queue, "seg-first")
+        first = backend.scratch((tiles + 1) * 8, queue, "seg-first").buf
         groups = -(-(tiles + 1) // bound.spec.threads)
         bound.program.launch(SEG_FIRST, groups, [off_buf, nseg, n, first], queue)
         return [off_buf, first, nseg]
@@ -80,7 +80,7 @@ def offsets_ok(bound: Bound, queue: Any, offsets: Any, n: int) -> bool:
     Runs on the device (``bound`` must be compiled for ``offsets``) and reads back one word.
     """
     backend = bound.backend
-    bad, _ = backend.scratch(4, queue, "offsets-check")
+    bad = backend.scratch(4, queue, "offsets-check").buf
     backend.zero(bad, 4, queue)
     nseg = int(offsets.shape[0]) - 1
     groups = -(-(nseg + 1) // bound.spec.threads)
