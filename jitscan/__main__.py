@@ -7,9 +7,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
-from . import backends, bench
+from . import __version__, backends, bench
+from .bench.run import dtype_names
 from .errors import JitscanError
 
 
@@ -43,8 +45,17 @@ def _exponent(text: str) -> int:
     return _sizes(text)[0]
 
 
+def _version() -> str:
+    """The installed distribution's version; ``jitscan.__version__`` for a source tree on the path."""
+    try:
+        return metadata.version("jitscan")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jitscan", description="jitscan tools")
+    parser.add_argument("--version", action="version", version=f"jitscan {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser(
         "bench",
@@ -71,7 +82,10 @@ def _parser() -> argparse.ArgumentParser:
         "--dtypes",
         type=_names,
         default=None,
-        help="comma-separated (default: int32; with --latency on a GPU int32,float32,int64,float64)",
+        help=(
+            "comma-separated, of int32,uint32,int64,uint64,float32,float64 (default: int32; with "
+            "--latency on a GPU int32,float32,int64,float64)"
+        ),
     )
     b.add_argument(
         "--sizes",
@@ -205,6 +219,8 @@ def _write(what: str, path: str, writer: Callable[[bench.Report, str], None], re
 
 def bench_command(args: argparse.Namespace) -> int:
     """Run ``jitscan bench``; returns the exit status."""
+    if args.dtypes is not None:
+        args.dtypes = dtype_names(args.dtypes)  # int8 and the like: refused before anything starts
     names = _backend_names(args.backend)
     unknown = [v for v in args.variants if v not in bench.VARIANTS]
     if unknown:
@@ -265,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         try:
             return bench_command(args)
-        except (JitscanError, ValueError) as exc:  # an unknown or unavailable backend
+        except (JitscanError, ValueError) as exc:  # an unknown or unavailable backend, a dtype
             parser.exit(2, f"jitscan bench: {exc}\n")
     return 2  # pragma: no cover - argparse rejects unknown commands
 

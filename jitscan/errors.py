@@ -8,7 +8,12 @@ class JitscanError(RuntimeError):
 
 
 class CompileError(JitscanError, ValueError):
-    """A rendered kernel did not compile; the message holds the compiler's log."""
+    """A rendered kernel did not compile.
+
+    The message names the program, the compiler's first error and the generated line
+    it points at (for a user monoid, the line with its ``combine`` expression); the
+    whole compiler log is the exception's ``__cause__``.
+    """
 
 
 class DeadlockError(JitscanError):

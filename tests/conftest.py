@@ -17,6 +17,15 @@ OPS = ("add", "mul", "min", "max", "and", "or", "xor")
 FFILL = jitscan.Monoid("ffill", combine="b != 0 ? b : a", identity=0)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Fail on any warning from the OpenCL compiler: generated kernels must build cleanly."""
+    try:
+        import pyopencl  # noqa: F401 - only whether it is there
+    except ImportError:
+        return
+    config.addinivalue_line("filterwarnings", "error::pyopencl.CompilerWarning")
+
+
 def op_dtype_pairs() -> list[tuple[str, str]]:
     """Every built-in op with every dtype it applies to."""
     return [

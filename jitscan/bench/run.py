@@ -5,11 +5,32 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..dtypes import DTYPES
 from .calls import PIPELINE_CALLS
 from .cases import VARIANTS
 from .results import Report
 from .schedule import Plan, preset
 from .timing import Timer
+
+
+def dtype_names(dtypes: Iterable[str]) -> list[str]:
+    """The NumPy names of ``dtypes``; ValueError naming the supported ones for any other."""
+    names, refused = [], []
+    for d in dtypes:
+        try:
+            name = np.dtype(d).name
+        except TypeError:
+            name = None
+        if name in DTYPES:
+            names.append(name)
+        else:
+            refused.append(str(d))
+    if refused:
+        what = "dtypes" if len(refused) > 1 else "dtype"
+        raise ValueError(f"cannot bench {what} {', '.join(refused)}; supported dtypes: {', '.join(DTYPES)}")
+    return names
 
 
 def run(
@@ -75,7 +96,14 @@ def run(
     Returns
     -------
     Report
+
+    Raises
+    ------
+    ValueError
+        For a dtype jitscan does not scan (before anything is measured).
     """
+    if dtypes is not None:
+        dtypes = dtype_names(dtypes)
     names = [backend] if isinstance(backend, str) else list(backend)
     variants = list(variants)
     report = Report(devices={})

@@ -60,8 +60,12 @@ JS_KERNEL_SINGLE void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL
         run = have ? js_op(run, agg) : agg;
         have = 1;
     }
-    if (kind == JS_KIND_REDUCE && !JS_SEG_OFFSETS && JS_LID == 0)
+    /* a reduction by offsets stored its totals per segment (js_rts_seg_fixup). A
+     * preprocessor test, not a constant operand of &&, which clang warns about */
+#if !JS_SEG_OFFSETS
+    if (kind == JS_KIND_REDUCE && JS_LID == 0)
         out[out_off] = JS_VALUE_OF(run);
+#endif
 }
 
 /* 3. every tile scanned again, seeded with its prefix from the spine */

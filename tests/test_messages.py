@@ -1,0 +1,125 @@
+"""What users read when something goes wrong: compile errors, install hints, the CLI's refusals."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jitscan
+from jitscan.__main__ import main
+from jitscan.backends.base import Build
+from jitscan.backends.cupy import CupyBackend
+from jitscan.backends.opencl import OpenCLBackend
+
+BAD = ("a +* b", "foo(a, b)")
+#: a generated source whose second line does not compile, and the column of the culprit
+SRC = "/* prelude */\nJS_DEVICE_FN js_val js_vop(js_val a, js_val b) { return (a + c); }\n"
+COL = SRC.splitlines()[1].index("c)") + 1
+
+
+def _build(what: str = "fallback kernel for op 'bad' (int32)") -> Build:
+    return Build(key=what, what=what, source=lambda dialect: "", entries={}, threads=1)
+
+
+@pytest.mark.parametrize("combine", BAD)
+def test_a_monoid_that_does_not_compile_shows_its_expression_and_the_first_error_once(backend, combine):
+    op = jitscan.Monoid("bad", combine=combine, identity=0)
+    with pytest.raises(jitscan.CompileError) as info:
+        jitscan.scan(np.arange(10, dtype=np.int32), op=op, backend=backend)
+    msg = str(info.value)
+    head, *rest = msg.splitlines()
+    assert "op 'bad'" in head
+    error = head.split(" failed: ", 1)[1]
+    assert error and msg.count(error) == 1, msg  # the compiler's first error, once
+    if "foo" in combine:
+        assert "foo" in error, msg
+    assert combine in "\n".join(rest), msg  # the generated line holding the user's expression
+    assert "BUILD_PROGRAM_FAILURE" not in msg, msg
+    assert not re.search(r"tempfile|/tmp/|\.cl:\d|\.cu\(\d", msg), msg  # no temporary file
+    assert info.value.__cause__ is not None  # the whole log stays on the cause
+
+
+@pytest.mark.parametrize(
+    "log, error",
+    [
+        (  # PoCL, as PyOpenCL words it
+            "clBuildProgram failed: BUILD_PROGRAM_FAILURE - clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n"
+            "Build on <pyopencl.Device 'cpu'>:\n\n"
+            f"error: /root/.cache/pocl/kcache/tempfile_X.cl:2:{COL}: use of undeclared identifier 'c'\n"
+            "error: /root/.cache/pocl/kcache/tempfile_X.cl:3:1: a second error\n",
+            "use of undeclared identifier 'c'",
+        ),
+        (  # clang-based drivers
+            f"<kernel>:2:{COL}: error: use of undeclared identifier 'c'\n"
+            "<kernel>:3:1: error: a second error\n",
+            "use of undeclared identifier 'c'",
+        ),
+    ],
+)
+def test_opencl_build_failure_names_the_first_error_and_its_line(log, error):
+    msg = OpenCLBackend._build_failure(_build(), SRC, log)
+    assert msg.splitlines()[0] == f"OpenCL build of the fallback kernel for op 'bad' (int32) failed: {error}"
+    assert "return (a + c);" in msg and "second" not in msg and "tempfile" not in msg
+    code, caret = msg.splitlines()[-2:]
+    assert code[caret.index("^")] == "c"  # the caret under the column the compiler names
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        '/tmp/tmpab12cd/kern.cu(2): error: identifier "c" is undefined\n'
+        "  JS_DEVICE_FN js_val js_vop(js_val a, js_val b) { return (a + c); }\n"
+        "                                                              ^\n\n"
+        "/tmp/tmpab12cd/kern.cu(3): error: a second error\n\n"
+        '2 errors detected in the compilation of "/tmp/tmpab12cd/kern.cu".\n',
+        f'/tmp/comgr/input/CompileSource:2:{COL}: error: use of undeclared identifier "c"\n',  # hipRTC
+    ],
+)
+def test_nvrtc_build_failure_names_the_first_error_and_its_line(log):
+    msg = CupyBackend._build_failure(_build(), SRC, log)
+    head = msg.splitlines()[0]
+    assert head.startswith("NVRTC build of the fallback kernel for op 'bad' (int32) failed: ")
+    assert '"c"' in head and "second" not in msg and "/tmp/" not in msg
+    assert "return (a + c);" in msg
+
+
+def test_install_hints_name_packages_that_exist():
+    # the backends as they are where neither package is installed (None in sys.modules: ImportError)
+    code = (
+        "import sys; sys.modules['pyopencl'] = None; sys.modules['cupy'] = None\n"
+        "from jitscan import backends\n"
+        "print(backends.get('opencl').unavailable_reason()); print(backends.get('cupy').unavailable_reason())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    opencl, cuda = out.splitlines()
+    assert 'pip install "pyopencl[pocl]"' in opencl and ".[opencl]" in opencl
+    assert "cupy-cuda12x" in cuda and "cupy-cuda13x" in cuda and ".[cuda13]" in cuda
+    assert "jitscan[" not in out  # jitscan is not on PyPI
+
+
+def test_version_option(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"jitscan {jitscan.__version__}"
+
+
+def test_version_option_of_python_m_jitscan():
+    res = subprocess.run([sys.executable, "-m", "jitscan", "--version"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert re.fullmatch(r"jitscan \d+\.\d+\S*", res.stdout.strip())
+
+
+@pytest.mark.parametrize("dtypes", ["int8", "int32,float16", "complex64", "nonsense"])
+def test_bench_refuses_dtypes_it_cannot_bench_in_one_line(capsys, dtypes):
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "--dtypes", dtypes, "--no-progress", "--no-plots"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert dtypes.split(",")[-1] in err
+    assert "supported dtypes: int32, uint32, int64, uint64, float32, float64" in err
