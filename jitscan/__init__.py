@@ -1,7 +1,9 @@
 """jitscan: portable GPU prefix scans, generated at run time for CUDA and OpenCL.
 
 >>> import numpy as np, jitscan
->>> jitscan.cumsum(np.arange(5, dtype=np.int32))
+>>> jitscan.cumsum(np.arange(5, dtype=np.int32))       # as numpy.cumsum: int64
+array([ 0,  1,  3,  6, 10])
+>>> jitscan.cumsum(np.arange(5, dtype=np.int32), dtype=np.int32)
 array([ 0,  1,  3,  6, 10], dtype=int32)
 
 To scan in a loop, prepare the scan once:
@@ -15,11 +17,16 @@ from __future__ import annotations
 
 from . import backends
 from .api import (
+    AxisError,
     cummax,
     cummin,
     cumprod,
     cumsum,
+    cumulative_prod,
+    cumulative_sum,
     memcpy,
+    nancumprod,
+    nancumsum,
     reduce,
     scan,
     segmented_cumsum,
@@ -37,6 +44,7 @@ from .variants import VARIANTS
 __version__ = "0.1.0"
 
 __all__ = [
+    "AxisError",
     "BUILTIN_OPS",
     "KINDS",
     "VARIANTS",
@@ -53,7 +61,11 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "cumulative_prod",
+    "cumulative_sum",
     "memcpy",
+    "nancumprod",
+    "nancumsum",
     "plan",
     "reduce",
     "scan",

@@ -30,7 +30,8 @@ class Monoid:
         ``a`` is the combination of earlier elements, ``b`` of later ones.
     identity : int, float or mapping of dtype name to number
         The identity element: ``combine(identity, x) == combine(x, identity) == x``.
-        A mapping gives one value per dtype.
+        A mapping gives one value per dtype name, with ``"*"`` for the dtypes it
+        does not name.
     commutative : bool, optional
         Informational; jitscan keeps operands in order either way.
     integer_only : bool, optional
@@ -56,7 +57,8 @@ class Monoid:
         if not isinstance(self.combine, str) or not self.combine.strip():
             raise ValueError("monoid combine must be a non-empty C expression over a and b")
         if isinstance(self.identity, Mapping):
-            items = tuple(sorted((lookup(k).name, v) for k, v in self.identity.items()))
+            # "*": every dtype not named
+            items = tuple(sorted((k if k == "*" else lookup(k).name, v) for k, v in self.identity.items()))
         elif isinstance(self.identity, (int, float, np.integer, np.floating)):
             items = (("*", self.identity),)
         else:
@@ -88,6 +90,12 @@ class Monoid:
         return dtype.numpy.type(value)
 
 
+def empty_value(monoid: Monoid, dtype: DType) -> np.generic:
+    """A reduction of nothing: the identity, but +0.0 where it is -0.0 (NumPy's empty sum)."""
+    value = monoid.identity_for(dtype)
+    return dtype.numpy.type(0) if dtype.is_float and value == 0 else value
+
+
 def _min_max_identity(dtype_name: str, want_max: bool) -> Number:
     dt = np.dtype(dtype_name)
     if dt.kind == "f":
@@ -109,7 +117,9 @@ _ALL_ONES = {"int32": -1, "int64": -1, "uint32": 2**32 - 1, "uint64": 2**64 - 1}
 BUILTIN: dict[str, Monoid] = {
     m.name: m
     for m in (
-        Monoid("add", "a + b", 0, commutative=True),
+        # -0.0, not +0.0, for floats: -0.0 + x is x for every x, so a sum of -0.0 stays
+        # -0.0 wherever the identity pads a tile or starts a segment (as in NumPy)
+        Monoid("add", "a + b", {"*": 0, "float32": -0.0, "float64": -0.0}, commutative=True),
         Monoid("mul", "a * b", 1, commutative=True),
         Monoid("min", "(a < b || JS_ISNAN(a)) ? a : b", _per_dtype(True), commutative=True),
         Monoid("max", "(a > b || JS_ISNAN(a)) ? a : b", _per_dtype(False), commutative=True),

@@ -237,6 +237,16 @@ class RecordingBackend(Backend):
         words[: planted.size] = planted
         return words
 
+    def concatenate(self, parts: Sequence[Array], axis: int = 0) -> Array:
+        self.log.append(("concatenate", len(parts), axis))
+        shape = list(parts[0].shape)
+        shape[axis] = sum(p.shape[axis] for p in parts)
+        return Array(tuple(shape), parts[0].dtype)
+
+    def replace_nan(self, arr: Array, value: float) -> Array:
+        self.log.append(("replace_nan", arr.buf, value))
+        return Array(arr.shape, arr.dtype)
+
     def copy(self, dst: Array, src: Array) -> None:
         self.log.append(("copy", dst.buf, src.buf))
 

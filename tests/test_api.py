@@ -10,10 +10,13 @@ import jitscan
 from jitscan import backends
 
 
-def test_cumsum_is_numpy_cumsum_in_the_input_dtype(rng):
+def test_cumsum_is_numpy_cumsum_with_its_promotion(rng):
     x = random_input(rng, 10_001, "int32")
     y = jitscan.cumsum(x)
-    assert isinstance(y, np.ndarray) and y.dtype == np.int32
+    assert isinstance(y, np.ndarray) and y.dtype == np.int64
+    np.testing.assert_array_equal(y, np.cumsum(x))
+    y = jitscan.cumsum(x, dtype=np.int32)  # the 32-bit scan, asked for
+    assert y.dtype == np.int32
     np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
 
 
@@ -85,7 +88,7 @@ def test_strided_and_negative_stride_views(rng, view):
 def test_empty_and_length_one():
     for dt in ("int32", "float64"):
         e = np.empty(0, dt)
-        assert jitscan.cumsum(e).shape == (0,) and jitscan.cumsum(e).dtype == dt
+        assert jitscan.cumsum(e).shape == (0,) and jitscan.cumsum(e).dtype == np.cumsum(e).dtype
         assert jitscan.reduce(e) == 0 and jitscan.reduce(e, op="mul") == 1
         assert jitscan.reduce(e, op="max") == (np.iinfo(dt).min if dt[0] == "i" else -np.inf)
         one = np.array([42], dt)

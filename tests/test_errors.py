@@ -10,15 +10,15 @@ import jitscan
 X = np.arange(100, dtype=np.int32)
 
 
-@pytest.mark.parametrize("dtype", [bool, np.complex64, object, np.float16, np.int8])
+@pytest.mark.parametrize("dtype", [object, "U2", "datetime64[s]"])
 def test_unsupported_dtype_names_the_supported_ones(dtype):
-    with pytest.raises(TypeError, match="supported dtypes: int32, uint32, int64, uint64, float32, float64"):
+    with pytest.raises(TypeError, match="it takes int32, uint32, int64, uint64, float32, float64, bool"):
         jitscan.cumsum(np.ones(10, dtype=dtype))
 
 
-def test_zero_d_input():
-    with pytest.raises(ValueError, match="0-d"):
-        jitscan.cumsum(np.int32(5))
+def test_a_prepared_scan_is_made_for_a_scanned_dtype_only():
+    with pytest.raises(TypeError, match="supported dtypes: int32"):
+        jitscan.plan("int8")
 
 
 @pytest.mark.parametrize(
@@ -44,8 +44,8 @@ def test_unknown_knob_is_a_type_error():
 def test_out_of_the_wrong_shape_or_dtype():
     with pytest.raises(ValueError, match="shape"):
         jitscan.cumsum(X, out=np.empty(99, np.int32))
-    with pytest.raises(ValueError, match="dtype"):
-        jitscan.cumsum(X, out=np.empty(100, np.int64))
+    with pytest.raises(TypeError, match="same_kind"):
+        jitscan.cumsum(X.astype(np.float32), out=np.empty(100, np.int64))
     with pytest.raises(ValueError, match="shape"):
         jitscan.cumsum(X.reshape(10, 10), out=np.empty((10, 10), np.int32))
 

@@ -26,7 +26,7 @@ def test_scan_past_two_to_the_31_elements(variant):
     n = (1 << 31) + 12345
     cp = _cupy_with_memory(n * (4 + 4 + 8) + (1 << 30))
     x = cp.random.default_rng(3).integers(-8, 9, n, dtype=cp.int32)
-    y = jitscan.cumsum(x, variant=variant)
+    y = jitscan.cumsum(x, dtype=cp.int32, variant=variant)
     ref = cp.cumsum(x, dtype=cp.int64).astype(cp.int32)  # int32 wraps the same way
     bad = cp.flatnonzero(y != ref)
     assert bad.size == 0, f"first mismatch at {int(bad[0])}"

@@ -186,7 +186,7 @@ def test_segmented_look_back_stops_at_each_head_in_every_window(backend, rng, ki
 def test_stats_count_the_look_back(backend, rng):
     n = 50 * tile_size(backend, "int32")
     stats: dict = {}
-    jitscan.cumsum(random_input(rng, n, "int32"), stats=stats, backend=backend)
+    jitscan.scan(random_input(rng, n, "int32"), stats=stats, backend=backend)
     assert stats["tiles"] == 50
     assert stats["lookback_steps"] >= 49  # every tile after the first walks at least one step
 
@@ -219,7 +219,7 @@ def test_lookback_watchdog_reports_a_deadlock_instead_of_hanging(backend, rng):
         )
     # and the next scan on the same device is fine
     assert_scan_equal(
-        b.to_host(jitscan.cumsum(x, variant="lookback")),
+        b.to_host(jitscan.scan(x, variant="lookback")),
         reference(b.to_host(x), "add", "inclusive"),
         b.to_host(x),
     )
@@ -230,10 +230,10 @@ def test_spin_limit_and_blocking_are_launch_arguments_of_one_program(backend, rn
     assert "launch argument spin_limit = 7" in src and "launch argument block_every = 3" in src
     b = backends.get(backend)
     x = random_input(rng, 20 * tile_size(backend, "int32"), "int32")
-    jitscan.cumsum(x, backend=backend, spin_limit=5)
+    jitscan.scan(x, backend=backend, spin_limit=5)
     before = b.compiled_count
     for k in (2, 7, 100):
-        y = jitscan.cumsum(x, backend=backend, spin_limit=k, simulate_blocking=k)
+        y = jitscan.scan(x, backend=backend, spin_limit=k, simulate_blocking=k)
         assert_scan_equal(y, reference(x, "add", "inclusive"), x)
     assert b.compiled_count == before
 
@@ -254,7 +254,7 @@ def test_fallback_is_correct_under_an_unfair_scheduler():
         x = np.random.default_rng().integers(-50, 50, 1 << 21).astype(np.int32)
         for variant in ("fallback", "lookback"):
             s = {}
-            y = jitscan.cumsum(x, variant=variant, stats=s, spin_limit=8 if variant == "fallback" else None)
+            y = jitscan.scan(x, variant=variant, stats=s, spin_limit=8 if variant == "fallback" else None)
             assert np.array_equal(y, np.cumsum(x, dtype=np.int32)), variant
             print(variant, s)
         """

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from .cache import clear as clear_cache
-from .flat import cummax, cummin, cumprod, cumsum, memcpy, reduce, scan, source
+from .conventions import AxisError
+from .flat import (
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    cumulative_prod,
+    cumulative_sum,
+    memcpy,
+    nancumprod,
+    nancumsum,
+    reduce,
+    scan,
+    source,
+)
 from .segmented import SEGMENTED_VARIANTS, check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
 
 __all__ = [
+    "AxisError",
     "SEGMENTED_VARIANTS",
     "check_offsets",
     "clear_cache",
@@ -14,7 +29,11 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "cumulative_prod",
+    "cumulative_sum",
     "memcpy",
+    "nancumprod",
+    "nancumsum",
     "reduce",
     "scan",
     "segmented_cumsum",

@@ -12,9 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from ..monoid import Monoid
+from ..dtypes import lookup
+from ..monoid import Monoid, empty_value, resolve
 from ..plan import arrays
 from .cache import prepared
+from .conventions import normalize_axis
+from .segmented import REDUCE_VARIANT
 
 
 def scan_along_axis(
@@ -38,9 +41,7 @@ def scan_along_axis(
     ndim = len(shape)
     if ndim == 0:
         raise ValueError("jitscan scans arrays of at least one dimension, got a 0-d array")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for an array of dimension {ndim}")
-    axis %= ndim
+    axis = normalize_axis(axis, ndim)
     moved = _moveaxis(xa, axis)
     p = prepared(moved, op, kind, variant, b.name, dtype, stats is not None, knobs, segmented="rows")
     arrays.check_out(out, b, on_device, p.dtype, shape)
@@ -60,6 +61,39 @@ def scan_along_axis(
             out[...] = res
         return out
     return res
+
+
+def reduce_along_axes(
+    x: Any,
+    op: str | Monoid,
+    axes: tuple[int, ...],
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    knobs: dict,
+) -> Any:
+    """One value per lane of ``x`` over ``axes`` (sorted, not all of them): a segmented reduction.
+
+    The reduced axes move last, so each lane is a run of the flattened array: segments
+    of equal length, given as offsets. Returns the values in the shape of the other
+    axes (C order), on ``x``'s side.
+    """
+    b, on_device = arrays.pick_backend(x, backend)
+    xa = x if on_device else np.asarray(x)
+    shape = tuple(xa.shape)
+    kept = tuple(s for i, s in enumerate(shape) if i not in axes)
+    lane = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    lanes = int(np.prod(kept, dtype=np.int64))
+    if lanes == 0 or lane == 0:
+        value = empty_value(resolve(op), lookup(dtype))
+        host = np.full(kept, value, dtype=lookup(dtype).numpy)
+        return b.to_device(host, b.queue_of(xa)) if on_device else host
+    order = [i for i in range(len(shape)) if i not in axes] + list(axes)
+    moved = xa.transpose(order) if order != list(range(len(shape))) else xa
+    variant = REDUCE_VARIANT if variant is None else variant
+    p = prepared(moved, op, "reduce", variant, b.name, dtype, False, knobs, segmented="offsets")
+    offsets = np.arange(0, lanes * lane + 1, lane, dtype=np.int64)
+    return p(moved, offsets=offsets).reshape(kept)
 
 
 def _moveaxis(a: Any, axis: int, back: bool = False) -> Any:

@@ -1,17 +1,32 @@
-"""Scans and reductions of whole arrays: ``scan``, ``reduce``, ``cumsum`` and its kin."""
+"""Scans and reductions of whole arrays: ``scan``, ``reduce``, ``cumsum`` and its kin.
+
+The public functions follow NumPy's and the Array API's conventions (``conventions.py``):
+result dtypes, 0-d input, ``AxisError``, ``out=`` cast under ``same_kind``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import backends, variants
-from ..dtypes import lookup
+from ..dtypes import DTYPES, lookup
 from ..kernels.spec import KINDS, check_choice
 from ..monoid import Monoid, resolve
 from ..plan import check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
+from . import conventions
 from .cache import as_array, is_device_type, prepared, shortcut
+
+#: the tuning knobs every scan takes, documented once and quoted by each docstring
+KNOBS_DOC = """
+        ``tile_state`` ("packed" or "split"), ``spin_limit`` (spins before a fallback,
+        or the look-back deadlock watchdog), ``simulate_blocking`` (k in 2..512: 1 in k
+        tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
+        ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes),
+        ``min_blocks`` (CUDA occupancy hint). Unknown names raise TypeError."""
 
 
 def scan(
@@ -27,14 +42,19 @@ def scan(
     axis: int | None = None,
     **knobs: Any,
 ) -> Any:
+    return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs)
+
+
+scan.__doc__ = (
     """Prefix scan of ``x`` with an associative operator.
 
     Parameters
     ----------
     x : array_like, cupy.ndarray or pyopencl.array.Array
-        Input; without ``axis`` N-D arrays are scanned flattened in C order (as
-        NumPy's ``axis=None``). Device arrays stay on the device and the result is a
-        device array.
+        Input of a real or integer dtype (bool, int8-64, uint8-64, float16-64). Without
+        ``axis`` N-D arrays are scanned flattened in C order (as NumPy's
+        ``axis=None``); a 0-d array or a Python scalar is one element. Device arrays
+        stay on the device and the result is a device array of the same kind.
     op : {"add", "mul", "min", "max", "and", "or", "xor"} or Monoid
     kind : {"inclusive", "exclusive", "reduce"}
         ``exclusive`` puts the identity first; ``reduce`` returns the total only.
@@ -44,11 +64,13 @@ def scan(
         Default: the input's own backend, else ``$JITSCAN_BACKEND``, else the fastest
         available.
     dtype : dtype, optional
-        Type of the result and of the arithmetic; default ``x.dtype``.
+        Type of the result and of the arithmetic; default ``x.dtype`` (no promotion).
+        bool, 8- and 16-bit integers are scanned in 32 bits and float16 in float32, then
+        converted back.
     out : array, optional
-        Where to write the result: shape ``(x.size,)`` (``x.shape`` with ``axis``; ``(1,)``
-        for ``kind="reduce"``, which then returns ``out``), the result dtype, and the
-        input's array type.
+        Where to write the result: shape ``(x.size,)`` (``x.shape`` with ``axis``;
+        ``(1,)`` for ``kind="reduce"``, which then returns ``out``), the input's array
+        type, and a dtype the result casts to under NumPy's ``same_kind`` rule.
     stats : dict, optional
         Chained variants only: filled with the look-back counters of this run
         (``spins``, ``lookback_steps``, ``fallbacks``, ``insertions``, ``tiles``).
@@ -56,11 +78,9 @@ def scan(
         Scan every 1-D lane along ``axis`` independently (a batched, segmented scan in
         one pass); the result has the shape of ``x``. Default: the flattened array.
     **knobs
-        ``tile_state`` ("packed" or "split"), ``spin_limit`` (spins before a fallback,
-        or the look-back deadlock watchdog), ``simulate_blocking`` (k in 2..512: 1 in k
-        tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
-        ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes),
-        ``min_blocks`` (CUDA occupancy hint).
+        Tuning knobs:"""
+    + KNOBS_DOC
+    + """
 
     Returns
     -------
@@ -72,9 +92,12 @@ def scan(
     Raises
     ------
     TypeError
-        Unsupported dtype, or an op that does not apply to it.
+        Unsupported dtype (complex, object, ...), an op that does not apply to it, an
+        ``out=`` it cannot cast to, or an unknown knob.
     ValueError
-        0-d input, unknown op / kind / variant / backend, bad ``out=`` or knob.
+        Unknown op / kind / variant / backend, bad ``out=`` shape or knob value.
+    numpy.exceptions.AxisError
+        ``axis`` out of range (a ValueError and an IndexError too).
     CompileError
         A user-defined monoid whose expression does not compile.
     DeadlockError
@@ -82,36 +105,262 @@ def scan(
 
     See Also
     --------
-    plan : prepare a scan once and call it in a loop.
+    plan : Prepare a scan once and call it in a loop.
+    cumsum : The NumPy-named function, with NumPy's dtype promotion.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.scan(np.array([3, 1, 4, 1, 5], dtype=np.int32), "max")
+    array([3, 3, 4, 4, 5], dtype=int32)
+    >>> jitscan.scan(np.array([1, 2, 3], dtype=np.int32), kind="exclusive")
+    array([0, 1, 3], dtype=int32)
     """
-    if axis is not None:
-        if kind == "reduce":
-            raise ValueError("kind='reduce' with axis= is not supported; use segmented_reduce")
-        return _axis.scan_along_axis(x, op, axis, kind, variant, backend, dtype, out, stats, knobs)
+)
+
+
+def run(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    rule: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    stats: dict | None,
+    axis: int | None,
+    knobs: dict[str, Any],
+    include_initial: bool = False,
+    nan: float | None = None,
+) -> Any:
+    """A scan as the public functions define it: dtypes, 0-d input, axis, ``out=`` casts.
+
+    ``rule`` chooses the result dtype (``conventions.types``); ``include_initial`` puts
+    the op's zero first; ``nan`` replaces NaN inputs first (``nancumsum``).
+    """
+    if kind == "reduce" and axis is not None:
+        raise ValueError("kind='reduce' with axis= is reduce(x, op, axis=...)")
     x = as_array(x)
-    return prepared(x, op, kind, variant, backend, dtype, stats is not None, knobs)(x, out, stats=stats)
+    if len(x.shape) == 0:
+        x = x.reshape((1,))  # as NumPy: a 0-d input is one element
+    if _is_complex(x, dtype):
+        return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
+    t = _types(x, op, rule, dtype, out)
+    conventions.check_out_cast(t.result, out)
+    if nan is not None and x.dtype.kind == "f":
+        x = _replace_nan(x, nan)
+    if axis is not None:
+        ax = conventions.normalize_axis(axis, len(x.shape))
+        direct = (
+            out is not None and conventions.same(out.dtype, t.result) and not (t.converted or include_initial)
+        )
+        res = _axis.scan_along_axis(
+            x, op, ax, kind, variant, backend, t.scan.name, out if direct else None, stats, knobs
+        )
+        if direct:
+            return res
+        if t.converted:
+            res = res.astype(t.result)
+        if include_initial:
+            res = _with_initial(res, resolve(op).identity_for(t.scan), t.result, ax)
+        return res if out is None else conventions.put(out, res)
+    plain = not (t.converted or include_initial)
+    direct = out is not None and plain and conventions.same(out.dtype, t.result)
+    p = prepared(x, op, kind, variant, backend, t.scan.name, stats is not None, knobs)
+    res = p(x, out if direct else None, stats=stats)
+    if direct:
+        return res
+    if t.converted:
+        res = res.astype(t.result)
+    if include_initial:
+        res = _with_initial(res, p.monoid.identity_for(lookup(t.scan.name)), t.result)
+    return res if out is None else conventions.put(out, res)
+
+
+def _is_complex(x: Any, dtype: Any) -> bool:
+    return np.dtype(x.dtype).kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
+
+
+def _complex(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    stats: dict | None,
+    axis: int | None,
+    knobs: dict[str, Any],
+    include_initial: bool,
+    nan: float | None,
+) -> Any:
+    """A complex scan (sums only) as two real ones; see :func:`_by_parts`."""
+
+    def each(part: Any, part_dtype: np.dtype) -> Any:
+        return run(
+            part, op, kind, "keep", variant, backend, part_dtype, None, stats, axis, knobs, include_initial
+        )
+
+    return _by_parts(x, op, dtype, out, nan, each)
+
+
+def _by_parts(x: Any, op: str | Monoid, dtype: Any, out: Any, nan: float | None, each: Any) -> Any:
+    """A complex sum from ``each(part, part_dtype)`` of the real and imaginary parts.
+
+    Complex addition adds the parts, so the parts scanned apart give the bits of a
+    complex scan that adds in the same order. Other ops combine the parts (a complex
+    product) and would need tuple-valued scans.
+    """
+    if op != "add":
+        raise TypeError(
+            f"complex input takes op='add' only: a complex {op!r} combines the real and imaginary "
+            "parts, which needs tuple-valued scans (not in jitscan yet)"
+        )
+    result = np.dtype(dtype) if dtype is not None else np.result_type(x.dtype, np.complex64)
+    if result.kind != "c":
+        raise TypeError(f"cannot scan complex input in dtype {result}: name a complex dtype")
+    conventions.check_out_cast(result, out)
+    part_dtype = np.dtype("float32") if result == np.complex64 else np.dtype("float64")
+    if nan is not None and np.dtype(x.dtype).kind in "fc":
+        x = _replace_nan(x, nan)  # a value with a NaN part counts as zero, as in NumPy
+    if np.dtype(x.dtype).kind == "c":
+        re, im = each(x.real, part_dtype), each(x.imag, part_dtype)
+        res = re.astype(result) + im.astype(result) * result.type(1j)
+    else:
+        res = each(x, part_dtype).astype(result)
+    return res if out is None else conventions.put(out, res)
+
+
+def _types(x: Any, op: str | Monoid, rule: str, dtype: Any, out: Any) -> conventions.Types:
+    """The scan and result dtypes of a call (``conventions.types``, with an integer ``out``'s own)."""
+    t = conventions.types(conventions.input_dtype(x), dtype, rule)
+    if dtype is None and out is not None and rule == "numpy" and _wraps_alike(op, x, out):
+        # integers: the scan in out's dtype has exactly the bits of the promoted one, cast
+        t = conventions.Types(lookup(np.dtype(out.dtype)), np.dtype(out.dtype))
+    return t
+
+
+def _wraps_alike(op: str | Monoid, x: Any, out: Any) -> bool:
+    """Whether an integer sum or product in ``out``'s dtype equals the wider one cast to it."""
+    to = np.dtype(out.dtype)
+    ints = x.dtype.kind in "biu" and to.kind in "iu"
+    return op in ("add", "mul") and ints and to.isnative and to.name in DTYPES
+
+
+def _with_initial(res: Any, identity: Any, dtype: np.dtype, axis: int = 0) -> Any:
+    """The identity before ``res`` along ``axis`` (a zero of ``dtype``: +0.0 for sums, as the Array API)."""
+    zero = dtype.type(0) if identity == 0 else dtype.type(identity)
+    shape = list(res.shape)
+    shape[axis] = 1
+    head = np.full(shape, zero, dtype)
+    if isinstance(res, np.ndarray):
+        return np.concatenate([head, res], axis=axis)
+    b = backends.for_array(res)
+    return b.concatenate([b.to_device(head, b.queue_of(res)), res], axis)
+
+
+def _replace_nan(x: Any, value: float) -> Any:
+    """``x`` with every NaN replaced by ``value`` (a copy)."""
+    if isinstance(x, np.ndarray):
+        return np.where(np.isnan(x), x.dtype.type(value), x)
+    return backends.for_array(x).replace_nan(x, value)
 
 
 def reduce(
     x: Any,
     op: str | Monoid = "add",
     *,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
     variant: str | None = None,
     backend: str | None = None,
     dtype: Any = None,
     stats: dict | None = None,
     **knobs: Any,
 ) -> Any:
-    """Combine all elements of ``x`` with ``op`` (the identity for an empty array).
+    """Combine the elements of ``x`` with ``op``: all of them, or along ``axis``.
 
-    Takes the same arguments as :func:`scan`. Returns a NumPy scalar for host input
-    and a 0-d device array for device input.
+    Parameters
+    ----------
+    x : array_like, cupy.ndarray or pyopencl.array.Array
+    op : str or Monoid
+        As in :func:`scan`.
+    axis : int or tuple of int, optional
+        Reduce along these axes (every other axis stays); default all of them.
+    keepdims : bool
+        Keep the reduced axes as axes of length one, as NumPy does.
+    variant, backend, dtype, stats
+        As in :func:`scan`: the result keeps ``x``'s dtype unless ``dtype=`` is given
+        (``numpy.sum`` would promote narrow integers); ``stats`` only without ``axis``.
+        Along an axis the default variant is ``"rts"`` (see :func:`segmented_reduce`).
+    **knobs
+        Tuning knobs as in :func:`scan`: ``tile_state``, ``spin_limit``,
+        ``simulate_blocking``, ``lookback_width``, ``threads``, ``vectors``,
+        ``vector_width``, ``min_blocks``.
+
+    Returns
+    -------
+    scalar or array
+        Without ``axis`` and ``keepdims``: a NumPy scalar for host input, a 0-d device
+        array for device input (the identity for an empty array). Otherwise an array of
+        ``x``'s shape without (or with length-one) reduced axes.
+
+    Raises
+    ------
+    numpy.exceptions.AxisError
+        An axis out of range.
+    TypeError, ValueError
+        As in :func:`scan`.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    >>> int(jitscan.reduce(x))
+    15
+    >>> jitscan.reduce(x, "max", axis=0)
+    array([3, 4, 5], dtype=int32)
+    >>> jitscan.reduce(x, axis=1, keepdims=True)
+    array([[ 3],
+           [12]], dtype=int32)
     """
     x = as_array(x)
-    return prepared(x, op, "reduce", variant, backend, dtype, stats is not None, knobs)(x, stats=stats)
+    shape = tuple(x.shape)
+    if _is_complex(x, dtype):
+
+        def each(part: Any, part_dtype: np.dtype) -> Any:
+            kw = {"axis": axis, "keepdims": keepdims, "variant": variant, "backend": backend}
+            return reduce(part, op, dtype=part_dtype, **kw, **knobs)
+
+        return _by_parts(x, op, dtype, None, None, each)
+    t = conventions.types(conventions.input_dtype(x), dtype, "keep")
+    if axis is None:
+        axes = tuple(range(len(shape)))
+    elif not shape:
+        raise conventions.AxisError(axis if not isinstance(axis, tuple) else axis[0], 0)
+    else:
+        axes = conventions.normalize_axes(axis, len(shape))
+    kept = tuple(s for i, s in enumerate(shape) if i not in axes)
+    full = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    if len(axes) == len(shape):
+        flat = x.reshape((1,)) if not shape else x
+        p = prepared(flat, op, "reduce", variant, backend, t.scan.name, stats is not None, knobs)
+        res = conventions.numpy_sum_zero(p(flat, stats=stats), op, t.scan.numpy)
+        if t.converted:
+            res = np.asarray(res).astype(t.result)[()] if not p.backend.owns(res) else res.astype(t.result)
+        return res.reshape(full) if keepdims else res
+    if stats is not None:
+        raise ValueError("stats= applies to a reduction of the whole array (no axis=)")
+    res = _axis.reduce_along_axes(x, op, axes, variant, backend, t.scan.name, knobs)
+    res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
+    if t.converted:
+        res = res.astype(t.result)
+    return res.reshape(full if keepdims else kept)
 
 
-def _running(op: str, name: str, doc: str) -> Any:
+def _running(op: str, name: str, rule: str, summary: str, example: str, nan: float | None = None) -> Any:
     """A cumsum-like function for a built-in op."""
 
     def running(
@@ -121,51 +370,268 @@ def _running(op: str, name: str, doc: str) -> Any:
         out: Any = None,
         *,
         exclusive: bool = False,
-        **kwargs: Any,
+        include_initial: bool = False,
+        backend: str | None = None,
+        variant: str | None = None,
+        stats: dict | None = None,
+        **knobs: Any,
     ) -> Any:
         kind = "exclusive" if exclusive else "inclusive"
-        if axis is None and not kwargs and dtype is None:
+        if (
+            axis is None
+            and not knobs
+            and backend is None
+            and variant is None
+            and stats is None
+            and not include_initial
+            and nan is None
+        ):
             # the common call: one lookup, keyed on what can differ between such calls
+            key = (type(x), getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
             try:
-                p = mine[type(x), x.dtype, exclusive]
-            except (KeyError, AttributeError):
-                if not is_device_type(type(x)):
-                    # host input also keys on $JITSCAN_BACKEND: the general cache knows how
-                    return scan(x, op, kind=kind, out=out)
-                p = mine[type(x), x.dtype, exclusive] = prepared(x, op, kind, None, None, None, False, {})
-            return p(x, out)
-        return scan(x, op, kind=kind, dtype=dtype, out=out, axis=axis, **kwargs)
+                p = mine[key]
+            except (KeyError, TypeError):
+                p = _shortcut(x, op, kind, rule, dtype, out)
+                if len(mine) < SHORTCUTS:
+                    try:
+                        mine[key] = p
+                    except TypeError:  # an unhashable dtype= argument
+                        pass
+            if p is not None:
+                return p(x, out)
+        return run(x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
 
-    #: prepared scans of this function's common call, by input type, dtype and kind
+    #: prepared scans of this function's common call (None: that call takes the long way)
     mine = shortcut()
 
     running.__name__ = running.__qualname__ = name
-    running.__doc__ = doc
+    running.__doc__ = _running_doc(name, rule, summary, example, nan)
     return running
+
+
+#: common calls each cumsum-like function remembers
+SHORTCUTS = 64
+
+
+def _shortcut(x: Any, op: str, kind: str, rule: str, dtype: Any, out: Any) -> Any:
+    """The prepared scan that does the whole call on ``x``'s kind of input, or None.
+
+    Only for device arrays whose dtype is the scan's and the result's (and ``out``'s):
+    host input also keys on $JITSCAN_BACKEND, and the others convert.
+    """
+    if not is_device_type(type(x)):
+        return None
+    try:
+        t = _types(x, op, rule, dtype, out)
+    except TypeError:
+        return None
+    if t.converted or t.scan.numpy != x.dtype:
+        return None
+    if out is not None and not conventions.same(out.dtype, t.result):
+        return None
+    return prepared(x, op, kind, None, None, t.scan.name, False, {})
+
+
+def _running_doc(name: str, rule: str, summary: str, example: str, nan: float | None) -> str:
+    if rule == "numpy":
+        promote = (
+            "NumPy's: bool and integers narrower than 64 bits become int64 (unsigned: "
+            "uint64), floats keep their type (float16 is accumulated in float32 and "
+            "rounded once)"
+        )
+    else:
+        promote = (
+            "the input's (bool, 8- and 16-bit integers are scanned in 32 bits, float16 in "
+            "float32, then converted back)"
+        )
+    nan_line = ""
+    if nan is not None:
+        nan_line = f"\n\n    NaN inputs count as {nan:g}, as in ``numpy.{name}``."
+    return (
+        summary
+        + nan_line
+        + """
+
+    Parameters
+    ----------
+    x : array_like, cupy.ndarray or pyopencl.array.Array
+        Input; N-D input is flattened unless ``axis`` is given; a 0-d input or a Python
+        scalar is one element. Device arrays stay on their device.
+    axis : int, optional
+        Scan every 1-D lane along this axis (one pass, rows as segments).
+    dtype : dtype, optional
+        The type of the arithmetic and of the result. Default: """
+        + promote
+        + """. ``dtype=x.dtype`` keeps 32-bit integers in 32 bits (the fast scan).
+    out : array, optional
+        Where to put the result: the result's shape, the input's array type, a dtype the
+        result casts to under NumPy's ``same_kind`` rule (any byte order on the host).
+        An integer ``out`` of a scanned dtype takes the scan in its own dtype, which
+        gives the bits of the promoted scan cast to it.
+    exclusive : bool
+        Start from the identity instead of the first element (not in NumPy: the result
+        has ``x.size`` elements and leaves out the total).
+    include_initial : bool
+        As the Array API: the op's zero first, then every prefix (``x.size + 1``
+        elements).
+    backend : {"cupy", "opencl"}, optional
+        Default: the input's own backend, else ``$JITSCAN_BACKEND``, else the fastest.
+    variant : {"fallback", "lookback", "rts"}, optional
+        The algorithm (default ``"fallback"``).
+    stats : dict, optional
+        Filled with the look-back counters (chained variants).
+    **knobs
+        Tuning knobs:"""
+        + KNOBS_DOC
+        + """
+
+    Returns
+    -------
+    array
+        1-D (the shape of ``x`` with ``axis``), NumPy for host input, a device array of
+        the input's kind otherwise.
+
+    Raises
+    ------
+    TypeError
+        A dtype jitscan does not scan (complex, object), an ``out=`` dtype the result
+        cannot be cast to, an unknown knob.
+    numpy.exceptions.AxisError
+        ``axis`` out of range.
+
+    See Also
+    --------
+    scan : Any op, no promotion.
+    plan : Prepare once, call in a loop.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+"""
+        + example
+        + "\n    "
+    )
 
 
 cumsum = _running(
     "add",
     "cumsum",
-    """Cumulative sum, like ``numpy.cumsum(x, axis)`` but in ``x.dtype`` unless ``dtype`` is given.
-
-    ``axis=None`` scans the flattened array; an axis scans every lane along it (rows
-    as segments, one pass). ``exclusive=True`` starts from 0 instead of the first
-    element. ``backend``, ``variant``, ``stats`` and the knobs as in :func:`scan`.
-    To scan in a loop, :func:`plan` binds everything but the array once.
-    """,
+    "numpy",
+    "Cumulative sum, as ``numpy.cumsum``.",
+    """    >>> jitscan.cumsum(np.array([2**30, 2**30, 5], dtype=np.int32))
+    array([1073741824, 2147483648, 2147483653])
+    >>> jitscan.cumsum(np.array([1, 2, 3], dtype=np.int32), dtype=np.int32, exclusive=True)
+    array([0, 1, 3], dtype=int32)""",
 )
-cumprod = _running("mul", "cumprod", "Cumulative product (arguments as :func:`cumsum`).")
+cumprod = _running(
+    "mul",
+    "cumprod",
+    "numpy",
+    "Cumulative product, as ``numpy.cumprod``.",
+    """    >>> jitscan.cumprod(np.array([1, 2, 3, 4], dtype=np.uint8))
+    array([ 1,  2,  6, 24], dtype=uint64)""",
+)
 cummax = _running(
     "max",
     "cummax",
-    "Running maximum, like ``numpy.maximum.accumulate`` (NaN propagates; arguments as :func:`cumsum`).",
+    "keep",
+    "Running maximum, as ``numpy.maximum.accumulate`` (NaN propagates).",
+    """    >>> jitscan.cummax(np.array([1.0, 3.0, 2.0, 5.0], dtype=np.float32))
+    array([1., 3., 3., 5.], dtype=float32)""",
 )
 cummin = _running(
     "min",
     "cummin",
-    "Running minimum, like ``numpy.minimum.accumulate`` (NaN propagates; arguments as :func:`cumsum`).",
+    "keep",
+    "Running minimum, as ``numpy.minimum.accumulate`` (NaN propagates).",
+    """    >>> jitscan.cummin(np.array([4, 2, 3, 1], dtype=np.int16))
+    array([4, 2, 2, 1], dtype=int16)""",
 )
+nancumsum = _running(
+    "add",
+    "nancumsum",
+    "numpy",
+    "Cumulative sum treating NaN as zero, as ``numpy.nancumsum``.",
+    """    >>> jitscan.nancumsum(np.array([np.nan, 1.0, np.nan, 2.0]))
+    array([0., 1., 1., 3.])""",
+    nan=0.0,
+)
+nancumprod = _running(
+    "mul",
+    "nancumprod",
+    "numpy",
+    "Cumulative product treating NaN as one, as ``numpy.nancumprod``.",
+    """    >>> jitscan.nancumprod(np.array([2.0, np.nan, 3.0]))
+    array([2., 2., 6.])""",
+    nan=1.0,
+)
+
+
+def cumulative_sum(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False, **kwargs: Any
+) -> Any:
+    """Cumulative sum as the Array API standard's ``cumulative_sum``.
+
+    Parameters
+    ----------
+    x : array
+        At least one dimension.
+    axis : int, optional
+        Required when ``x`` has more than one dimension.
+    dtype : dtype, optional
+        As :func:`cumsum`: bool and narrow integers become the default integer.
+    include_initial : bool
+        Put 0 first: ``x.shape[axis] + 1`` elements along the axis.
+    **kwargs
+        ``out``, ``backend``, ``variant`` and the knobs of :func:`cumsum`.
+
+    Returns
+    -------
+    array
+        As :func:`cumsum`.
+
+    Raises
+    ------
+    ValueError
+        N-D input without ``axis``, or a 0-d input.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.cumulative_sum(np.array([1, 2, 3], dtype=np.int32), include_initial=True)
+    array([0, 1, 3, 6])
+    """
+    return _cumulative(cumsum, x, axis, dtype, include_initial, kwargs)
+
+
+def cumulative_prod(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False, **kwargs: Any
+) -> Any:
+    """Cumulative product as the Array API standard's ``cumulative_prod``.
+
+    Arguments, result and errors as :func:`cumulative_sum` (the initial value is 1).
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.cumulative_prod(np.array([1.0, 2.0, 3.0]), include_initial=True)
+    array([1., 1., 2., 6.])
+    """
+    return _cumulative(cumprod, x, axis, dtype, include_initial, kwargs)
+
+
+def _cumulative(fn: Any, x: Any, axis: int | None, dtype: Any, include_initial: bool, kwargs: dict) -> Any:
+    x = as_array(x)
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise ValueError("cumulative_sum and cumulative_prod take arrays of at least one dimension")
+    if axis is None:
+        if ndim > 1:
+            raise ValueError("for arrays of more than one dimension, axis= is required")
+    elif ndim == 1:
+        conventions.normalize_axis(axis, 1)
+        axis = None
+    return fn(x, axis, dtype, include_initial=include_initial, **kwargs)
 
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:

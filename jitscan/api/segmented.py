@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernels.spec import KINDS, check_choice
-from ..monoid import Monoid
+from ..monoid import Monoid, resolve
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
-from . import awkward
+from . import awkward, conventions
 from .cache import as_array, prepared
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
@@ -60,17 +60,36 @@ def segmented_scan(
     Returns
     -------
     array
-        Same length and array type as ``values`` (an Awkward Array for one).
+        Same length and array type as ``values`` (an Awkward Array for one), in
+        ``values``' dtype unless ``dtype=`` is given (no promotion; bool, 8- and 16-bit
+        integers and float16 are scanned in 32 bits and converted back).
+
+    Raises
+    ------
+    ValueError
+        Offsets or flags that do not describe the values (the message names the first
+        bad index), or neither or both given.
+    TypeError
+        As :func:`jitscan.scan`; an Awkward Array of anything but lists of numbers.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> v = np.array([1, 2, 3, 4, 5], dtype=np.int32)
+    >>> jitscan.segmented_scan(v, offsets=np.array([0, 2, 2, 5]))
+    array([ 1,  3,  3,  7, 12], dtype=int32)
+    >>> jitscan.segmented_scan(v, flags=np.array([1, 0, 1, 0, 0]), op="max")
+    array([1, 2, 3, 4, 5], dtype=int32)
     """
     check_choice("kind", kind, tuple(k for k in KINDS if k != "reduce"))
     ak = awkward.module_of(values)
     if ak is not None:
         if offsets is not None or flags is not None:
             raise ValueError("an Awkward Array carries its own segments; do not pass offsets= or flags=")
-        flat, counts, offs = awkward.flatten(ak, values)
+        lists = awkward.flatten(ak, values)
         res = segmented_scan(
-            flat,
-            offsets=offs,
+            lists.fill(_identity(op, lists.flat, dtype)),
+            offsets=lists.offsets,
             op=op,
             kind=kind,
             variant=variant,
@@ -79,15 +98,29 @@ def segmented_scan(
             stats=stats,
             **knobs,
         )
-        return awkward.unflatten(ak, res, counts)
+        return awkward.unflatten(ak, res, lists)
     if variant is not None:
         check_choice("variant", variant, SEGMENTED_VARIANTS)
     if (offsets is None) == (flags is None):
         raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
     which = "offsets" if offsets is not None else "flags"
     values = as_array(values)
-    p = prepared(values, op, kind, variant, backend, dtype, stats is not None, knobs, segmented=which)
-    return p(values, out, flags=flags, offsets=offsets, stats=stats)
+    t = conventions.types(conventions.input_dtype(values), dtype, "keep")
+    conventions.check_out_cast(t.result, out)
+    direct = out is not None and conventions.same(out.dtype, t.result) and not t.converted
+    p = prepared(values, op, kind, variant, backend, t.scan.name, stats is not None, knobs, segmented=which)
+    res = p(values, out if direct else None, flags=flags, offsets=offsets, stats=stats)
+    if direct:
+        return res
+    if t.converted:
+        res = res.astype(t.result)
+    return res if out is None else conventions.put(out, res)
+
+
+def _identity(op: str | Monoid, flat: Any, dtype: Any) -> Any:
+    """The op's identity in the dtype a scan of ``flat`` runs in (what a missing value counts as)."""
+    t = conventions.types(conventions.input_dtype(flat), dtype, "keep")
+    return resolve(op).identity_for(t.scan)
 
 
 def segmented_cumsum(
@@ -100,7 +133,15 @@ def segmented_cumsum(
     exclusive: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """Cumulative sum within each segment (see :func:`segmented_scan`)."""
+    """Cumulative sum within each segment (see :func:`segmented_scan`; no dtype promotion).
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> v = np.array([1, 2, 3, 4], dtype=np.int32)
+    >>> jitscan.segmented_cumsum(v, offsets=[0, 1, 4], exclusive=True)
+    array([0, 0, 2, 5], dtype=int32)
+    """
     return segmented_scan(
         values,
         offsets=offsets,
@@ -136,18 +177,33 @@ def segmented_reduce(
     segments that cross tile edges, so it needs no forward-progress guarantee and
     measured faster than the chained variants (``fallback``, ``lookback``), which
     finish those segments by look-back.
+
+    With an Awkward Array, ``None`` inside a list is skipped (as ``ak.sum`` skips it)
+    and a missing list gives ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.segmented_reduce(np.array([1.0, 2.0, 3.0]), offsets=[0, 2, 2, 3])
+    array([3., 0., 3.])
     """
     ak = awkward.module_of(values)
+    lists = None
     if ak is not None:
         if offsets is not None:
             raise ValueError("an Awkward Array carries its own segments; do not pass offsets=")
-        values, _, offsets = awkward.flatten(ak, values)
+        lists = awkward.flatten(ak, values)
+        values, offsets = lists.fill(_identity(op, lists.flat, dtype)), lists.offsets
     if offsets is None:
         raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
     variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
     values = as_array(values)
-    p = prepared(values, op, "reduce", variant, backend, dtype, False, knobs, segmented="offsets")
-    return p(values, offsets=offsets)
+    t = conventions.types(conventions.input_dtype(values), dtype, "keep")
+    p = prepared(values, op, "reduce", variant, backend, t.scan.name, False, knobs, segmented="offsets")
+    res = conventions.numpy_sum_zero(p(values, offsets=offsets), op, t.scan.numpy)
+    if t.converted:
+        res = res.astype(t.result)
+    return res if lists is None else awkward.per_list(ak, res, lists)
 
 
 __all__ = ["segmented_scan", "segmented_cumsum", "segmented_reduce", "check_offsets", "SEGMENTED_VARIANTS"]

@@ -231,6 +231,14 @@ class Backend(ABC):
         """Copy the first ``count`` uint32 of ``buf`` to the host (synchronizes)."""
 
     @abstractmethod
+    def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
+        """Arrays of one dtype and queue joined along ``axis``, in a new array."""
+
+    @abstractmethod
+    def replace_nan(self, arr: Any, value: float) -> Any:
+        """A copy of a float array with every NaN replaced by ``value``."""
+
+    @abstractmethod
     def copy(self, dst: Any, src: Any) -> None:
         """Device-to-device copy of equal-sized contiguous arrays."""
 

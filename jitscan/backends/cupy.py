@@ -11,6 +11,7 @@ no AMD GPU was available).
 
 from __future__ import annotations
 
+import re
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -29,7 +30,11 @@ try:  # optional dependency
     _IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - depends on the machine
     cupy = None
-    _IMPORT_ERROR = f"cupy is not installed ({exc}); pip install 'jitscan[cuda]'"
+    _IMPORT_ERROR = (
+        f"cupy is not installed ({exc}); pip install cupy-cuda13x or cupy-cuda12x, the one matching "
+        "the CUDA major version of your driver (nvidia-smi shows it); in a jitscan source "
+        "checkout, pip install '.[cuda13]' or '.[cuda12]'"
+    )
 
 
 class CudaQueue:
@@ -304,6 +309,14 @@ class CupyBackend(Backend):
         queue.stream.synchronize()
         return host
 
+    def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
+        with cupy.cuda.Device(parts[0].device.id):
+            return cupy.concatenate(list(parts), axis=axis)
+
+    def replace_nan(self, arr: Any, value: float) -> Any:
+        with cupy.cuda.Device(arr.device.id):
+            return cupy.where(cupy.isnan(arr), arr.dtype.type(value), arr)
+
     def copy(self, dst: Any, src: Any) -> None:
         dst[...] = src
 
@@ -325,9 +338,36 @@ class CupyBackend(Backend):
                     module.compile()
                     prog = _CudaProgram(module, build, queue.device, self._devices == 1)
             except cupy.cuda.compiler.CompileException as exc:
-                raise CompileError(f"NVRTC build of the {build.what} failed:\n{exc}") from exc
+                raise CompileError(self._build_failure(build, src, str(exc))) from exc
             self._programs[key] = prog
         return prog
+
+    @staticmethod
+    def _build_failure(build: Build, src: str, log: str) -> str:
+        """The message of a failed build: the compiler's first error and the line it is on.
+
+        NVRTC's log names a temporary file; a user whose combine expression does not
+        compile wants the error and the line that holds the expression (the whole log
+        stays on the exception's ``__cause__``).
+        """
+        for text in log.splitlines():
+            # NVRTC: "<file>(L): error: msg"; hipRTC (clang): "<file>:L:C: error: msg"
+            m = re.match(r".*?\((\d+)\)()?: (?:catastrophic )?error: (.*)", text) or re.match(
+                r".*?:(\d+):(\d+): (?:fatal )?error: (.*)", text
+            )
+            if m:
+                break
+        else:
+            return f"NVRTC build of the {build.what} failed:\n{log}"
+        msg = f"NVRTC build of the {build.what} failed: {m.group(3).strip()}"
+        lines = src.splitlines()
+        if 0 < int(m.group(1)) <= len(lines):
+            raw = lines[int(m.group(1)) - 1]
+            code = raw.lstrip()
+            msg += f"\n  at line {m.group(1)} of the generated source:\n    {code}"
+            if m.group(2):
+                msg += "\n    " + " " * max(int(m.group(2)) - 1 - (len(raw) - len(code)), 0) + "^"
+        return msg
 
     @property
     def compiled_count(self) -> int:

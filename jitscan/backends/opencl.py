@@ -25,7 +25,10 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     cl = None
     cl_array = None
     cl_tools = None
-    _IMPORT_ERROR = f"pyopencl is not installed ({exc}); pip install 'jitscan[opencl]'"
+    _IMPORT_ERROR = (
+        f'pyopencl is not installed ({exc}); pip install "pyopencl[pocl]" (PoCL gives a CPU '
+        "device where no GPU driver provides one); in a jitscan source checkout, pip install '.[opencl]'"
+    )
 
 
 # element i of a C-order view with the given shape and element strides (any sign)
@@ -331,6 +334,14 @@ class OpenCLBackend(Backend):
         cl.enqueue_copy(queue, host, buf, is_blocking=True)
         return host
 
+    def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
+        return cl_array.concatenate(list(parts), axis=axis, queue=parts[0].queue or self.default_queue())
+
+    def replace_nan(self, arr: Any, value: float) -> Any:
+        # NaN is the one value not equal to itself; where x == x keep x, else value
+        fill = cl_array.empty_like(arr).fill(arr.dtype.type(value))
+        return cl_array.if_positive(arr == arr, arr, fill)
+
     def copy(self, dst: Any, src: Any) -> None:
         cl.enqueue_copy(
             dst.queue,
@@ -359,10 +370,36 @@ class OpenCLBackend(Backend):
                 built = cl.Program(queue.context, src).build(devices=[queue.device])
                 built = _with_occupancy(built, build, queue.device)
             except (cl.RuntimeError, cl.LogicError) as exc:
-                raise CompileError(f"OpenCL build of the {build.what} failed:\n{exc}") from exc
+                raise CompileError(self._build_failure(build, src, str(exc))) from exc
             prog = _CLProgram(built, build)
             self._programs[key] = prog
         return prog
+
+    @staticmethod
+    def _build_failure(build: Build, src: str, log: str) -> str:
+        """The message of a failed build: the compiler's first error and the line it is on.
+
+        PyOpenCL repeats its status line and names a temporary file; a user whose combine
+        expression does not compile wants the error and the line that holds the
+        expression (the whole log stays on the exception's ``__cause__``).
+        """
+        for text in log.splitlines():
+            # PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg"
+            m = re.match(r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)", text) or re.match(
+                r".*?:(\d+):(\d+): (?:fatal )?error: (.*)", text
+            )
+            if m:
+                break
+        else:
+            return f"OpenCL build of the {build.what} failed:\n{log}"
+        msg = f"OpenCL build of the {build.what} failed: {m.group(3).strip()}"
+        lines = src.splitlines()
+        if m.group(1) and 0 < int(m.group(1)) <= len(lines):
+            raw = lines[int(m.group(1)) - 1]
+            code = raw.lstrip()
+            caret = " " * max(int(m.group(2)) - 1 - (len(raw) - len(code)), 0) + "^"
+            msg += f"\n  at line {m.group(1)} of the generated source:\n    {code}\n    {caret}"
+        return msg
 
     @property
     def compiled_count(self) -> int:

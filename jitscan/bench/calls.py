@@ -40,7 +40,7 @@ HOST_CALLS = 100
 ROUNDS = 3
 #: the public call a user writes, and a prepared scan called directly
 CUMSUM = "jitscan.cumsum(x, out=y)"
-CUMSUM_NEW = "jitscan.cumsum(x)"
+CUMSUM_NEW = "jitscan.cumsum(x, dtype=x.dtype)"
 PREPARED = "jitscan.plan(...)(x, out=y)"
 #: the jitscan calls, in the order tables show them
 JITSCAN_CALLS = (CUMSUM, CUMSUM_NEW, PREPARED)
@@ -77,7 +77,7 @@ def contenders(
     found = [
         Contender(CUMSUM, lambda i: cumsum(ins[i % len(ins)], out=out_cumsum), out_cumsum),
         # allocates its result each call, as a user's plain call does
-        Contender(CUMSUM_NEW, lambda i: cumsum(ins[i % len(ins)])),
+        Contender(CUMSUM_NEW, lambda i: cumsum(ins[i % len(ins)], dtype=dtype)),
         Contender(PREPARED, lambda i: p(ins[i % len(ins)], out=out_prepared), out_prepared),
     ]
     if not peers:

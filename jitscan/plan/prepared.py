@@ -17,7 +17,7 @@ from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
 from ..dtypes import lookup
 from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
-from ..monoid import Monoid, resolve
+from ..monoid import Monoid, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuning
 
@@ -239,13 +239,13 @@ class PreparedScan:
             if out is not None:
                 arrays.check_out(out, b, inp.on_device, self.dtype, (1,))
             if inp.n == 0:
-                ident = self.monoid.identity_for(self.dtype)
+                ident = empty_value(self.monoid, self.dtype)
                 return arrays.identity_result(inp, ident, None if out is None else 1, out)
         else:
             arrays.check_out(out, b, inp.on_device, self.dtype, (length,))
             if inp.n == 0 or length == 0:
                 if reduce:  # a segmented reduction: the identity for every (empty) segment
-                    return arrays.identity_result(inp, self.monoid.identity_for(self.dtype), length, out)
+                    return arrays.identity_result(inp, empty_value(self.monoid, self.dtype), length, out)
                 return arrays.empty_result(inp, out)
         if unchecked is not None:  # offsets on the device: checked there, one word read back
             bound = self.bound(inp.queue, inp.n)
@@ -337,8 +337,10 @@ def plan(
 
     Parameters
     ----------
-    dtype : dtype
-        Element type of the scan and its result (inputs of other types are converted).
+    dtype : {"int32", "uint32", "int64", "uint64", "float32", "float64"}
+        Element type of the scan and its result (inputs of other real or integer types
+        are converted on the device). A prepared scan applies no promotion rule: it is
+        the scan ``jitscan.scan(x, dtype=dtype)`` would run.
     op : {"add", "mul", "min", "max", "and", "or", "xor"} or Monoid
     kind : {"inclusive", "exclusive", "reduce"}
     variant : {"fallback", "lookback", "rts", "memcpy"}, optional
@@ -367,6 +369,15 @@ def plan(
     ------
     TypeError, ValueError
         Everything a call could be refused for, except the array itself, is checked here.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> scan = jitscan.plan("int64", "add", kind="exclusive")
+    >>> scan(np.array([1, 2, 3, 4]))
+    array([0, 1, 3, 6])
+    >>> scan(np.array([5, 5]))
+    array([0, 5])
     """
     return PreparedScan(
         dtype,
