@@ -95,6 +95,9 @@ class _Built:
             raise cl.RuntimeError("clBuildProgram failed")
         return self
 
+    def get_build_info(self, device, what):
+        return ""  # a build that said nothing
+
 
 class _Program:
     context = "context"
@@ -156,3 +159,30 @@ def test_a_failed_rebuild_keeps_the_program_as_built(rebuild):
     program = _Program([device])
     with pytest.warns(RuntimeWarning, match="minnctapersm"):
         assert rebuild(program, _bound_spec(3), device) is program
+
+
+class _Logged:
+    """A program whose build succeeds and leaves ``log``."""
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+
+    def build(self, devices):
+        return self
+
+    def get_build_info(self, device, what):
+        return self.log
+
+
+def test_the_drivers_note_on_kernels_is_not_a_compiler_warning_but_anything_else_in_the_log_is():
+    import warnings
+
+    cl = pytest.importorskip("pyopencl")
+    from jitscan.backends.opencl import _build
+
+    note = "(): Warning: Function js_chained is a kernel, so overriding noinline attribute. The function may"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _build(_Logged(f"\n{note}\n\n"), object())  # nothing to say: no warning
+    with pytest.warns(cl.CompilerWarning, match="use of logical"):
+        _build(_Logged(f"{note}\n<kernel>:3:7: warning: use of logical '&&' with constant operand"), object())

@@ -53,6 +53,32 @@ __kernel void js_gather(__global const WORD* src, long offset, __global WORD* ds
 
 _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
 
+#: what NVIDIA's OpenCL driver (580) logs for every kernel of a program: a note on its own
+#: handling of kernels, not on the source
+_DRIVER_NOTES = (re.compile(r"Function \w+ is a kernel, so overriding noinline attribute"),)
+
+
+def _build(program: Any, device: Any) -> Any:
+    """``program`` built for ``device``; a CompilerWarning with the log when it says anything.
+
+    PyOpenCL's own warning names no line of the log (unless $PYOPENCL_COMPILER_OUTPUT
+    is set) and fires on the driver's notes too; this one quotes the log, without them.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        built = program.build(devices=[device])
+    log = built.get_build_info(device, cl.program_build_info.LOG) or ""
+    said = [
+        line for line in log.splitlines() if line.strip() and not any(n.search(line) for n in _DRIVER_NOTES)
+    ]
+    if said:
+        warnings.warn(
+            "jitscan: the OpenCL compiler's log of a program that built:\n" + "\n".join(said),
+            cl.CompilerWarning,
+            stacklevel=3,
+        )
+    return built
+
 
 class _CLProgram(Program):
     def __init__(self, program: Any, build: Build) -> None:
@@ -119,7 +145,7 @@ def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
         )
         return program
     try:
-        return cl.Program(program.context, [device], [out + b"\0"]).build(devices=[device])
+        return _build(cl.Program(program.context, [device], [out + b"\0"]), device)
     except (cl.RuntimeError, cl.LogicError) as exc:  # an occupancy hint is not worth failing over
         warnings.warn(
             f"jitscan: rebuilding the OpenCL program with .minnctapersm failed; using it as built ({exc})",
@@ -243,7 +269,7 @@ class OpenCLBackend(Backend):
                          : "=r"(r) : "r"(a[0]), "r"(1u));
             a[get_global_id(0)] = r; }"""
         try:
-            cl.Program(queue.context, probe).build(devices=[dev])
+            _build(cl.Program(queue.context, probe), dev)
         except Exception:  # noqa: BLE001 - no inline PTX here: local-memory scans instead
             return None
         return 32
@@ -291,7 +317,7 @@ class OpenCLBackend(Backend):
         kernel = self._utility.get(key)
         if kernel is None:
             word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
-            kernel = cl.Program(queue.context, _GATHER.replace("WORD", word)).build().js_gather
+            kernel = _build(cl.Program(queue.context, _GATHER.replace("WORD", word)), queue.device).js_gather
             kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
             self._utility[key] = kernel
         dims_buf = cl_array.to_device(queue, dims)
@@ -367,7 +393,7 @@ class OpenCLBackend(Backend):
         if prog is None:
             src = build.source(self.dialect)
             try:
-                built = cl.Program(queue.context, src).build(devices=[queue.device])
+                built = _build(cl.Program(queue.context, src), queue.device)
                 built = _with_occupancy(built, build, queue.device)
             except (cl.RuntimeError, cl.LogicError) as exc:
                 raise CompileError(self._build_failure(build, src, str(exc))) from exc
@@ -383,14 +409,17 @@ class OpenCLBackend(Backend):
         expression does not compile wants the error and the line that holds the
         expression (the whole log stays on the exception's ``__cause__``).
         """
-        for text in log.splitlines():
-            # PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg"
-            m = re.match(r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)", text) or re.match(
-                r".*?:(\d+):(\d+): (?:fatal )?error: (.*)", text
-            )
-            if m:
-                break
-        else:
+        # PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg".
+        # NVIDIA's front end only warns of an undeclared function (the link then fails):
+        # without an error line, its first located warning is the one to show.
+        patterns = (
+            r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)",
+            r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
+            r".*?:(\d+):(\d+): warning: (.*)",
+        )
+        found = (re.match(p, text) for p in patterns for text in log.splitlines())
+        m = next((hit for hit in found if hit), None)
+        if m is None:
             return f"OpenCL build of the {build.what} failed:\n{log}"
         msg = f"OpenCL build of the {build.what} failed: {m.group(3).strip()}"
         lines = src.splitlines()
