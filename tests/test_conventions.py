@@ -108,9 +108,25 @@ def test_complex_sums_are_numpys_in_the_input_dtype(dtype):
     np.testing.assert_array_equal(jitscan.nancumsum(w), np.nancumsum(w))
 
 
-def test_complex_products_are_refused_until_tuple_valued_scans_exist():
-    with pytest.raises(TypeError, match="op='add' only"):
+def test_complex64_products_are_numpys():
+    rng = np.random.default_rng(2)
+    x = np.exp(1j * rng.uniform(0, 2 * np.pi, 3000)).astype(np.complex64)  # on the unit circle
+    y = jitscan.cumprod(x)
+    assert y.dtype == np.complex64
+    np.testing.assert_allclose(y, np.cumprod(x), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(jitscan.reduce(x[:50], "mul"), np.prod(x[:50]), rtol=1e-4)
+    m = x[:60].reshape(3, 20)
+    np.testing.assert_allclose(jitscan.cumprod(m, axis=1), np.cumprod(m, axis=1), rtol=1e-4, atol=1e-5)
+    w = np.array([np.nan + 1j, 2.0, 1j], dtype=np.complex64)
+    np.testing.assert_array_equal(jitscan.nancumprod(w), np.nancumprod(w))
+    assert jitscan.cumulative_prod(x[:2], include_initial=True)[0] == 1
+
+
+def test_complex128_products_are_refused_until_scans_hold_16_byte_values():
+    with pytest.raises(TypeError, match="16-byte values"):
         jitscan.cumprod(np.array([1 + 1j, 2]))
+    with pytest.raises(TypeError, match="'add' or 'mul'"):
+        jitscan.scan(np.array([1 + 1j, 2], dtype=np.complex64), "max")
 
 
 # -- 3. 0-d input, Python scalars, out= ---------------------------------------------------
@@ -300,6 +316,7 @@ def test_device_arrays_follow_the_same_conventions(backend):
     assert b.to_host(out).tolist() == [1.0, 3.0, 6.0]
     c = np.array([1 + 2j, 3 - 1j], dtype=np.complex64)
     assert b.to_host(jitscan.cumsum(dev(c))).tolist() == np.cumsum(c).tolist()
+    assert b.to_host(jitscan.cumprod(dev(c))).tolist() == np.cumprod(c).tolist()
 
 
 # -- 2. Awkward arrays with missing values ------------------------------------------------

@@ -61,7 +61,7 @@ class Types:
 def _unsupported(dt: np.dtype) -> TypeError:
     hint = ""
     if dt.kind == "c":
-        hint = " (complex input: sums only, with cumsum, nancumsum, cumulative_sum or scan/reduce op='add')"
+        hint = " (complex input takes op='add', and 'mul' in complex64: cumsum, cumprod, scan, reduce)"
     elif dt.kind in "OSUVMm":
         hint = " (scan a numeric array)"
     return TypeError(

@@ -13,7 +13,7 @@ import numpy as np
 from .. import backends, variants
 from ..dtypes import DTYPES, lookup
 from ..kernels.spec import KINDS, check_choice
-from ..monoid import Monoid, resolve
+from ..monoid import CMUL64, Monoid, resolve
 from ..plan import check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
@@ -196,41 +196,60 @@ def _complex(
     include_initial: bool,
     nan: float | None,
 ) -> Any:
-    """A complex scan (sums only) as two real ones; see :func:`_by_parts`."""
+    """A complex scan: sums as two real ones, complex64 products on 64-bit words (see :func:`_by_parts`)."""
 
-    def each(part: Any, part_dtype: np.dtype) -> Any:
-        return run(
-            part, op, kind, "keep", variant, backend, part_dtype, None, stats, axis, knobs, include_initial
-        )
+    def each(part: Any, part_op: str | Monoid, part_dtype: np.dtype) -> Any:
+        args = (variant, backend, part_dtype, None, stats, axis, knobs, include_initial)
+        return run(part, part_op, kind, "keep", *args)
 
     return _by_parts(x, op, dtype, out, nan, each)
 
 
 def _by_parts(x: Any, op: str | Monoid, dtype: Any, out: Any, nan: float | None, each: Any) -> Any:
-    """A complex sum from ``each(part, part_dtype)`` of the real and imaginary parts.
+    """A complex scan or reduction from ``each(part, op, dtype)`` over real arrays.
 
-    Complex addition adds the parts, so the parts scanned apart give the bits of a
-    complex scan that adds in the same order. Other ops combine the parts (a complex
-    product) and would need tuple-valued scans.
+    Complex addition adds the parts, so the real and imaginary parts scanned apart
+    give the bits of a complex scan that adds in the same order. A complex64 product
+    combines the parts: it runs on the values' bits as uint64 words with the built-in
+    ``CMUL64`` monoid. complex128 products need 16-byte values, which the kernels do
+    not have (tuple-valued scans).
     """
-    if op != "add":
-        raise TypeError(
-            f"complex input takes op='add' only: a complex {op!r} combines the real and imaginary "
-            "parts, which needs tuple-valued scans (not in jitscan yet)"
-        )
+    if op not in ("add", "mul"):
+        raise TypeError(f"complex input takes op='add' or 'mul', not {op!r}")
     result = np.dtype(dtype) if dtype is not None else np.result_type(x.dtype, np.complex64)
     if result.kind != "c":
         raise TypeError(f"cannot scan complex input in dtype {result}: name a complex dtype")
+    if op == "mul" and result != np.complex64:
+        raise TypeError(
+            f"complex products in {result} need 16-byte values (tuple-valued scans, not in jitscan "
+            "yet); complex64 products work (dtype=np.complex64)"
+        )
     conventions.check_out_cast(result, out)
-    part_dtype = np.dtype("float32") if result == np.complex64 else np.dtype("float64")
     if nan is not None and np.dtype(x.dtype).kind in "fc":
-        x = _replace_nan(x, nan)  # a value with a NaN part counts as zero, as in NumPy
-    if np.dtype(x.dtype).kind == "c":
-        re, im = each(x.real, part_dtype), each(x.imag, part_dtype)
+        x = _replace_nan(x, nan)  # a value with a NaN part counts as zero (one), as in NumPy
+    if op == "mul":
+        words = _contiguous(x.astype(result) if x.dtype != result else x).view(np.uint64)
+        res = _as_complex64(each(words, CMUL64, np.dtype(np.uint64)))
+    elif np.dtype(x.dtype).kind == "c":
+        part_dtype = np.dtype("float32") if result == np.complex64 else np.dtype("float64")
+        re, im = each(x.real, "add", part_dtype), each(x.imag, "add", part_dtype)
         res = re.astype(result) + im.astype(result) * result.type(1j)
     else:
-        res = each(x, part_dtype).astype(result)
+        res = each(x, "add", np.dtype(result.char.lower())).astype(result)
     return res if out is None else conventions.put(out, res)
+
+
+def _contiguous(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    return backends.for_array(x).contiguous(x)
+
+
+def _as_complex64(words: Any) -> Any:
+    """uint64 words (an array or a scalar) as the complex64 values they hold."""
+    if isinstance(words, np.generic):
+        return np.array(words).view(np.complex64)[()]
+    return words.view(np.complex64)
 
 
 def _types(x: Any, op: str | Monoid, rule: str, dtype: Any, out: Any) -> conventions.Types:
@@ -330,9 +349,9 @@ def reduce(
     shape = tuple(x.shape)
     if _is_complex(x, dtype):
 
-        def each(part: Any, part_dtype: np.dtype) -> Any:
+        def each(part: Any, part_op: str | Monoid, part_dtype: np.dtype) -> Any:
             kw = {"axis": axis, "keepdims": keepdims, "variant": variant, "backend": backend}
-            return reduce(part, op, dtype=part_dtype, **kw, **knobs)
+            return reduce(part, part_op, dtype=part_dtype, **kw, **knobs)
 
         return _by_parts(x, op, dtype, None, None, each)
     t = conventions.types(conventions.input_dtype(x), dtype, "keep")

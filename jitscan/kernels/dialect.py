@@ -119,6 +119,10 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_NPARTS {tile_state.of_spec(spec).parts}",
             f"#define JS_VIDENTITY {self.literal(spec.monoid.identity_for(dt), dt, 'js_val')}",
             f"#define JS_ISNAN(x) {'((x) != (x))' if dt.is_float else '0'}",
+            "/* a complex64 held in 64 bits, real part low (NumPy's layout): for user ops too */",
+            "#define JS_C64_RE(x) JS_F32_FROM_BITS((js_u32)(x))",
+            "#define JS_C64_IM(x) JS_F32_FROM_BITS((js_u32)((x) >> 32))",
+            "#define JS_C64(re, im) (((js_u64)JS_F32_TO_BITS(im) << 32) | (js_u64)JS_F32_TO_BITS(re))",
             "",
             f"/* op {spec.monoid.name}: a holds the earlier elements, b the later ones */",
             f"JS_DEVICE_FN js_val js_vop(js_val a, js_val b) {{ return ({spec.monoid.combine}); }}",
@@ -276,6 +280,8 @@ typedef ulong js_size;
 #define JS_LOAD_SW(p) (*(volatile __global js_sw*)(p))
 #define JS_TO_BITS(x) as_{bits}(x)
 #define JS_FROM_BITS(b) as_{dt.opencl}(b)
+#define JS_F32_TO_BITS(x) as_uint(x)
+#define JS_F32_FROM_BITS(b) as_float(b)
 #define JS_SPIN_PAUSE() ((void)0)
 {vload}
 {vstore}
@@ -394,6 +400,8 @@ typedef unsigned long long js_size;
 #define JS_LOCAL_DECL __shared__
 #define JS_LOCAL_PTR
 #define JS_DEVICE_FN static __device__ __forceinline__
+#define JS_F32_TO_BITS(x) __float_as_uint(x)
+#define JS_F32_FROM_BITS(b) __uint_as_float(b)
 #define JS_LID ((js_u32)threadIdx.x)
 #define JS_GROUP_ID ((js_u32)blockIdx.x)
 #define JS_LANE (JS_LID % JS_SG)
