@@ -358,3 +358,10 @@ def test_every_public_scan_shows_its_arguments_and_documents_its_knobs(name):
     doc = inspect.getdoc(fn)
     for section in ("Parameters", "Returns", "Raises", "Examples", "tile_state", "spin_limit"):
         assert section in doc, f"{name}'s docstring lacks {section}"
+
+
+@pytest.mark.parametrize("name", ["segmented_scan", "segmented_cumsum", "segmented_reduce"])
+def test_segmented_functions_show_backend_and_variant_in_their_signatures(name):
+    params = inspect.signature(getattr(jitscan, name)).parameters
+    assert {"backend", "variant", "dtype"} <= set(params)
+    assert "Examples" in inspect.getdoc(getattr(jitscan, name))

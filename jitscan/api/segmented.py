@@ -131,9 +131,26 @@ def segmented_cumsum(
     out: Any = None,
     *,
     exclusive: bool = False,
-    **kwargs: Any,
+    variant: str | None = None,
+    backend: str | None = None,
+    stats: dict | None = None,
+    **knobs: Any,
 ) -> Any:
     """Cumulative sum within each segment (see :func:`segmented_scan`; no dtype promotion).
+
+    Parameters
+    ----------
+    values, offsets, flags, dtype, out, variant, backend, stats
+        As in :func:`segmented_scan`.
+    exclusive : bool
+        Each segment starts from 0 instead of its first element.
+    **knobs
+        Tuning knobs as in :func:`jitscan.scan` (``tile_state``, ``spin_limit``, ...).
+
+    Returns
+    -------
+    array
+        As :func:`segmented_scan`.
 
     Examples
     --------
@@ -148,9 +165,12 @@ def segmented_cumsum(
         flags=flags,
         op="add",
         kind="exclusive" if exclusive else "inclusive",
+        variant=variant,
+        backend=backend,
         dtype=dtype,
         out=out,
-        **kwargs,
+        stats=stats,
+        **knobs,
     )
 
 
