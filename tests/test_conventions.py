@@ -216,6 +216,7 @@ def test_float_sums_of_nothing_or_of_negative_zeros_are_positive_zero_as_numpy_s
     assert not np.signbit(np.sum(neg)) and not np.signbit(np.sum(np.zeros(0)))
     assert not np.signbit(jitscan.reduce(np.zeros(0, dtype=np.float64)))
     assert not np.signbit(jitscan.reduce(neg))
+    assert not np.signbit(jitscan.scan(neg, kind="reduce"))
     assert not np.signbit(jitscan.reduce(neg, axis=1)).any()
     assert not np.signbit(jitscan.reduce(np.zeros((0, 2), dtype=np.float32), axis=0)).any()
     assert not np.signbit(jitscan.segmented_reduce(np.array([-0.0, -0.0]), offsets=[0, 2, 2])).any()

@@ -171,6 +171,8 @@ def run(
     res = p(x, out if direct else None, stats=stats)
     if direct:
         return res
+    if kind == "reduce":
+        res = conventions.numpy_sum_zero(res, op, t.scan.numpy)  # as reduce()
     if t.converted:
         res = res.astype(t.result)
     if include_initial:
