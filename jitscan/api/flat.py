@@ -42,7 +42,30 @@ def scan(
     axis: int | None = None,
     **knobs: Any,
 ) -> Any:
+    if axis is None and stats is None and not knobs and kind != "reduce":
+        # the common call: one lookup, keyed on what can differ between such calls
+        key = (
+            type(x),
+            getattr(x, "dtype", None),
+            op,
+            kind,
+            variant,
+            backend,
+            dtype,
+            getattr(out, "dtype", None),
+        )
+        try:
+            p = _SCAN_SHORTCUTS[key]
+        except (KeyError, TypeError):
+            p = _shortcut(x, op, kind, "keep", dtype, out, variant, backend)
+            _remember(_SCAN_SHORTCUTS, key, p)
+        if p is not None:
+            return p(x, out)
     return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs)
+
+
+#: prepared scans of scan()'s common calls (None: that call takes the long way)
+_SCAN_SHORTCUTS = shortcut()
 
 
 scan.__doc__ = (
@@ -413,11 +436,7 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
                 p = mine[key]
             except (KeyError, TypeError):
                 p = _shortcut(x, op, kind, rule, dtype, out)
-                if len(mine) < SHORTCUTS:
-                    try:
-                        mine[key] = p
-                    except TypeError:  # an unhashable dtype= argument
-                        pass
+                _remember(mine, key, p)
             if p is not None:
                 return p(x, out)
         return run(x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
@@ -434,7 +453,25 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
 SHORTCUTS = 64
 
 
-def _shortcut(x: Any, op: str, kind: str, rule: str, dtype: Any, out: Any) -> Any:
+def _remember(cache: dict, key: tuple, p: Any) -> None:
+    """Keep a common call's prepared scan (or None), up to SHORTCUTS of them per function."""
+    if len(cache) < SHORTCUTS:
+        try:
+            cache[key] = p
+        except TypeError:  # an unhashable argument (a dtype= of a kind that is no key)
+            pass
+
+
+def _shortcut(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    rule: str,
+    dtype: Any,
+    out: Any,
+    variant: str | None = None,
+    backend: str | None = None,
+) -> Any:
     """The prepared scan that does the whole call on ``x``'s kind of input, or None.
 
     Only for device arrays whose dtype is the scan's and the result's (and ``out``'s):
@@ -450,7 +487,7 @@ def _shortcut(x: Any, op: str, kind: str, rule: str, dtype: Any, out: Any) -> An
         return None
     if out is not None and not conventions.same(out.dtype, t.result):
         return None
-    return prepared(x, op, kind, None, None, t.scan.name, False, {})
+    return prepared(x, op, kind, variant, backend, t.scan.name, False, {})
 
 
 def _running_doc(name: str, rule: str, summary: str, example: str, nan: float | None) -> str:
