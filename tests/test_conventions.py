@@ -366,3 +366,79 @@ def test_segmented_functions_show_backend_and_variant_in_their_signatures(name):
     params = inspect.signature(getattr(jitscan, name)).parameters
     assert {"backend", "variant", "dtype"} <= set(params)
     assert "Examples" in inspect.getdoc(getattr(jitscan, name))
+
+
+# -- found in review: each of these failed before its fix --------------------------------
+
+
+def test_dtype_narrower_than_the_input_casts_the_input_first_as_numpy_does():
+    x = np.array([127, 128], dtype=np.int32)
+    np.testing.assert_array_equal(jitscan.cummax(x, dtype=np.int8), np.maximum.accumulate(x.astype(np.int8)))
+    assert jitscan.reduce(x, "max", dtype=np.int8) == np.int8(127)
+    np.testing.assert_array_equal(jitscan.cumsum(np.array([1, -1]), dtype=bool), [True, True])
+    np.testing.assert_array_equal(jitscan.cumsum(np.array([0.5]), dtype=bool), [True])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "uint16"])
+def test_narrow_integers_show_their_own_types_identity(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([5, 2], dtype=dtype)
+    assert jitscan.cummin(x, exclusive=True)[0] == info.max
+    assert jitscan.cummax(x, exclusive=True)[0] == info.min
+    assert jitscan.reduce(np.zeros((2, 0), dtype), "min", axis=1).tolist() == [info.max, info.max]
+    assert jitscan.segmented_reduce(x, offsets=[0, 2, 2], op="min").tolist() == [2, info.max]
+
+
+def test_a_reduction_into_out_converts_and_keeps_numpys_zero():
+    out = np.empty(1, np.int8)
+    assert jitscan.scan(np.int8([1, 2, 3]), kind="reduce", out=out) is out and out[0] == 6
+    f = np.empty(1, np.float32)
+    jitscan.scan(np.float32([-0.0, -0.0]), kind="reduce", out=f)
+    assert not np.signbit(f[0])
+
+
+def test_reducing_over_no_axes_returns_the_values():
+    assert jitscan.reduce(np.float64(3), axis=()) == 3.0
+    np.testing.assert_array_equal(jitscan.reduce(np.ones((2, 3)), axis=()), np.ones((2, 3)))
+
+
+def test_an_integer_out_of_another_kind_is_still_checked_under_same_kind():
+    with pytest.raises(TypeError, match="same_kind"):
+        jitscan.cumsum(np.array([1], dtype=np.int32), out=np.empty(1, np.uint32))
+
+
+def test_complex_parts_are_set_apart_so_infinities_and_zero_signs_survive():
+    x = np.array([complex(-0.0, 1.0), complex(0.0, np.inf)])
+    y = jitscan.cumsum(x)
+    np.testing.assert_array_equal(y, np.cumsum(x))
+    assert np.signbit(y.real[0]) == np.signbit(np.cumsum(x).real[0])
+    with pytest.raises(ValueError, match="stats"):
+        jitscan.reduce(x, stats={})
+
+
+def test_awkward_missing_values_keep_the_values_dtype_and_out_is_refused():
+    ak = pytest.importorskip("awkward")
+    a = ak.values_astype(ak.Array([[200, None, 100]]), np.uint8)
+    assert jitscan.segmented_scan(a).tolist() == [[200, None, 44]]  # uint8 wraps, as ak's own uint8
+    with pytest.raises(ValueError, match="out="):
+        jitscan.segmented_scan(ak.Array([[1, 2]]), out=np.empty(2))
+
+
+def test_device_arrays_of_every_input_dtype_and_0d_results(backend):
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    for host in (np.array([True, False, True]), np.array([1, 2, 3], np.float16)):
+        got = b.to_host(jitscan.cumsum(b.to_device(host, q)))
+        np.testing.assert_array_equal(got, np.cumsum(host))
+    assert b.to_host(jitscan.reduce(b.to_device(np.zeros(0, np.float32), q))).shape == ()
+    c = b.to_device(np.array([1 + 2j, 3 - 1j], np.complex64), q)
+    assert b.to_host(jitscan.reduce(c, "mul")).shape == ()
+    z = b.to_device(np.array([-0.0, -0.0], np.float32), q)
+    assert not np.signbit(b.to_host(jitscan.reduce(z)))
+    m = b.to_device(np.arange(6, dtype=np.int32).reshape(2, 3), q)
+    got = b.to_host(jitscan.cumulative_sum(m, axis=1, include_initial=True))
+    np.testing.assert_array_equal(
+        got, np.cumulative_sum(np.arange(6).reshape(2, 3), axis=1, include_initial=True)
+    )
+    w = b.to_device(np.array([np.nan + 1j, 2], np.complex64), q)
+    np.testing.assert_array_equal(b.to_host(jitscan.nancumsum(w)), [0, 2])

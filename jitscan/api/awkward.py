@@ -57,15 +57,16 @@ def flatten(ak: Any, values: Any) -> Lists:
         missing_lists = None
     counts = np.asarray(ak.num(values, axis=1), dtype=np.int64)
     inner = ak.flatten(values, axis=1)
-    missing_values = np.asarray(ak.is_none(inner, axis=0))
-    if missing_values.any():
-        inner = ak.fill_none(inner, 0)
-    else:
-        missing_values = None
     try:
-        flat = np.asarray(ak.to_numpy(inner, allow_missing=False))
+        # a masked array where values are missing: its data keeps the values' dtype
+        # (ak.fill_none would promote uint8 or float32 to 64 bits)
+        got = ak.to_numpy(inner, allow_missing=True)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"jitscan takes {SUPPORTED}; got {ak.type(values)}") from exc
+    missing_values = np.ma.getmaskarray(got) if np.ma.isMaskedArray(got) else None
+    if missing_values is not None and not missing_values.any():
+        missing_values = None
+    flat = np.asarray(np.ma.getdata(got))
     if flat.ndim != 1 or flat.dtype.kind not in "biuf":
         raise TypeError(f"jitscan takes {SUPPORTED}; got {ak.type(values)}")
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

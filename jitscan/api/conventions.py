@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import backends
 from ..dtypes import DTYPES, DType, lookup
+from ..monoid import Monoid, resolve
 from ..plan import arrays
 
 try:  # NumPy >= 1.25
@@ -99,6 +100,31 @@ def types(src: np.dtype, dtype: Any, rule: str) -> Types:
     return Types(lookup(src), src)
 
 
+def narrowed(x: Any, op: Any, t: Types) -> tuple[Any, Any]:
+    """``x`` and ``op`` for a scan in a type wider than its result (``WIDENED``).
+
+    The input is first cast to the result's dtype, as NumPy casts to ``dtype=`` before
+    it scans (``cummax(int32, dtype=int8)`` wraps the values, then scans). An integer
+    op's identity is the wide type's, clipped to the result's range: still an identity
+    for values of the result's type, and what an exclusive scan or an empty reduction
+    shows (int8's 127 for ``min``, not int32's maximum cast to int8).
+    """
+    if not t.converted:
+        return x, op
+    if np.dtype(x.dtype) != t.result:
+        x = arrays.astype(x, t.result)
+    if t.result.kind in "biu":
+        m = resolve(op)
+        ident = int(m.identity_for(t.scan))
+        lo, hi = (
+            (0, 1) if t.result.kind == "b" else (int(np.iinfo(t.result).min), int(np.iinfo(t.result).max))
+        )
+        if not lo <= ident <= hi:
+            clipped = min(max(ident, lo), hi)
+            op = Monoid(m.name, m.combine, {t.scan.name: clipped}, m.commutative, m.integer_only)
+    return x, op
+
+
 def check_out_cast(result: np.dtype, out: Any) -> None:
     """TypeError unless a result of dtype ``result`` may go into ``out`` (NumPy's ``same_kind`` rule)."""
     if out is None:
@@ -141,9 +167,13 @@ def numpy_sum_zero(res: Any, op: Any, dtype: np.dtype) -> Any:
     do), but ``numpy.sum`` of nothing or of negative zeros is +0.0: adding +0.0 changes
     exactly those results and no other.
     """
-    if op == "add" and dtype.kind == "f":
-        return res + dtype.type(0)
-    return res
+    if op != "add" or dtype.kind != "f":
+        return res
+    b = backends.for_array(res)
+    if b is not None and b.name == "opencl":
+        # PyOpenCL returns x + 0 as a copy of x, -0.0 and all: add on the host (one value a lane)
+        return b.to_device(b.to_host(res) + dtype.type(0), b.queue_of(res))
+    return res + dtype.type(0)
 
 
 def normalize_axis(axis: Any, ndim: int) -> int:
@@ -173,6 +203,7 @@ __all__ = [
     "RULES",
     "WIDENED",
     "AxisError",
+    "narrowed",
     "Types",
     "check_out_cast",
     "input_dtype",

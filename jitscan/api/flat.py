@@ -6,6 +6,7 @@ result dtypes, 0-d input, ``AxisError``, ``out=`` cast under ``same_kind``.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from .. import backends, variants
 from ..dtypes import DTYPES, lookup
 from ..kernels.spec import KINDS, check_choice
 from ..monoid import CMUL64, Monoid, resolve
-from ..plan import check_knobs, tuning
+from ..plan import arrays, check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
 from . import conventions
@@ -74,7 +75,8 @@ scan.__doc__ = (
     Parameters
     ----------
     x : array_like, cupy.ndarray or pyopencl.array.Array
-        Input of a real or integer dtype (bool, int8-64, uint8-64, float16-64). Without
+        Input of a real, integer or complex dtype (bool, int8-64, uint8-64, float16-64;
+        complex64/128 with ``add``, complex64 with ``mul``). Without
         ``axis`` N-D arrays are scanned flattened in C order (as NumPy's
         ``axis=None``); a 0-d array or a Python scalar is one element. Device arrays
         stay on the device and the result is a device array of the same kind.
@@ -115,8 +117,9 @@ scan.__doc__ = (
     Raises
     ------
     TypeError
-        Unsupported dtype (complex, object, ...), an op that does not apply to it, an
-        ``out=`` it cannot cast to, or an unknown knob.
+        Unsupported dtype (object, strings, dates; complex with an op other than add,
+        or mul in complex64), an op that does not apply to it, an ``out=`` it cannot
+        cast to, or an unknown knob.
     ValueError
         Unknown op / kind / variant / backend, bad ``out=`` shape or knob value.
     numpy.exceptions.AxisError
@@ -169,10 +172,11 @@ def run(
         x = x.reshape((1,))  # as NumPy: a 0-d input is one element
     if _is_complex(x, dtype):
         return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
+    conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
     t = _types(x, op, rule, dtype, out)
-    conventions.check_out_cast(t.result, out)
     if nan is not None and x.dtype.kind == "f":
         x = _replace_nan(x, nan)
+    x, op = conventions.narrowed(x, op, t)
     if axis is not None:
         ax = conventions.normalize_axis(axis, len(x.shape))
         direct = (
@@ -184,11 +188,11 @@ def run(
         if direct:
             return res
         if t.converted:
-            res = res.astype(t.result)
+            res = arrays.astype(res, t.result)
         if include_initial:
             res = _with_initial(res, resolve(op).identity_for(t.scan), t.result, ax)
         return res if out is None else conventions.put(out, res)
-    plain = not (t.converted or include_initial)
+    plain = not (t.converted or include_initial or (kind == "reduce" and t.result.kind == "f"))
     direct = out is not None and plain and conventions.same(out.dtype, t.result)
     p = prepared(x, op, kind, variant, backend, t.scan.name, stats is not None, knobs)
     res = p(x, out if direct else None, stats=stats)
@@ -197,9 +201,11 @@ def run(
     if kind == "reduce":
         res = conventions.numpy_sum_zero(res, op, t.scan.numpy)  # as reduce()
     if t.converted:
-        res = res.astype(t.result)
+        res = arrays.astype(res, t.result)
     if include_initial:
         res = _with_initial(res, p.monoid.identity_for(lookup(t.scan.name)), t.result)
+    if out is not None and kind == "reduce":
+        res = res.reshape((1,))  # out= of a reduction has one element
     return res if out is None else conventions.put(out, res)
 
 
@@ -257,11 +263,28 @@ def _by_parts(x: Any, op: str | Monoid, dtype: Any, out: Any, nan: float | None,
         res = _as_complex64(each(words, CMUL64, np.dtype(np.uint64)))
     elif np.dtype(x.dtype).kind == "c":
         part_dtype = np.dtype("float32") if result == np.complex64 else np.dtype("float64")
-        re, im = each(x.real, "add", part_dtype), each(x.imag, "add", part_dtype)
-        res = re.astype(result) + im.astype(result) * result.type(1j)
+        res = _from_parts(each(x.real, "add", part_dtype), each(x.imag, "add", part_dtype), result)
     else:
         res = each(x, "add", np.dtype(result.char.lower())).astype(result)
     return res if out is None else conventions.put(out, res)
+
+
+def _from_parts(re: Any, im: Any, dtype: np.dtype) -> Any:
+    """The complex values with real parts ``re`` and imaginary parts ``im``, set part by part.
+
+    Not ``re + 1j * im``: that turns an infinite imaginary part into a NaN real one and
+    loses the sign of a zero real part.
+    """
+    if isinstance(re, np.generic):
+        return dtype.type(complex(re, im))
+    if isinstance(re, np.ndarray) or backends.for_array(re).name != "opencl":
+        xp = np if isinstance(re, np.ndarray) else importlib.import_module(type(re).__module__.split(".")[0])
+        res = xp.empty(re.shape, dtype)
+        res.real[...] = re
+        res.imag[...] = im
+        return res
+    b = backends.for_array(re)  # PyOpenCL's .real is a copy: set the parts on the host
+    return b.to_device(_from_parts(b.to_host(re), b.to_host(im), dtype), b.queue_of(re))
 
 
 def _contiguous(x: Any) -> Any:
@@ -274,6 +297,9 @@ def _as_complex64(words: Any) -> Any:
     """uint64 words (an array or a scalar) as the complex64 values they hold."""
     if isinstance(words, np.generic):
         return np.array(words).view(np.complex64)[()]
+    b = backends.for_array(words)
+    if words.ndim == 0 and b.name == "opencl":  # PyOpenCL views no 0-d array
+        return b.to_device(b.to_host(words).view(np.complex64), b.queue_of(words))
     return words.view(np.complex64)
 
 
@@ -373,6 +399,8 @@ def reduce(
     x = as_array(x)
     shape = tuple(x.shape)
     if _is_complex(x, dtype):
+        if stats is not None:
+            raise ValueError("stats= is not available for complex input (it runs as several scans)")
 
         def each(part: Any, part_op: str | Monoid, part_dtype: np.dtype) -> Any:
             kw = {"axis": axis, "keepdims": keepdims, "variant": variant, "backend": backend}
@@ -380,6 +408,9 @@ def reduce(
 
         return _by_parts(x, op, dtype, None, None, each)
     t = conventions.types(conventions.input_dtype(x), dtype, "keep")
+    x, op = conventions.narrowed(x, op, t)
+    if axis == ():
+        return arrays.astype(x if shape else x.reshape(()), t.result)  # nothing to reduce
     if axis is None:
         axes = tuple(range(len(shape)))
     elif not shape:
@@ -393,14 +424,14 @@ def reduce(
         p = prepared(flat, op, "reduce", variant, backend, t.scan.name, stats is not None, knobs)
         res = conventions.numpy_sum_zero(p(flat, stats=stats), op, t.scan.numpy)
         if t.converted:
-            res = np.asarray(res).astype(t.result)[()] if not p.backend.owns(res) else res.astype(t.result)
+            res = arrays.astype(res, t.result)
         return res.reshape(full) if keepdims else res
     if stats is not None:
         raise ValueError("stats= applies to a reduction of the whole array (no axis=)")
     res = _axis.reduce_along_axes(x, op, axes, variant, backend, t.scan.name, knobs)
     res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
     if t.converted:
-        res = res.astype(t.result)
+        res = arrays.astype(res, t.result)
     return res.reshape(full if keepdims else kept)
 
 
@@ -552,8 +583,8 @@ def _running_doc(name: str, rule: str, summary: str, example: str, nan: float | 
     Raises
     ------
     TypeError
-        A dtype jitscan does not scan (complex, object), an ``out=`` dtype the result
-        cannot be cast to, an unknown knob.
+        A dtype jitscan does not scan (object, strings; complex128 products), an
+        ``out=`` dtype the result cannot be cast to, an unknown knob.
     numpy.exceptions.AxisError
         ``axis`` out of range.
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..kernels.spec import KINDS, check_choice
 from ..monoid import Monoid, resolve
+from ..plan import arrays
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
 from . import awkward, conventions
@@ -86,6 +87,8 @@ def segmented_scan(
     if ak is not None:
         if offsets is not None or flags is not None:
             raise ValueError("an Awkward Array carries its own segments; do not pass offsets= or flags=")
+        if out is not None:
+            raise ValueError("out= does not apply to an Awkward Array: the result is a new Awkward Array")
         lists = awkward.flatten(ak, values)
         res = segmented_scan(
             lists.fill(_identity(op, lists.flat, dtype)),
@@ -107,13 +110,14 @@ def segmented_scan(
     values = as_array(values)
     t = conventions.types(conventions.input_dtype(values), dtype, "keep")
     conventions.check_out_cast(t.result, out)
+    values, op = conventions.narrowed(values, op, t)
     direct = out is not None and conventions.same(out.dtype, t.result) and not t.converted
     p = prepared(values, op, kind, variant, backend, t.scan.name, stats is not None, knobs, segmented=which)
     res = p(values, out if direct else None, flags=flags, offsets=offsets, stats=stats)
     if direct:
         return res
     if t.converted:
-        res = res.astype(t.result)
+        res = arrays.astype(res, t.result)
     return res if out is None else conventions.put(out, res)
 
 
@@ -219,10 +223,11 @@ def segmented_reduce(
     variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
     values = as_array(values)
     t = conventions.types(conventions.input_dtype(values), dtype, "keep")
+    values, op = conventions.narrowed(values, op, t)
     p = prepared(values, op, "reduce", variant, backend, t.scan.name, False, knobs, segmented="offsets")
     res = conventions.numpy_sum_zero(p(values, offsets=offsets), op, t.scan.numpy)
     if t.converted:
-        res = res.astype(t.result)
+        res = arrays.astype(res, t.result)
     return res if lists is None else awkward.per_list(ak, res, lists)
 
 

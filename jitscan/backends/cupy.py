@@ -232,7 +232,8 @@ class CupyBackend(Backend):
 
     def to_device(self, host: np.ndarray, queue: CudaQueue) -> Any:
         with cupy.cuda.Device(queue.device), queue.stream:
-            return cupy.asarray(np.ascontiguousarray(host))
+            # ascontiguousarray makes a 0-d array 1-d: keep the shape
+            return cupy.asarray(np.ascontiguousarray(host).reshape(np.shape(host)))
 
     def to_host(self, arr: Any) -> np.ndarray:
         return cupy.asnumpy(arr)

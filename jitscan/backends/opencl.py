@@ -275,7 +275,8 @@ class OpenCLBackend(Backend):
         return 32
 
     def to_device(self, host: np.ndarray, queue: Any) -> Any:
-        return cl_array.to_device(queue, np.ascontiguousarray(host))
+        # ascontiguousarray makes a 0-d array 1-d: keep the shape
+        return cl_array.to_device(queue, np.ascontiguousarray(host).reshape(np.shape(host)))
 
     def to_host(self, arr: Any) -> np.ndarray:
         return arr.get()
@@ -361,9 +362,16 @@ class OpenCLBackend(Backend):
         return host
 
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
-        return cl_array.concatenate(list(parts), axis=axis, queue=parts[0].queue or self.default_queue())
+        queue = parts[0].queue or self.default_queue()
+        if axis == 0:
+            return cl_array.concatenate(list(parts), queue=queue)
+        # PyOpenCL joins along axis 0 only: the other axes go by the host
+        return self.to_device(np.concatenate([p.get() for p in parts], axis=axis), queue)
 
     def replace_nan(self, arr: Any, value: float) -> Any:
+        if arr.dtype.kind == "c":  # PyOpenCL compares no complex arrays: by the host
+            host = arr.get()
+            return self.to_device(np.where(np.isnan(host), host.dtype.type(value), host), arr.queue)
         # NaN is the one value not equal to itself; where x == x keep x, else value
         fill = cl_array.empty_like(arr).fill(arr.dtype.type(value))
         return cl_array.if_positive(arr == arr, arr, fill)

@@ -67,12 +67,30 @@ def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = 
     if on_device:
         data = b.contiguous(x)
         if data.dtype != dtype.numpy:
-            data = data.astype(dtype.numpy)
+            data = astype(data, dtype.numpy)
         data = data.reshape(n)
     else:
         host = np.ascontiguousarray(np.ravel(x), dtype=dtype.numpy)
         data = b.to_device(host, queue) if n else None
     return Input(b, queue, on_device, data, n, dtype)
+
+
+def astype(arr: Any, dtype: np.dtype) -> Any:
+    """``arr`` converted to ``dtype`` where it lives (NumPy scalars and arrays too).
+
+    PyOpenCL converts neither bool nor float16 arrays on the device; those go by the host.
+    """
+    if isinstance(arr, (np.ndarray, np.generic)):
+        return arr.astype(dtype)
+    b = backends.for_array(arr)
+    if (
+        b is not None
+        and b.name == "opencl"
+        and any(d.kind == "b" or d.name == "float16" for d in (np.dtype(arr.dtype), np.dtype(dtype)))
+    ):
+        host = b.to_host(arr)
+        return b.to_device(host.astype(dtype), b.queue_of(arr))
+    return arr.astype(dtype)
 
 
 def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: tuple[int, ...]) -> None:
