@@ -331,10 +331,10 @@ def test_awkward_missing_values_are_skipped_as_awkwards_reducers_skip_them():
     b = ak.Array([[1.5, 2.0], None, [3.0]])
     assert jitscan.segmented_reduce(b).tolist() == [3.5, None, 3.0]
     assert jitscan.segmented_cumsum(b).tolist() == [[1.5, 3.5], None, [3.0]]
-    m = ak.Array([[4, None, 1], [None]])
-    assert jitscan.segmented_reduce(m, op="min").tolist() == ak.min(m, axis=1).tolist()[:1] + [
-        np.iinfo(np.int64).max
-    ]
+    m = ak.Array([[4, None, 1], [None], [], [3], None])
+    for op, reducer in (("min", ak.min), ("max", ak.max), ("add", ak.sum), ("mul", ak.prod)):
+        # min and max of no value are None, sums and products the identity, as Awkward's
+        assert jitscan.segmented_reduce(m, op=op).tolist() == reducer(m, axis=1).tolist()
 
 
 @pytest.mark.parametrize(

@@ -84,9 +84,25 @@ def unflatten(ak: Any, flat: Any, lists: Lists) -> Any:
     return out
 
 
-def per_list(ak: Any, totals: Any, lists: Lists) -> Any:
-    """A reduction's result: one value per list, None for a missing list (NumPy when none is)."""
+#: ops whose reduction of no value Awkward gives as None (its reducers' mask_identity)
+MASKED_WHEN_EMPTY = ("min", "max")
+
+
+def per_list(ak: Any, totals: Any, lists: Lists, op: Any = None) -> Any:
+    """A reduction's result: one value per list (NumPy when none is None).
+
+    None for a missing list, and, as ``ak.min``/``ak.max`` give it, for a list with no
+    value of min or max; sums and products of no value are the identity, as ``ak.sum``.
+    """
     totals = np.asarray(totals)
-    if lists.missing_lists is None:
+    missing = lists.missing_lists
+    if op in MASKED_WHEN_EMPTY:
+        present = lists.counts.copy()
+        if lists.missing_values is not None:
+            seen = np.concatenate([[0], np.cumsum(lists.missing_values, dtype=np.int64)])
+            present -= seen[lists.offsets[1:]] - seen[lists.offsets[:-1]]
+        empty = present == 0
+        missing = empty if missing is None else (missing | empty)
+    if missing is None or not missing.any():
         return totals
-    return ak.mask(ak.Array(totals), ~lists.missing_lists)
+    return ak.mask(ak.Array(totals), ~missing)

@@ -228,7 +228,7 @@ def segmented_reduce(
     res = conventions.numpy_sum_zero(p(values, offsets=offsets), op, t.scan.numpy)
     if t.converted:
         res = arrays.astype(res, t.result)
-    return res if lists is None else awkward.per_list(ak, res, lists)
+    return res if lists is None else awkward.per_list(ak, res, lists, op)
 
 
 __all__ = ["segmented_scan", "segmented_cumsum", "segmented_reduce", "check_offsets", "SEGMENTED_VARIANTS"]
