@@ -8,10 +8,10 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.api import flat, segmented
+from jitscan.api import flat, running, segmented
 from jitscan.plan import prepared
 
-MODULES = [jitscan, flat, segmented, prepared]
+MODULES = [jitscan, flat, running, segmented, prepared]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from .cache import clear as clear_cache
 from .conventions import AxisError
-from .flat import (
-    cummax,
-    cummin,
-    cumprod,
-    cumsum,
-    cumulative_prod,
-    cumulative_sum,
-    memcpy,
-    nancumprod,
-    nancumsum,
-    reduce,
-    scan,
-    source,
-)
+from .flat import memcpy, reduce, scan, source
+from .running import cummax, cummin, cumprod, cumsum, cumulative_prod, cumulative_sum, nancumprod, nancumsum
 from .segmented import SEGMENTED_VARIANTS, check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
 
 __all__ = [

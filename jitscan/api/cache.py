@@ -25,6 +25,19 @@ _PREPARED: dict[tuple, PreparedScan] = {}
 _SHORTCUTS: list[dict] = []
 
 
+#: common calls each function remembers (in its shortcut())
+SHORTCUT_LIMIT = 64
+
+
+def remember(cache: dict, key: tuple, p: Any) -> None:
+    """Keep a common call's prepared scan (or None), up to SHORTCUT_LIMIT of them per function."""
+    if len(cache) < SHORTCUT_LIMIT:
+        try:
+            cache[key] = p
+        except TypeError:  # an unhashable argument (a dtype= of a kind that is no key)
+            pass
+
+
 def shortcut() -> dict:
     """A cache for one function's common call, emptied with the others by :func:`clear`."""
     mine: dict = {}

@@ -176,6 +176,13 @@ def numpy_sum_zero(res: Any, op: Any, dtype: np.dtype) -> Any:
     return res + dtype.type(0)
 
 
+def replace_nan(x: Any, value: float) -> Any:
+    """``x`` with every NaN replaced by ``value`` (a copy)."""
+    if isinstance(x, np.ndarray):
+        return np.where(np.isnan(x), x.dtype.type(value), x)
+    return backends.for_array(x).replace_nan(x, value)
+
+
 def normalize_axis(axis: Any, ndim: int) -> int:
     """``axis`` as an index in ``range(ndim)``.
 
@@ -211,6 +218,7 @@ __all__ = [
     "normalize_axis",
     "numpy_sum_zero",
     "put",
+    "replace_nan",
     "same",
     "types",
 ]

@@ -1,4 +1,7 @@
-"""Scans and reductions of whole arrays: ``scan``, ``reduce``, ``cumsum`` and its kin.
+"""Scans and reductions of whole arrays: ``scan``, ``reduce``, ``memcpy``, ``source``.
+
+``run`` is the scan every public function makes (``running.py`` holds ``cumsum`` and its
+kin; ``complexes.py`` complex input).
 
 The public functions follow NumPy's and the Array API's conventions (``conventions.py``):
 result dtypes, 0-d input, ``AxisError``, ``out=`` cast under ``same_kind``.
@@ -6,7 +9,6 @@ result dtypes, 0-d input, ``AxisError``, ``out=`` cast under ``same_kind``.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
@@ -14,12 +16,12 @@ import numpy as np
 from .. import backends, variants
 from ..dtypes import DTYPES, lookup
 from ..kernels.spec import KINDS, check_choice
-from ..monoid import CMUL64, Monoid, resolve
+from ..monoid import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
-from . import conventions
-from .cache import as_array, is_device_type, prepared, shortcut
+from . import complexes, conventions
+from .cache import as_array, is_device_type, prepared, remember, shortcut
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
 KNOBS_DOC = """
@@ -58,8 +60,8 @@ def scan(
         try:
             p = _SCAN_SHORTCUTS[key]
         except (KeyError, TypeError):
-            p = _shortcut(x, op, kind, "keep", dtype, out, variant, backend)
-            _remember(_SCAN_SHORTCUTS, key, p)
+            p = shortcut_for(x, op, kind, "keep", dtype, out, variant, backend)
+            remember(_SCAN_SHORTCUTS, key, p)
         if p is not None:
             return p(x, out)
     return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs)
@@ -170,12 +172,12 @@ def run(
     x = as_array(x)
     if len(x.shape) == 0:
         x = x.reshape((1,))  # as NumPy: a 0-d input is one element
-    if _is_complex(x, dtype):
+    if complexes.is_complex(x, dtype):
         return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
     conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
     t = _types(x, op, rule, dtype, out)
     if nan is not None and x.dtype.kind == "f":
-        x = _replace_nan(x, nan)
+        x = conventions.replace_nan(x, nan)
     x, op = conventions.narrowed(x, op, t)
     if axis is not None:
         ax = conventions.normalize_axis(axis, len(x.shape))
@@ -209,10 +211,6 @@ def run(
     return res if out is None else conventions.put(out, res)
 
 
-def _is_complex(x: Any, dtype: Any) -> bool:
-    return np.dtype(x.dtype).kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
-
-
 def _complex(
     x: Any,
     op: str | Monoid,
@@ -233,74 +231,7 @@ def _complex(
         args = (variant, backend, part_dtype, None, stats, axis, knobs, include_initial)
         return run(part, part_op, kind, "keep", *args)
 
-    return _by_parts(x, op, dtype, out, nan, each)
-
-
-def _by_parts(x: Any, op: str | Monoid, dtype: Any, out: Any, nan: float | None, each: Any) -> Any:
-    """A complex scan or reduction from ``each(part, op, dtype)`` over real arrays.
-
-    Complex addition adds the parts, so the real and imaginary parts scanned apart
-    give the bits of a complex scan that adds in the same order. A complex64 product
-    combines the parts: it runs on the values' bits as uint64 words with the built-in
-    ``CMUL64`` monoid. complex128 products need 16-byte values, which the kernels do
-    not have (tuple-valued scans).
-    """
-    if op not in ("add", "mul"):
-        raise TypeError(f"complex input takes op='add' or 'mul', not {op!r}")
-    result = np.dtype(dtype) if dtype is not None else np.result_type(x.dtype, np.complex64)
-    if result.kind != "c":
-        raise TypeError(f"cannot scan complex input in dtype {result}: name a complex dtype")
-    if op == "mul" and result != np.complex64:
-        raise TypeError(
-            f"complex products in {result} need 16-byte values (tuple-valued scans, not in jitscan "
-            "yet); complex64 products work (dtype=np.complex64)"
-        )
-    conventions.check_out_cast(result, out)
-    if nan is not None and np.dtype(x.dtype).kind in "fc":
-        x = _replace_nan(x, nan)  # a value with a NaN part counts as zero (one), as in NumPy
-    if op == "mul":
-        words = _contiguous(x.astype(result) if x.dtype != result else x).view(np.uint64)
-        res = _as_complex64(each(words, CMUL64, np.dtype(np.uint64)))
-    elif np.dtype(x.dtype).kind == "c":
-        part_dtype = np.dtype("float32") if result == np.complex64 else np.dtype("float64")
-        res = _from_parts(each(x.real, "add", part_dtype), each(x.imag, "add", part_dtype), result)
-    else:
-        res = each(x, "add", np.dtype(result.char.lower())).astype(result)
-    return res if out is None else conventions.put(out, res)
-
-
-def _from_parts(re: Any, im: Any, dtype: np.dtype) -> Any:
-    """The complex values with real parts ``re`` and imaginary parts ``im``, set part by part.
-
-    Not ``re + 1j * im``: that turns an infinite imaginary part into a NaN real one and
-    loses the sign of a zero real part.
-    """
-    if isinstance(re, np.generic):
-        return dtype.type(complex(re, im))
-    if isinstance(re, np.ndarray) or backends.for_array(re).name != "opencl":
-        xp = np if isinstance(re, np.ndarray) else importlib.import_module(type(re).__module__.split(".")[0])
-        res = xp.empty(re.shape, dtype)
-        res.real[...] = re
-        res.imag[...] = im
-        return res
-    b = backends.for_array(re)  # PyOpenCL's .real is a copy: set the parts on the host
-    return b.to_device(_from_parts(b.to_host(re), b.to_host(im), dtype), b.queue_of(re))
-
-
-def _contiguous(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(x)
-    return backends.for_array(x).contiguous(x)
-
-
-def _as_complex64(words: Any) -> Any:
-    """uint64 words (an array or a scalar) as the complex64 values they hold."""
-    if isinstance(words, np.generic):
-        return np.array(words).view(np.complex64)[()]
-    b = backends.for_array(words)
-    if words.ndim == 0 and b.name == "opencl":  # PyOpenCL views no 0-d array
-        return b.to_device(b.to_host(words).view(np.complex64), b.queue_of(words))
-    return words.view(np.complex64)
+    return complexes.by_parts(x, op, dtype, out, nan, each)
 
 
 def _types(x: Any, op: str | Monoid, rule: str, dtype: Any, out: Any) -> conventions.Types:
@@ -329,13 +260,6 @@ def _with_initial(res: Any, identity: Any, dtype: np.dtype, axis: int = 0) -> An
         return np.concatenate([head, res], axis=axis)
     b = backends.for_array(res)
     return b.concatenate([b.to_device(head, b.queue_of(res)), res], axis)
-
-
-def _replace_nan(x: Any, value: float) -> Any:
-    """``x`` with every NaN replaced by ``value`` (a copy)."""
-    if isinstance(x, np.ndarray):
-        return np.where(np.isnan(x), x.dtype.type(value), x)
-    return backends.for_array(x).replace_nan(x, value)
 
 
 def reduce(
@@ -398,7 +322,7 @@ def reduce(
     """
     x = as_array(x)
     shape = tuple(x.shape)
-    if _is_complex(x, dtype):
+    if complexes.is_complex(x, dtype):
         if stats is not None:
             raise ValueError("stats= is not available for complex input (it runs as several scans)")
 
@@ -406,7 +330,7 @@ def reduce(
             kw = {"axis": axis, "keepdims": keepdims, "variant": variant, "backend": backend}
             return reduce(part, part_op, dtype=part_dtype, **kw, **knobs)
 
-        return _by_parts(x, op, dtype, None, None, each)
+        return complexes.by_parts(x, op, dtype, None, None, each)
     t = conventions.types(conventions.input_dtype(x), dtype, "keep")
     x, op = conventions.narrowed(x, op, t)
     if axis == ():
@@ -435,65 +359,7 @@ def reduce(
     return res.reshape(full if keepdims else kept)
 
 
-def _running(op: str, name: str, rule: str, summary: str, example: str, nan: float | None = None) -> Any:
-    """A cumsum-like function for a built-in op."""
-
-    def running(
-        x: Any,
-        axis: int | None = None,
-        dtype: Any = None,
-        out: Any = None,
-        *,
-        exclusive: bool = False,
-        include_initial: bool = False,
-        backend: str | None = None,
-        variant: str | None = None,
-        stats: dict | None = None,
-        **knobs: Any,
-    ) -> Any:
-        kind = "exclusive" if exclusive else "inclusive"
-        if (
-            axis is None
-            and not knobs
-            and backend is None
-            and variant is None
-            and stats is None
-            and not include_initial
-            and nan is None
-        ):
-            # the common call: one lookup, keyed on what can differ between such calls
-            key = (type(x), getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
-            try:
-                p = mine[key]
-            except (KeyError, TypeError):
-                p = _shortcut(x, op, kind, rule, dtype, out)
-                _remember(mine, key, p)
-            if p is not None:
-                return p(x, out)
-        return run(x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
-
-    #: prepared scans of this function's common call (None: that call takes the long way)
-    mine = shortcut()
-
-    running.__name__ = running.__qualname__ = name
-    running.__doc__ = _running_doc(name, rule, summary, example, nan)
-    return running
-
-
-#: common calls each cumsum-like function remembers
-SHORTCUTS = 64
-
-
-def _remember(cache: dict, key: tuple, p: Any) -> None:
-    """Keep a common call's prepared scan (or None), up to SHORTCUTS of them per function."""
-    if len(cache) < SHORTCUTS:
-        try:
-            cache[key] = p
-        except TypeError:  # an unhashable argument (a dtype= of a kind that is no key)
-            pass
-
-
-def _shortcut(
+def shortcut_for(
     x: Any,
     op: str | Monoid,
     kind: str,
@@ -519,208 +385,6 @@ def _shortcut(
     if out is not None and not conventions.same(out.dtype, t.result):
         return None
     return prepared(x, op, kind, variant, backend, t.scan.name, False, {})
-
-
-def _running_doc(name: str, rule: str, summary: str, example: str, nan: float | None) -> str:
-    if rule == "numpy":
-        promote = (
-            "NumPy's: bool and integers narrower than 64 bits become int64 (unsigned: "
-            "uint64), floats keep their type (float16 is accumulated in float32 and "
-            "rounded once)"
-        )
-    else:
-        promote = (
-            "the input's (bool, 8- and 16-bit integers are scanned in 32 bits, float16 in "
-            "float32, then converted back)"
-        )
-    nan_line = ""
-    if nan is not None:
-        nan_line = f"\n\n    NaN inputs count as {nan:g}, as in ``numpy.{name}``."
-    return (
-        summary
-        + nan_line
-        + """
-
-    Parameters
-    ----------
-    x : array_like, cupy.ndarray or pyopencl.array.Array
-        Input; N-D input is flattened unless ``axis`` is given; a 0-d input or a Python
-        scalar is one element. Device arrays stay on their device.
-    axis : int, optional
-        Scan every 1-D lane along this axis (one pass, rows as segments).
-    dtype : dtype, optional
-        The type of the arithmetic and of the result. Default: """
-        + promote
-        + """. ``dtype=x.dtype`` keeps 32-bit integers in 32 bits (the fast scan).
-    out : array, optional
-        Where to put the result: the result's shape, the input's array type, a dtype the
-        result casts to under NumPy's ``same_kind`` rule (any byte order on the host).
-        An integer ``out`` of a scanned dtype takes the scan in its own dtype, which
-        gives the bits of the promoted scan cast to it.
-    exclusive : bool
-        Start from the identity instead of the first element (not in NumPy: the result
-        has ``x.size`` elements and leaves out the total).
-    include_initial : bool
-        As the Array API: the op's zero first, then every prefix (``x.size + 1``
-        elements).
-    backend : {"cupy", "opencl"}, optional
-        Default: the input's own backend, else ``$JITSCAN_BACKEND``, else the fastest.
-    variant : {"fallback", "lookback", "rts"}, optional
-        The algorithm (default ``"fallback"``).
-    stats : dict, optional
-        Filled with the look-back counters (chained variants).
-    **knobs
-        Tuning knobs:"""
-        + KNOBS_DOC
-        + """
-
-    Returns
-    -------
-    array
-        1-D (the shape of ``x`` with ``axis``), NumPy for host input, a device array of
-        the input's kind otherwise.
-
-    Raises
-    ------
-    TypeError
-        A dtype jitscan does not scan (object, strings; complex128 products), an
-        ``out=`` dtype the result cannot be cast to, an unknown knob.
-    numpy.exceptions.AxisError
-        ``axis`` out of range.
-
-    See Also
-    --------
-    scan : Any op, no promotion.
-    plan : Prepare once, call in a loop.
-
-    Examples
-    --------
-    >>> import numpy as np, jitscan
-"""
-        + example
-        + "\n    "
-    )
-
-
-cumsum = _running(
-    "add",
-    "cumsum",
-    "numpy",
-    "Cumulative sum, as ``numpy.cumsum``.",
-    """    >>> jitscan.cumsum(np.array([2**30, 2**30, 5], dtype=np.int32))
-    array([1073741824, 2147483648, 2147483653])
-    >>> jitscan.cumsum(np.array([1, 2, 3], dtype=np.int32), dtype=np.int32, exclusive=True)
-    array([0, 1, 3], dtype=int32)""",
-)
-cumprod = _running(
-    "mul",
-    "cumprod",
-    "numpy",
-    "Cumulative product, as ``numpy.cumprod``.",
-    """    >>> jitscan.cumprod(np.array([1, 2, 3, 4], dtype=np.uint8))
-    array([ 1,  2,  6, 24], dtype=uint64)""",
-)
-cummax = _running(
-    "max",
-    "cummax",
-    "keep",
-    "Running maximum, as ``numpy.maximum.accumulate`` (NaN propagates).",
-    """    >>> jitscan.cummax(np.array([1.0, 3.0, 2.0, 5.0], dtype=np.float32))
-    array([1., 3., 3., 5.], dtype=float32)""",
-)
-cummin = _running(
-    "min",
-    "cummin",
-    "keep",
-    "Running minimum, as ``numpy.minimum.accumulate`` (NaN propagates).",
-    """    >>> jitscan.cummin(np.array([4, 2, 3, 1], dtype=np.int16))
-    array([4, 2, 2, 1], dtype=int16)""",
-)
-nancumsum = _running(
-    "add",
-    "nancumsum",
-    "numpy",
-    "Cumulative sum treating NaN as zero, as ``numpy.nancumsum``.",
-    """    >>> jitscan.nancumsum(np.array([np.nan, 1.0, np.nan, 2.0]))
-    array([0., 1., 1., 3.])""",
-    nan=0.0,
-)
-nancumprod = _running(
-    "mul",
-    "nancumprod",
-    "numpy",
-    "Cumulative product treating NaN as one, as ``numpy.nancumprod``.",
-    """    >>> jitscan.nancumprod(np.array([2.0, np.nan, 3.0]))
-    array([2., 2., 6.])""",
-    nan=1.0,
-)
-
-
-def cumulative_sum(
-    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False, **kwargs: Any
-) -> Any:
-    """Cumulative sum as the Array API standard's ``cumulative_sum``.
-
-    Parameters
-    ----------
-    x : array
-        At least one dimension.
-    axis : int, optional
-        Required when ``x`` has more than one dimension.
-    dtype : dtype, optional
-        As :func:`cumsum`: bool and narrow integers become the default integer.
-    include_initial : bool
-        Put 0 first: ``x.shape[axis] + 1`` elements along the axis.
-    **kwargs
-        ``out``, ``backend``, ``variant`` and the knobs of :func:`cumsum`.
-
-    Returns
-    -------
-    array
-        As :func:`cumsum`.
-
-    Raises
-    ------
-    ValueError
-        N-D input without ``axis``, or a 0-d input.
-
-    Examples
-    --------
-    >>> import numpy as np, jitscan
-    >>> jitscan.cumulative_sum(np.array([1, 2, 3], dtype=np.int32), include_initial=True)
-    array([0, 1, 3, 6])
-    """
-    return _cumulative(cumsum, x, axis, dtype, include_initial, kwargs)
-
-
-def cumulative_prod(
-    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False, **kwargs: Any
-) -> Any:
-    """Cumulative product as the Array API standard's ``cumulative_prod``.
-
-    Arguments, result and errors as :func:`cumulative_sum` (the initial value is 1).
-
-    Examples
-    --------
-    >>> import numpy as np, jitscan
-    >>> jitscan.cumulative_prod(np.array([1.0, 2.0, 3.0]), include_initial=True)
-    array([1., 1., 2., 6.])
-    """
-    return _cumulative(cumprod, x, axis, dtype, include_initial, kwargs)
-
-
-def _cumulative(fn: Any, x: Any, axis: int | None, dtype: Any, include_initial: bool, kwargs: dict) -> Any:
-    x = as_array(x)
-    ndim = len(x.shape)
-    if ndim == 0:
-        raise ValueError("cumulative_sum and cumulative_prod take arrays of at least one dimension")
-    if axis is None:
-        if ndim > 1:
-            raise ValueError("for arrays of more than one dimension, axis= is required")
-    elif ndim == 1:
-        conventions.normalize_axis(axis, 1)
-        axis = None
-    return fn(x, axis, dtype, include_initial=include_initial, **kwargs)
 
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:
