@@ -58,6 +58,14 @@ class Types:
         """Whether the scan's output must be converted to the result dtype."""
         return self.scan.numpy != self.result
 
+    def takes(self, out: Any) -> bool:
+        """Whether the scan can write into ``out`` as it is (no conversion on the way)."""
+        return out is not None and not self.converted and same(out.dtype, self.result)
+
+    def finish(self, res: Any) -> Any:
+        """The scan's output in the result dtype (converted where the scan ran wider)."""
+        return arrays.astype(res, self.result) if self.converted else res
+
 
 def _unsupported(dt: np.dtype) -> TypeError:
     hint = ""

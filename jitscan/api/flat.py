@@ -181,29 +181,25 @@ def run(
     x, op = conventions.narrowed(x, op, t)
     if axis is not None:
         ax = conventions.normalize_axis(axis, len(x.shape))
-        direct = (
-            out is not None and conventions.same(out.dtype, t.result) and not (t.converted or include_initial)
-        )
+        direct = t.takes(out) and not include_initial
         res = _axis.scan_along_axis(
             x, op, ax, kind, variant, backend, t.scan.name, out if direct else None, stats, knobs
         )
         if direct:
             return res
-        if t.converted:
-            res = arrays.astype(res, t.result)
+        res = t.finish(res)
         if include_initial:
             res = _with_initial(res, resolve(op).identity_for(t.scan), t.result, ax)
         return res if out is None else conventions.put(out, res)
-    plain = not (t.converted or include_initial or (kind == "reduce" and t.result.kind == "f"))
-    direct = out is not None and plain and conventions.same(out.dtype, t.result)
+    # a float sum's total is not written in place: it takes NumPy's zero first
+    direct = t.takes(out) and not include_initial and not (kind == "reduce" and t.result.kind == "f")
     p = prepared(x, op, kind, variant, backend, t.scan.name, stats is not None, knobs)
     res = p(x, out if direct else None, stats=stats)
     if direct:
         return res
     if kind == "reduce":
         res = conventions.numpy_sum_zero(res, op, t.scan.numpy)  # as reduce()
-    if t.converted:
-        res = arrays.astype(res, t.result)
+    res = t.finish(res)
     if include_initial:
         res = _with_initial(res, p.monoid.identity_for(lookup(t.scan.name)), t.result)
     if out is not None and kind == "reduce":
@@ -347,16 +343,13 @@ def reduce(
         flat = x.reshape((1,)) if not shape else x
         p = prepared(flat, op, "reduce", variant, backend, t.scan.name, stats is not None, knobs)
         res = conventions.numpy_sum_zero(p(flat, stats=stats), op, t.scan.numpy)
-        if t.converted:
-            res = arrays.astype(res, t.result)
+        res = t.finish(res)
         return res.reshape(full) if keepdims else res
     if stats is not None:
         raise ValueError("stats= applies to a reduction of the whole array (no axis=)")
     res = _axis.reduce_along_axes(x, op, axes, variant, backend, t.scan.name, knobs)
     res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
-    if t.converted:
-        res = arrays.astype(res, t.result)
-    return res.reshape(full if keepdims else kept)
+    return t.finish(res).reshape(full if keepdims else kept)
 
 
 def shortcut_for(
@@ -380,9 +373,7 @@ def shortcut_for(
         t = _types(x, op, rule, dtype, out)
     except TypeError:
         return None
-    if t.converted or t.scan.numpy != x.dtype:
-        return None
-    if out is not None and not conventions.same(out.dtype, t.result):
+    if t.converted or t.scan.numpy != x.dtype or (out is not None and not t.takes(out)):
         return None
     return prepared(x, op, kind, variant, backend, t.scan.name, False, {})
 

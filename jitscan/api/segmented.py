@@ -13,7 +13,6 @@ from typing import Any
 
 from ..kernels.spec import KINDS, check_choice
 from ..monoid import Monoid, resolve
-from ..plan import arrays
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
 from . import awkward, conventions
@@ -111,13 +110,12 @@ def segmented_scan(
     t = conventions.types(conventions.input_dtype(values), dtype, "keep")
     conventions.check_out_cast(t.result, out)
     values, op = conventions.narrowed(values, op, t)
-    direct = out is not None and conventions.same(out.dtype, t.result) and not t.converted
+    direct = t.takes(out)
     p = prepared(values, op, kind, variant, backend, t.scan.name, stats is not None, knobs, segmented=which)
     res = p(values, out if direct else None, flags=flags, offsets=offsets, stats=stats)
     if direct:
         return res
-    if t.converted:
-        res = arrays.astype(res, t.result)
+    res = t.finish(res)
     return res if out is None else conventions.put(out, res)
 
 
@@ -226,8 +224,7 @@ def segmented_reduce(
     values, op = conventions.narrowed(values, op, t)
     p = prepared(values, op, "reduce", variant, backend, t.scan.name, False, knobs, segmented="offsets")
     res = conventions.numpy_sum_zero(p(values, offsets=offsets), op, t.scan.numpy)
-    if t.converted:
-        res = arrays.astype(res, t.result)
+    res = t.finish(res)
     return res if lists is None else awkward.per_list(ak, res, lists, op)
 
 
