@@ -11,9 +11,9 @@ import pytest
 
 import jitscan
 from jitscan.__main__ import main
-from jitscan.backends.base import Build
-from jitscan.backends.cupy import CupyBackend
-from jitscan.backends.opencl import OpenCLBackend
+from jitscan.backends import cupy as cupy_backend
+from jitscan.backends import opencl
+from jitscan.backends.base import Build, build_failure
 
 BAD = ("a +* b", "foo(a, b)")
 #: a generated source whose second line does not compile, and the column of the culprit
@@ -61,7 +61,7 @@ def test_a_monoid_that_does_not_compile_shows_its_expression_and_the_first_error
     ],
 )
 def test_opencl_build_failure_names_the_first_error_and_its_line(log, error):
-    msg = OpenCLBackend._build_failure(_build(), SRC, log)
+    msg = build_failure("OpenCL", _build().what, SRC, log, opencl._ERRORS)
     assert msg.splitlines()[0] == f"OpenCL build of the fallback kernel for op 'bad' (int32) failed: {error}"
     assert "return (a + c);" in msg and "second" not in msg and "tempfile" not in msg
     code, caret = msg.splitlines()[-2:]
@@ -80,7 +80,7 @@ def test_opencl_build_failure_names_the_first_error_and_its_line(log, error):
     ],
 )
 def test_nvrtc_build_failure_names_the_first_error_and_its_line(log):
-    msg = CupyBackend._build_failure(_build(), SRC, log)
+    msg = build_failure("NVRTC", _build().what, SRC, log, cupy_backend._ERRORS)
     head = msg.splitlines()[0]
     assert head.startswith("NVRTC build of the fallback kernel for op 'bad' (int32) failed: ")
     assert '"c"' in head and "second" not in msg and "/tmp/" not in msg

@@ -7,6 +7,7 @@ points with their argument kinds), and launches are lists of buffers and integer
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,30 @@ class Build:
     threads: int
     min_blocks: int = 0
     single: frozenset[str] = frozenset()
+
+
+def build_failure(compiler: str, what: str, src: str, log: str, patterns: Sequence[str]) -> str:
+    """The message of a failed build: the compiler's first message and the generated line it names.
+
+    A compiler's log names a temporary file and repeats itself; a user whose combine
+    expression does not compile wants the error and the line that holds the expression
+    (callers keep the whole log on the exception's ``__cause__``). ``patterns`` are
+    tried in order over the whole log; each has three groups: the line, the column
+    (empty when the compiler gives none) and the message.
+    """
+    found = (re.match(pattern, text) for pattern in patterns for text in log.splitlines())
+    m = next((hit for hit in found if hit), None)
+    if m is None:
+        return f"{compiler} build of the {what} failed:\n{log}"
+    msg = f"{compiler} build of the {what} failed: {m.group(3).strip()}"
+    lines = src.splitlines()
+    if m.group(1) and 0 < int(m.group(1)) <= len(lines):
+        raw = lines[int(m.group(1)) - 1]
+        code = raw.lstrip()
+        msg += f"\n  at line {m.group(1)} of the generated source:\n    {code}"
+        if m.group(2):
+            msg += "\n    " + " " * max(int(m.group(2)) - 1 - (len(raw) - len(code)), 0) + "^"
+    return msg
 
 
 class Scratch:

@@ -11,7 +11,6 @@ no AMD GPU was available).
 
 from __future__ import annotations
 
-import re
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -21,7 +20,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Backend, Build, DeviceInfo, Program, Scratch
+from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
 
 try:  # optional dependency
     import cupy
@@ -136,6 +135,13 @@ class _CudaProgram(Program):
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         return fire
+
+
+#: NVRTC: "<file>(L): error: msg"; hipRTC (clang): "<file>:L:C: error: msg"
+_ERRORS = (
+    r".*?\((\d+)\)()?: (?:catastrophic )?error: (.*)",
+    r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
+)
 
 
 class _NoArray:
@@ -339,36 +345,9 @@ class CupyBackend(Backend):
                     module.compile()
                     prog = _CudaProgram(module, build, queue.device, self._devices == 1)
             except cupy.cuda.compiler.CompileException as exc:
-                raise CompileError(self._build_failure(build, src, str(exc))) from exc
+                raise CompileError(build_failure("NVRTC", build.what, src, str(exc), _ERRORS)) from exc
             self._programs[key] = prog
         return prog
-
-    @staticmethod
-    def _build_failure(build: Build, src: str, log: str) -> str:
-        """The message of a failed build: the compiler's first error and the line it is on.
-
-        NVRTC's log names a temporary file; a user whose combine expression does not
-        compile wants the error and the line that holds the expression (the whole log
-        stays on the exception's ``__cause__``).
-        """
-        for text in log.splitlines():
-            # NVRTC: "<file>(L): error: msg"; hipRTC (clang): "<file>:L:C: error: msg"
-            m = re.match(r".*?\((\d+)\)()?: (?:catastrophic )?error: (.*)", text) or re.match(
-                r".*?:(\d+):(\d+): (?:fatal )?error: (.*)", text
-            )
-            if m:
-                break
-        else:
-            return f"NVRTC build of the {build.what} failed:\n{log}"
-        msg = f"NVRTC build of the {build.what} failed: {m.group(3).strip()}"
-        lines = src.splitlines()
-        if 0 < int(m.group(1)) <= len(lines):
-            raw = lines[int(m.group(1)) - 1]
-            code = raw.lstrip()
-            msg += f"\n  at line {m.group(1)} of the generated source:\n    {code}"
-            if m.group(2):
-                msg += "\n    " + " " * max(int(m.group(2)) - 1 - (len(raw) - len(code)), 0) + "^"
-        return msg
 
     @property
     def compiled_count(self) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Backend, Build, DeviceInfo, Program, Scratch
+from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
 
 try:  # optional dependency
     import pyopencl as cl
@@ -168,6 +168,16 @@ def _pick_device() -> Any:
         raise BackendUnavailableError("no OpenCL device found")
     gpus = [d for d in devices if d.type & cl.device_type.GPU]
     return cl.Context([(gpus or devices)[0]])
+
+
+#: PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg". NVIDIA's
+#: front end only warns of an undeclared function (the link then fails): without an error
+#: line, its first located warning is the one to show
+_ERRORS = (
+    r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)",
+    r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
+    r".*?:(\d+):(\d+): warning: (.*)",
+)
 
 
 class _NoArray:
@@ -404,39 +414,10 @@ class OpenCLBackend(Backend):
                 built = _build(cl.Program(queue.context, src), queue.device)
                 built = _with_occupancy(built, build, queue.device)
             except (cl.RuntimeError, cl.LogicError) as exc:
-                raise CompileError(self._build_failure(build, src, str(exc))) from exc
+                raise CompileError(build_failure("OpenCL", build.what, src, str(exc), _ERRORS)) from exc
             prog = _CLProgram(built, build)
             self._programs[key] = prog
         return prog
-
-    @staticmethod
-    def _build_failure(build: Build, src: str, log: str) -> str:
-        """The message of a failed build: the compiler's first error and the line it is on.
-
-        PyOpenCL repeats its status line and names a temporary file; a user whose combine
-        expression does not compile wants the error and the line that holds the
-        expression (the whole log stays on the exception's ``__cause__``).
-        """
-        # PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg".
-        # NVIDIA's front end only warns of an undeclared function (the link then fails):
-        # without an error line, its first located warning is the one to show.
-        patterns = (
-            r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)",
-            r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
-            r".*?:(\d+):(\d+): warning: (.*)",
-        )
-        found = (re.match(p, text) for p in patterns for text in log.splitlines())
-        m = next((hit for hit in found if hit), None)
-        if m is None:
-            return f"OpenCL build of the {build.what} failed:\n{log}"
-        msg = f"OpenCL build of the {build.what} failed: {m.group(3).strip()}"
-        lines = src.splitlines()
-        if m.group(1) and 0 < int(m.group(1)) <= len(lines):
-            raw = lines[int(m.group(1)) - 1]
-            code = raw.lstrip()
-            caret = " " * max(int(m.group(2)) - 1 - (len(raw) - len(code)), 0) + "^"
-            msg += f"\n  at line {m.group(1)} of the generated source:\n    {code}\n    {caret}"
-        return msg
 
     @property
     def compiled_count(self) -> int:
