@@ -83,9 +83,17 @@ def _timer(name: str) -> Any:
 
 
 def sweep(
-    backends: list[str], variants: list[str], dtypes: list[str], sizes: list[int], reps: int = REPS
+    backends: list[str],
+    variants: list[str],
+    dtypes: list[str],
+    sizes: list[int],
+    reps: int = REPS,
+    **knobs: Any,
 ) -> dict[tuple, Any]:
-    """Device seconds of every configuration: ``{(backend, variant, dtype, n): seconds or reason}``."""
+    """Device seconds of every configuration: ``{(backend, variant, dtype, n): seconds or reason}``.
+
+    ``knobs`` go to every scan (``deterministic=True``, ...).
+    """
     from jitscan import bench
 
     out: dict[tuple, Any] = {}
@@ -99,7 +107,7 @@ def sweep(
                         out[key] = timer
                         continue
                     try:
-                        r = bench.measure_variant(timer, variant, dtype, n, reps, stat_runs=0)
+                        r = bench.measure_variant(timer, variant, dtype, n, reps, stat_runs=0, **knobs)
                         out[key] = r.seconds
                     except bench.Unsupported as exc:
                         out[key] = str(exc)
@@ -168,6 +176,41 @@ class Scan:
         return 100.0 * _entry(cache, (backend, "memcpy", dtype, n)) / self.seconds
 
     track_percent_of_memcpy.unit = "%"  # type: ignore[attr-defined]
+
+
+#: the float dtypes of the grid (deterministic scans change nothing for integers)
+FLOATS = [d for d in DTYPES if d.startswith("float")] or ["float32"]
+
+
+class Deterministic:
+    """Chained scans with ``deterministic=True``: device time and % of the same scan without it."""
+
+    params = (BACKENDS, ["fallback", "lookback"], FLOATS, SIZES)
+    param_names = ("backend", "variant", "dtype", "n")
+    timeout = 3600
+
+    def setup_cache(self) -> dict:
+        variants = ["fallback", "lookback"]
+        return {
+            "plain": sweep(BACKENDS, variants, FLOATS, SIZES),
+            "deterministic": sweep(BACKENDS, variants, FLOATS, SIZES, deterministic=True),
+        }
+
+    def setup(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> None:
+        self.seconds = _entry(cache["deterministic"], (backend, variant, dtype, n))
+        self.plain = _entry(cache["plain"], (backend, variant, dtype, n))
+
+    def track_device_seconds(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> float:
+        """Median device time of one deterministic scan."""
+        return self.seconds
+
+    track_device_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+    def track_percent_of_plain(self, cache: dict, backend: str, variant: str, dtype: str, n: int) -> float:
+        """Throughput as a percentage of the same scan without ``deterministic``."""
+        return 100.0 * self.plain / self.seconds
+
+    track_percent_of_plain.unit = "%"  # type: ignore[attr-defined]
 
 
 class Blocking:

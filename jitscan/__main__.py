@@ -109,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--no-peers", action="store_true", help="jitscan only, no peer libraries")
     b.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="jitscan's scans with deterministic=True (run once without to compare)",
+    )
+    b.add_argument(
         "--latency",
         action="store_true",
         help=(
@@ -246,6 +251,7 @@ def bench_command(args: argparse.Namespace) -> int:
             calls=not args.no_calls,
             latency=args.latency,
             pipeline=args.pipeline,
+            **({"deterministic": True} if args.deterministic else {}),
         )
     finally:
         progress.close()

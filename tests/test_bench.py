@@ -295,6 +295,15 @@ def test_asv_benchmarks_dry_run(opencl_queue):
     with pytest.raises(NotImplementedError):
         bm.setup(cache, "cupy", "fallback", "int32", n)  # not measured: skipped
 
+    det = {
+        "plain": scan.sweep(["opencl"], ["fallback"], ["float32"], [n], reps=2),
+        "deterministic": scan.sweep(["opencl"], ["fallback"], ["float32"], [n], reps=2, deterministic=True),
+    }
+    dm = scan.Deterministic()
+    dm.setup(det, "opencl", "fallback", "float32", n)
+    assert dm.track_device_seconds(det, "opencl", "fallback", "float32", n) > 0
+    assert dm.track_percent_of_plain(det, "opencl", "fallback", "float32", n) > 0
+
     cache = scan.blocking_sweep(["opencl"], [0, 2], 1 << 15, reps=2)  # several tiles on any device
     bl = scan.Blocking()
     bl.setup(cache, "opencl", 2)

@@ -29,7 +29,9 @@ KNOBS_DOC = """
         or the look-back deadlock watchdog), ``simulate_blocking`` (k in 2..512: 1 in k
         tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
         ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes),
-        ``min_blocks`` (CUDA occupancy hint). Unknown names raise TypeError."""
+        ``min_blocks`` (CUDA occupancy hint), ``deterministic`` (True: the same bits on
+        every run, see the README; integers are exact anyway). Unknown names raise
+        TypeError."""
 
 
 def scan(
@@ -45,7 +47,7 @@ def scan(
     axis: int | None = None,
     **knobs: Any,
 ) -> Any:
-    if axis is None and stats is None and not knobs and kind != "reduce":
+    if axis is None and stats is None and kind != "reduce":
         # the common call: one lookup, keyed on what can differ between such calls
         key = (
             type(x),
@@ -56,11 +58,12 @@ def scan(
             backend,
             dtype,
             getattr(out, "dtype", None),
+            *knobs.items(),
         )
         try:
             p = _SCAN_SHORTCUTS[key]
         except (KeyError, TypeError):
-            p = shortcut_for(x, op, kind, "keep", dtype, out, variant, backend)
+            p = shortcut_for(x, op, kind, "keep", dtype, out, variant, backend, knobs)
             remember(_SCAN_SHORTCUTS, key, p)
         if p is not None:
             return p(x, out)
@@ -361,6 +364,7 @@ def shortcut_for(
     out: Any,
     variant: str | None = None,
     backend: str | None = None,
+    knobs: dict[str, Any] | None = None,
 ) -> Any:
     """The prepared scan that does the whole call on ``x``'s kind of input, or None.
 
@@ -375,7 +379,7 @@ def shortcut_for(
         return None
     if t.converted or t.scan.numpy != x.dtype or (out is not None and not t.takes(out)):
         return None
-    return prepared(x, op, kind, variant, backend, t.scan.name, False, {})
+    return prepared(x, op, kind, variant, backend, t.scan.name, False, knobs or {})
 
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:

@@ -30,21 +30,15 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
         **knobs: Any,
     ) -> Any:
         kind = "exclusive" if exclusive else "inclusive"
-        if (
-            axis is None
-            and not knobs
-            and backend is None
-            and variant is None
-            and stats is None
-            and not include_initial
-            and nan is None
-        ):
+        if axis is None and stats is None and not include_initial and nan is None:
             # the common call: one lookup, keyed on what can differ between such calls
             key = (type(x), getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
+            if knobs or variant is not None or backend is not None:
+                key += (variant, backend, *knobs.items())
             try:
                 p = mine[key]
             except (KeyError, TypeError):
-                p = shortcut_for(x, op, kind, rule, dtype, out)
+                p = shortcut_for(x, op, kind, rule, dtype, out, variant, backend, knobs)
                 remember(mine, key, p)
             if p is not None:
                 return p(x, out)

@@ -111,6 +111,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_STATS {int(spec.stats)}",
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
             f"#define JS_SEG_STAGE {int(spec.stages_tile)}",
+            f"#define JS_DETERMINISTIC {int(spec.deterministic)}",
             f"typedef {self.ctype(dt)} js_val;",
             f"typedef {bits_type} js_bits;",
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",

@@ -81,6 +81,10 @@ class ScanSpec:
         A segmented reduction by offsets: tiles stage (tile + 1) values in local memory
         and store one total per segment. The only kind that is compiled in; the scans
         should not pay for the staging.
+    deterministic : bool
+        A chained scan whose every tile prefix is one fixed expression of tile
+        aggregates (``src/deterministic.h``): the same bits on every run. Tiles form
+        groups of ``lookback_width``.
     """
 
     variant: str
@@ -98,6 +102,7 @@ class ScanSpec:
     segmented: str = ""
     row_tiles: bool = False
     stages_tile: bool = False
+    deterministic: bool = False
     #: derived once: elements per tile, the element type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType = field(init=False, compare=False, repr=False)
@@ -138,6 +143,10 @@ class ScanSpec:
             raise ValueError("without shuffles the subgroup is the whole workgroup")
         if self.lookback_width > self.threads:
             raise ValueError("lookback_width cannot exceed threads")
+        if self.deterministic and not self.chained:
+            raise ValueError(
+                f"variant {self.variant!r} is deterministic as it is; only chained scans take it"
+            )
 
     @property
     def chained(self) -> bool:

@@ -31,6 +31,7 @@ KNOBS = (
     "vectors",
     "vector_width",
     "min_blocks",
+    "deterministic",
 )
 #: knobs that are launch arguments; the rest shape the compiled program
 LAUNCH_KNOBS = ("spin_limit", "simulate_blocking")

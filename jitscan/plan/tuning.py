@@ -12,7 +12,7 @@ from bisect import bisect_left
 from ..backends.base import DeviceInfo
 from ..dtypes import VECTOR_BYTES, DType
 from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
-from ..monoid import Monoid
+from ..monoid import BUILTIN, Monoid
 
 #: spins on one predecessor before the look-back variant declares a deadlock
 LOOKBACK_WATCHDOG = 1 << 20
@@ -107,6 +107,27 @@ def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
     return wide if sg < wide <= threads else sg
 
 
+def deterministic_window(n: int | None, dtype: DType, threads: int) -> int:
+    """The look-back window of a deterministic chained scan on a device with shuffles.
+
+    Its tiles form groups of one window (src/deterministic.h), and a tile past the
+    first group waits for its group's anchor, one step of a chain per group. Small and
+    mid-size inputs get a window as wide as their tile count allows (a size class of
+    at most 32 tiles below 512 KiB, 512 tiles up to 16 MiB), so that few or no tiles
+    wait on an anchor. Large inputs get 64: on the H100 (experiments/deterministic.py,
+    2^24-2^28, 128 x 16 tiles) windows of 64 ran at 0.97-1.00x the ordinary scan for
+    float64 reductions against 0.94-0.99x for 128 and 0.78-0.83x for 32, and 1.04-1.10x
+    for float32 (a narrow window's chain of anchors falls behind the tiles; a wide one
+    reads more per look).
+    """
+    nbytes = math.inf if n is None else n * dtype.itemsize
+    if nbytes <= 1 << 19:
+        return 64
+    if nbytes <= 1 << 24:
+        return threads
+    return 64
+
+
 def default_spin_limit(info: DeviceInfo, variant: str) -> int:
     """Default spin limit: a fallback trigger, or the look-back watchdog."""
     if variant == "lookback":
@@ -135,13 +156,15 @@ def spec_for(
     n: int | None = None,
     segmented: str = "",
     row_tiles: bool = False,
+    deterministic: bool = False,
 ) -> ScanSpec:
     """The program for one kind of call: device defaults, overridden by the caller's knobs.
 
     ``n`` picks the size class (None: the largest inputs); ``kind`` matters only for a
     reduction by offsets, which stages its tile. Knobs that do not affect a variant are
     normalized away so that, for example, every ``rts`` call of one dtype and op shares
-    a compiled program.
+    a compiled program, and ``deterministic`` reaches only the chained scans of values
+    that round (not the built-in ops on integers, which are exact in any order).
     """
     geo = geometry(info, dtype, n, segmented, variant, kind)
     if threads is not None:
@@ -165,12 +188,18 @@ def spec_for(
         raise ValueError(
             f"tile_state='packed' needs 64-bit atomics, which {info.name} lacks; use tile_state='split'"
         )
+    if deterministic not in (True, False):
+        raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
+    exact = not dtype.is_float and monoid in BUILTIN.values()
+    deterministic = deterministic and chained and not exact
     if not chained:
         tile_state, width, stats = "packed", 1, False
     else:
         width = lookback_width
         if width is None:  # the size class's window, unless threads was overridden below it
             width = lookback_window(info, geo["threads"], geo["lookback_width"])
+            if deterministic:
+                width = lookback_window(info, geo["threads"], deterministic_window(n, dtype, geo["threads"]))
     return ScanSpec(
         variant=variant,
         dtype=dtype.name,
@@ -187,6 +216,7 @@ def spec_for(
         segmented=segmented,
         row_tiles=row_tiles,
         stages_tile=segmented == "offsets" and kind == "reduce",
+        deterministic=deterministic,
     )
 
 

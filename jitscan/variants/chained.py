@@ -50,7 +50,7 @@ def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
 
 
 class Chained(Variant):
-    files = ("tile.h", "tile_state.h", "lookback.h", "chained.c")
+    files = ("tile.h", "tile_state.h", "lookback.h", "deterministic.h", "chained.c")
     signatures = {KERNEL: ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32", "u32")}
     segmented_entries = (KERNEL,)
     rows_ok = True

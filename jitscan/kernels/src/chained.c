@@ -55,6 +55,15 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 #endif
     js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first};
     js_i64 cur = (js_i64)tile - 1;
+#if JS_DETERMINISTIC
+    /* only anchors post an inclusive prefix (deterministic.h), the row's first tile too */
+    js_u32 own_flag = JS_READY;
+    js_det d = {JS_IDENTITY, (js_i64)tile, -1, 0u, spin_limit};
+    if (lid == 0)
+        sh.lb_target = (js_i64)tile;
+#else
+    js_u32 own_flag = tile == row_first ? JS_INCLUSIVE : JS_READY;
+#endif
 
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
@@ -62,7 +71,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     agg = js_scan_tile(own, own_left, own_heads, &sh);
     if (lid == 0) {
         if (posts)
-            js_post(state, epoch, tile, tile == row_first ? JS_INCLUSIVE : JS_READY, agg);
+            js_post(state, epoch, tile, own_flag, agg);
         sh.lb_cur = cur;
         sh.lb_ctrl[0] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
     }
@@ -99,18 +108,27 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
                 own_heads = other_heads;
                 if (lid == 0) {
                     if (posts)
-                        js_post(state, epoch, tile, tile == row_first ? JS_INCLUSIVE : JS_READY, a);
+                        js_post(state, epoch, tile, own_flag, a);
                     sh.lb_cur = cur;
                     sh.lb_ctrl[next_slot] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
                 }
             } else
 #endif
             if (lid == 0) {
+#if JS_DETERMINISTIC
+                sh.lb_ctrl[next_slot] = js_det_insert(state, epoch, which, a, &st);
+#else
                 sh.lb_ctrl[next_slot] = js_fallback_take(state, epoch, &cur, a, &w, &st);
                 sh.lb_cur = cur;
+#endif
             }
         } else {
-#if JS_WARP_WALK
+#if JS_DETERMINISTIC
+            /* every thread: the look has barriers of its own */
+            js_u32 next = js_det_look(state, epoch, (js_i64)tile, (js_i64)row_first, &d, ctrl, &st, &sh);
+            if (lid == 0)
+                sh.lb_ctrl[next_slot] = next;
+#elif JS_WARP_WALK
             /* every lane of subgroup 0 takes part in the shuffles; lane 0 moves lb_cur
              * only after them, and each lane's read of it feeds its first shuffle */
             if (lid < JS_LB_W) {
@@ -142,8 +160,14 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 
     /* propagate first: successors are waiting on it, the stores are not */
     if (lid == 0) {
+#if JS_DETERMINISTIC
+        w.prefix = d.prefix;
+        if (posts && js_det_is_anchor((js_i64)tile, (js_i64)row_first))
+            js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(d.prefix, agg) : agg);
+#else
         if (posts && tile > row_first)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
+#endif
         sh.lb_prefix = w.prefix;
     }
     JS_BARRIER();

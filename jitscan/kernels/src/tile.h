@@ -57,12 +57,16 @@ typedef struct {
 #endif
     T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
     T tile_total;
-#if JS_WIDE_WALK
+#if JS_WIDE_WALK || (JS_DETERMINISTIC && JS_WARP_WALK)
     js_u32 lb_key[JS_LB_W / JS_SG];  /* each subgroup's stop in a wide window */
     T lb_part[JS_LB_W / JS_SG];      /* and what it takes */
 #elif !JS_WARP_WALK
     T lb_val[JS_LB_W];           /* one look-back window of predecessor values */
     js_u32 lb_flag[JS_LB_W];
+#endif
+#if JS_DETERMINISTIC
+    T lb_anchor;                 /* I(a) of the window's anchor (deterministic.h) */
+    js_i64 lb_target;            /* the tile whose window is looked at */
 #endif
     T lb_prefix;
     js_i64 lb_cur;

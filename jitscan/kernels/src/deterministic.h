@@ -1,0 +1,260 @@
+/* jitscan deterministic look-back (JS_DETERMINISTIC): every tile's prefix is one fixed
+ * expression of tile aggregates, whatever the timing.
+ *
+ * The ordinary walk folds whatever it meets, an aggregate here and an inclusive prefix
+ * there, so the rounding of a float scan depends on which tiles had posted. Here the
+ * tiles of a row form groups of JS_DET_K = JS_LB_W. Only the last tile of a group,
+ * its anchor, posts an INCLUSIVE prefix; the others post their aggregate alone. Tile t at
+ * place j of its group (first tile f = t - j, previous anchor a = f - 1) takes
+ *
+ *     E(t) = I(a) op F_j(agg[f], ..., agg[t-1])        (I(a) left out in a row's first group)
+ *     I(t) = E(t) op agg[t]                            (anchors only)
+ *
+ * F_j is one tree over the window's lanes (lane i reads tile t - 1 - i; lanes j and up
+ * hold the identity, and lane j reads the anchor): the same shuffles, or the same serial fold without shuffles, on
+ * every call. A tile's aggregate is the same bits whoever reduces it (js_scan_tile), so
+ * E(t) depends on t and the input alone. A segment head in lane h cuts off the lanes
+ * beyond it exactly (the lifted operator returns the later value untouched), so the walk
+ * stops there without waiting for them.
+ *
+ * Fallback (JS_FALLBACK 1): a stalled aggregate is reduced by the waiting workgroup and
+ * inserted, as in lookback.h. A stalled anchor a is computed by the waiting workgroup
+ * the way a itself would: it looks at a's window instead (descending anchor by anchor
+ * as far as needed), posts I(a), and climbs back anchor by anchor to its own tile. Two
+ * posters of I(a) post the same bits, so the atomic max of tile_state.h stays sound.
+ * Look-back (JS_FALLBACK 0) waits, with the same watchdog as lookback.h.
+ */
+
+#if JS_DETERMINISTIC
+
+#define JS_DET_K JS_LB_W
+/* whether the window is walked with shuffles (whole subgroups) or by thread 0 */
+#define JS_DET_SHUFFLE (JS_HAS_SHUFFLE && JS_LB_W >= JS_SG)
+#define JS_DET_NONE (2u * JS_LB_W)
+#define JS_DET_CAME 3u  /* beside the JS_LB_* steps: the anchor's prefix came */
+
+/* Thread 0's state of a deterministic walk. */
+typedef struct {
+    T prefix;        /* E(tile), once known */
+    js_i64 target;   /* the tile whose window is looked at: the own tile, or an anchor helped */
+    js_i64 blocker;  /* the predecessor the last looks waited on */
+    js_u32 spins;    /* consecutive looks that waited on it */
+    js_u32 limit;
+} js_det;
+
+JS_DEVICE_FN js_u32 js_det_place(js_i64 tile, js_i64 first)
+{
+    return (js_u32)((tile - first) % (js_i64)JS_DET_K);
+}
+
+JS_DEVICE_FN int js_det_is_anchor(js_i64 tile, js_i64 first)
+{
+    return js_det_place(tile, first) == JS_DET_K - 1u;
+}
+
+/* Lane i of tile x's window (x at place j; lane i reads tile x - 1 - i): a key as in
+ * js_walk_key (2i: wait here; 2i + 1: the walk ends here; JS_DET_NONE: neither), and in
+ * *v what the lane holds. */
+JS_DEVICE_FN js_u32 js_det_key(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 x, js_u32 j, js_u32 i, js_i64 first,
+                               T* v)
+{
+    js_i64 at = x - 1 - (js_i64)i;
+    *v = JS_IDENTITY;
+    if (i > j || at < first)
+        return JS_DET_NONE;
+    T got;
+    js_u32 f = js_read(state, epoch, (js_u32)at, &got);
+    if (i == j) {  /* the anchor: only its inclusive prefix will do */
+        if (f != JS_INCLUSIVE)
+            return 2u * i;
+        *v = got;
+        return 2u * i + 1u;
+    }
+    if (f == JS_NOT_READY)
+        return 2u * i;
+    *v = got;
+    return JS_PREFIX_DONE(got) ? 2u * i + 1u : JS_DET_NONE;
+}
+
+/* Thread 0: the look at the target's window waited on tile `blocker`, the window's
+ * anchor or not. */
+JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                JS_LOCAL_PTR js_shared* sh)
+{
+    d->spins = blocker == d->blocker ? d->spins + 1u : 1u;
+    d->blocker = blocker;
+    st->spins++;
+    if (d->spins > d->limit) {
+#if JS_FALLBACK
+        st->fallbacks++;
+        d->spins = 0;
+        if (anchor) {  /* a stalled anchor: work out its prefix as it would */
+            d->target = blocker;
+            sh->lb_target = blocker;
+            return JS_LB_LOOK;
+        }
+        sh->lb_cur = blocker;  /* a stalled aggregate: reduce that tile */
+        return JS_LB_FALLBACK;
+#else
+        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, 1u);
+        return JS_LB_DONE;
+#endif
+    }
+#if !JS_FALLBACK
+    if (d->spins % 64u == 0u && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
+        return JS_LB_DONE;
+#endif
+    JS_SPIN_PAUSE();
+    return JS_LB_LOOK;
+}
+
+/* Thread 0: the look at the target's window ended; its aggregates folded to `tree`
+ * (`taken` of them) and, when `anchored`, the walk reached the anchor, whose I(a) is
+ * `anchor`. */
+JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_det* d, js_u32 taken,
+                                int anchored, T tree, T anchor, js_i64 first, JS_GLOBAL js_u32* ctrl,
+                                js_stats* st, JS_LOCAL_PTR js_shared* sh)
+{
+    /* E(x): F_j, after I(a) when the walk reached the anchor */
+    T e = anchored ? (taken ? js_op(anchor, tree) : anchor) : tree;
+    js_i64 x = d->target;
+    st->steps += taken + (js_u32)anchored;
+    if (x == tile) {
+        d->prefix = e;
+        return JS_LB_DONE;
+    }
+    /* helping stalled anchor x: its own aggregate completes I(x) */
+    T agg;
+    js_u32 f = js_read(state, epoch, (js_u32)x, &agg);
+    if (f == JS_NOT_READY)
+        return js_det_wait(d, x, 0, ctrl, st, sh);  /* falls back on x's own tile */
+    if (f != JS_INCLUSIVE) {                          /* else x got there meanwhile */
+        /* the same expression as the anchor's own posting in chained.c */
+        js_post(state, epoch, (js_u32)x, JS_INCLUSIVE, x > first ? js_op(e, agg) : agg);
+        st->insertions++;
+    }
+    /* climb back towards the own tile, one anchor at a time */
+    js_i64 own_anchor = tile - (js_i64)js_det_place(tile, first) - 1;
+    d->target = x == own_anchor ? tile : x + (js_i64)JS_DET_K;
+    d->spins = 0;
+    sh->lb_target = d->target;
+    return JS_LB_LOOK;
+}
+
+/* Thread 0, after the workgroup reduced stalled tile `which` to `agg`: insert it; the
+ * next look reads it back. */
+JS_DEVICE_FN js_u32 js_det_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 which, T agg, js_stats* st)
+{
+    int inclusive;
+    T found;
+    st->insertions += js_insert(state, epoch, (js_u32)which, agg, &inclusive, &found);
+    return JS_LB_LOOK;
+}
+
+/* Thread 0, when every aggregate of the window has come and only the anchor's inclusive
+ * prefix is missing: waits on that one descriptor. The anchors' chain then moves by one
+ * trip to L2 per group instead of one look at the whole window (and two barriers) per
+ * spin. Returns JS_DET_CAME with *anchor set when it came; else what js_det_wait says
+ * (a fallback's new target, or the watchdog). */
+JS_DEVICE_FN js_u32 js_det_anchor_wait(JS_GLOBAL js_sw* state, js_u32 epoch, js_det* d, js_i64 at, T* anchor,
+                                       JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+{
+    js_i64 x = d->target;
+    while (js_read(state, epoch, (js_u32)at, anchor) != JS_INCLUSIVE) {
+        js_u32 next = js_det_wait(d, at, 1, ctrl, st, sh);
+        if (next != JS_LB_LOOK || d->target != x)
+            return next;
+    }
+    return JS_DET_CAME;
+}
+
+#if JS_DET_SHUFFLE
+/* Every thread: one look at the target's window, JS_LB_W / JS_SG subgroups of lanes,
+ * each folded by js_subgroup_fold and the parts folded farthest first by thread 0. */
+JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
+                                JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+{
+    js_u32 lid = JS_LID, lane = JS_LANE, sg = JS_SG_ID;
+    /* every thread reads the target before the first barrier; thread 0 moves it after */
+    js_i64 x = sh->lb_target;
+    js_u32 j = js_det_place(x, first);
+    T v = JS_IDENTITY;
+    if (lid < JS_LB_W) {
+        js_u32 key = js_subgroup_min(js_det_key(state, epoch, x, j, lid, first, &v), lane);
+        if (lane == 0u)
+            sh->lb_key[sg] = key;
+        if (lid == j)
+            sh->lb_anchor = v;
+    }
+    JS_BARRIER();
+    js_u32 key = JS_DET_NONE;
+    for (js_u32 s = 0; s < JS_LB_W / JS_SG; ++s)
+        key = sh->lb_key[s] < key ? sh->lb_key[s] : key;
+    /* the same in every thread: wait on an aggregate, on the anchor alone, or take the window */
+    int on_anchor = key == 2u * j;
+    if (key < JS_DET_NONE && key % 2u == 0u && !on_anchor)
+        return lid == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh) : JS_LB_LOOK;
+    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;  /* lanes up to the stop */
+    js_u32 taken = k < j ? k : j;                              /* of them aggregates */
+    if (lid < JS_LB_W) {
+        T s = js_subgroup_fold(lid < taken ? v : JS_IDENTITY, lane);
+        if (lane == 0u)
+            sh->lb_part[sg] = s;
+    }
+    JS_BARRIER();
+    if (lid != 0u)
+        return JS_LB_LOOK;
+    T tree = sh->lb_part[JS_LB_W / JS_SG - 1u];
+    for (js_u32 s = JS_LB_W / JS_SG - 1u; s-- > 0u;)
+        tree = js_op(tree, sh->lb_part[s]);
+    T anchor = sh->lb_anchor;
+    if (on_anchor) {
+        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
+        if (next != JS_DET_CAME)
+            return next;
+    }
+    return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
+                       st, sh);
+}
+#else
+/* Every thread: one look at the target's window, lanes read into local memory and
+ * folded serially by thread 0, farthest first. */
+JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
+                                JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+{
+    js_u32 lid = JS_LID;
+    js_i64 x = sh->lb_target;
+    js_u32 j = js_det_place(x, first);
+    if (lid < JS_LB_W) {
+        T v;
+        sh->lb_flag[lid] = js_det_key(state, epoch, x, j, lid, first, &v);
+        sh->lb_val[lid] = v;
+    }
+    JS_BARRIER();
+    if (lid != 0u)
+        return JS_LB_LOOK;
+    js_u32 key = JS_DET_NONE;
+    for (js_u32 i = 0; i < JS_LB_W; ++i)
+        key = sh->lb_flag[i] < key ? sh->lb_flag[i] : key;
+    int on_anchor = key == 2u * j;
+    if (key < JS_DET_NONE && key % 2u == 0u && !on_anchor)
+        return js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh);
+    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;
+    js_u32 taken = k < j ? k : j;
+    T tree = JS_IDENTITY;
+    if (taken) {
+        tree = sh->lb_val[taken - 1u];
+        for (js_u32 i = taken - 1u; i-- > 0u;)
+            tree = js_op(tree, sh->lb_val[i]);
+    }
+    T anchor = sh->lb_val[j];
+    if (on_anchor) {
+        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
+        if (next != JS_DET_CAME)
+            return next;
+    }
+    return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
+                       st, sh);
+}
+#endif
+#endif /* JS_DETERMINISTIC */
