@@ -91,6 +91,24 @@ def test_segments_crossing_many_tiles_give_one_bit_pattern(backend):
     assert len(patterns(call, runs(backend))) == 1
 
 
+@pytest.mark.parametrize("mean", [0.3, 3.0, 40.0])
+def test_segmented_deterministic_scans_are_still_right(backend, rng, mean):
+    # segments of a fraction of a tile to many tiles: walks end at heads near and far
+    tile = tile_size(backend, "float32", "flags")
+    n = 150 * tile + 7
+    x = rng.integers(-8, 9, n).astype(np.float32)
+    heads = rng.random(n) < 1.0 / (mean * tile)
+    heads[0] = True
+    knobs = dict(backend=backend, deterministic=True, simulate_blocking=8, spin_limit=2)
+    got = np.asarray(jitscan.segmented_cumsum(x, flags=heads, **knobs))
+    starts = np.flatnonzero(heads)
+    want = np.concatenate([np.cumsum(part) for part in np.split(x, starts[1:])])
+    np.testing.assert_array_equal(got, want)
+    y = normal(n)
+    call = lambda **k: jitscan.segmented_cumsum(y, flags=heads, backend=backend, deterministic=True, **k)  # noqa: E731
+    assert len(patterns(call, 3, (None, 2))) == 1
+
+
 @pytest.mark.parametrize("axis", [0, 1])
 def test_axis_scans_give_one_bit_pattern(backend, axis):
     x = normal(size(backend)).reshape(64, -1)
@@ -129,7 +147,7 @@ def test_deterministic_scans_are_still_right(backend, rng, variant, tile_state, 
     np.testing.assert_array_equal(np.asarray(got), reference(x, "add", kind))
 
 
-@pytest.mark.parametrize("width", [1, 2, 8])
+@pytest.mark.parametrize("width", [1, 2, 8, 32])
 def test_narrow_windows_make_long_chains_of_anchors(backend, rng, width):
     # groups of `width` tiles: blocked anchors are worked out by their successors, many
     # groups deep; the result is still right and still one bit pattern

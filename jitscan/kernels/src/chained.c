@@ -124,8 +124,8 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             }
         } else {
 #if JS_DETERMINISTIC
-            /* every thread: the look has barriers of its own */
-            js_u32 next = js_det_look(state, epoch, (js_i64)tile, (js_i64)row_first, &d, ctrl, &st, &sh);
+            /* every thread: the looks of deterministic.h take part as they need */
+            js_u32 next = js_det_step(step, state, epoch, (js_i64)tile, (js_i64)row_first, &d, ctrl, &st, &sh);
             if (lid == 0)
                 sh.lb_ctrl[next_slot] = next;
 #elif JS_WARP_WALK

@@ -28,10 +28,16 @@
 #if JS_DETERMINISTIC
 
 #define JS_DET_K JS_LB_W
-/* whether the window is walked with shuffles (whole subgroups) or by thread 0 */
+/* whether the window is walked with shuffles (whole subgroups) or by thread 0, and whether
+ * it is one subgroup, walked by subgroup 0 alone without barriers */
 #define JS_DET_SHUFFLE (JS_HAS_SHUFFLE && JS_LB_W >= JS_SG)
+#define JS_DET_WARP (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
+/* whether a look reads the window's first subgroup alone first: windows of one subgroup,
+ * and segmented scans, whose walks mostly end at a head in the first few lanes */
+#define JS_DET_NEAR_FIRST (JS_DET_WARP || (JS_DET_SHUFFLE && JS_SEGMENTED))
 #define JS_DET_NONE (2u * JS_LB_W)
 #define JS_DET_CAME 3u  /* beside the JS_LB_* steps: the anchor's prefix came */
+#define JS_DET_FULL 4u  /* a protocol step: look at the whole window (after its first subgroup) */
 
 /* Thread 0's state of a deterministic walk. */
 typedef struct {
@@ -169,8 +175,57 @@ JS_DEVICE_FN js_u32 js_det_anchor_wait(JS_GLOBAL js_sw* state, js_u32 epoch, js_
 }
 
 #if JS_DET_SHUFFLE
-/* Every thread: one look at the target's window, JS_LB_W / JS_SG subgroups of lanes,
- * each folded by js_subgroup_fold and the parts folded farthest first by thread 0. */
+/* F_j with shuffles: each subgroup of lanes folds its part with js_subgroup_fold; the
+ * parts that hold taken lanes, ceil(taken / JS_SG) of them, are folded farthest first.
+ * The number of parts is a function of `taken`, so a walk that ends in the first
+ * subgroup takes its part alone on either look below. */
+
+/* Subgroup 0: one look at the first JS_SG lanes of the target's window, in registers, as
+ * js_window_look. The shuffles order every lane's read of lb_target before lane 0 moves
+ * it. When the nearest lane decides alone (a wait, or a head or the anchor that ends the
+ * walk with it) no tree is needed: a tree whose nearest leaf has a head is that leaf, bit
+ * for bit, and an anchor taken alone is E(x) as it is. Returns JS_DET_FULL when every lane
+ * has come and the walk goes on past them. */
+JS_DEVICE_FN js_u32 js_det_look_near(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
+                                     JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+{
+    js_u32 lane = JS_LID;
+    js_i64 x = sh->lb_target;
+    js_u32 j = js_det_place(x, first);
+    T v;
+    js_u32 key = js_det_key(state, epoch, x, j, lane, first, &v);
+    js_u32 key0 = JS_SHFL_IDX_U32(key, 0u);
+    if (key0 <= 1u && !(key0 == 0u && j == 0u)) {
+        if (lane != 0u)
+            return JS_LB_LOOK;
+        if (key0 == 0u)
+            return js_det_wait(d, x - 1, 0, ctrl, st, sh);
+        return js_det_took(state, epoch, tile, d, j ? 1u : 0u, j == 0u, v, v, first, ctrl, st, sh);
+    }
+    key = js_subgroup_min(key, lane);
+    if (key == JS_DET_NONE && j >= JS_SG)
+        return lane == 0u ? JS_DET_FULL : JS_LB_LOOK;
+    int on_anchor = key == 2u * j;
+    if (key < JS_DET_NONE && key % 2u == 0u && !on_anchor)
+        return lane == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh) : JS_LB_LOOK;
+    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;
+    js_u32 taken = k < j ? k : j;  /* at most JS_SG here */
+    T tree = js_subgroup_fold(lane < taken ? v : JS_IDENTITY, lane);
+    T anchor = JS_SHFL_IDX(v, j < JS_SG ? j : 0u);
+    if (lane != 0u)
+        return JS_LB_LOOK;
+    if (on_anchor) {
+        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
+        if (next != JS_DET_CAME)
+            return next;
+    }
+    return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
+                       st, sh);
+}
+#endif
+
+#if JS_DET_SHUFFLE && !JS_DET_WARP
+/* Every thread: one look at the whole window, JS_LB_W / JS_SG subgroups of lanes. */
 JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
                                 JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
 {
@@ -204,8 +259,9 @@ JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     JS_BARRIER();
     if (lid != 0u)
         return JS_LB_LOOK;
-    T tree = sh->lb_part[JS_LB_W / JS_SG - 1u];
-    for (js_u32 s = JS_LB_W / JS_SG - 1u; s-- > 0u;)
+    js_u32 parts = (taken + JS_SG - 1u) / JS_SG;
+    T tree = parts ? sh->lb_part[parts - 1u] : JS_IDENTITY;
+    for (js_u32 s = parts ? parts - 1u : 0u; s-- > 0u;)
         tree = js_op(tree, sh->lb_part[s]);
     T anchor = sh->lb_anchor;
     if (on_anchor) {
@@ -216,7 +272,7 @@ JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
                        st, sh);
 }
-#else
+#elif !JS_DET_SHUFFLE
 /* Every thread: one look at the target's window, lanes read into local memory and
  * folded serially by thread 0, farthest first. */
 JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
@@ -257,4 +313,20 @@ JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
                        st, sh);
 }
 #endif
+
+/* Every thread: a LOOK or JS_DET_FULL step of the protocol (thread 0 returns the next). */
+JS_DEVICE_FN js_u32 js_det_step(js_u32 step, JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first,
+                                js_det* d, JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+{
+#if JS_DET_NEAR_FIRST
+    if (step == JS_LB_LOOK)
+        return JS_LID < JS_SG ? js_det_look_near(state, epoch, tile, first, d, ctrl, st, sh) : JS_LB_LOOK;
+#endif
+#if JS_DET_WARP
+    return JS_LB_LOOK;  /* not reached: a window of one subgroup needs no full look */
+#else
+    (void)step;
+    return js_det_look(state, epoch, tile, first, d, ctrl, st, sh);
+#endif
+}
 #endif /* JS_DETERMINISTIC */

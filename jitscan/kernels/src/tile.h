@@ -57,7 +57,7 @@ typedef struct {
 #endif
     T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
     T tile_total;
-#if JS_WIDE_WALK || (JS_DETERMINISTIC && JS_WARP_WALK)
+#if JS_WIDE_WALK
     js_u32 lb_key[JS_LB_W / JS_SG];  /* each subgroup's stop in a wide window */
     T lb_part[JS_LB_W / JS_SG];      /* and what it takes */
 #elif !JS_WARP_WALK
