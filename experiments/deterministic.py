@@ -9,7 +9,7 @@ over 10 runs under simulated blocking (1 in 8 tiles), times in alternating round
 ``deterministic=True``, and CUB's inclusive scan; then the reductions, beside CUB's
 reduction (``cuda.compute`` 1.2.1 reduces run-to-run deterministically by default and
 offers no deterministic scan). Prints G elements/s and det / plain per variant. Then
-segmented scans by head flags (fallback, mean segment lengths 1000 and 100,000), and the
+segmented scans by head flags (fallback, mean segment lengths 1000, 10^5 and 10^7), and the
 host time of ``jitscan.cumsum(x, out=y)`` with and without the option (2,000 calls back
 to back, in turns).
 """
@@ -103,7 +103,7 @@ def main() -> None:
                 print(scans(timer, dtype, e, kind, rng), flush=True)
     for dtype in dtypes:
         for e in (20, 24, 28):
-            for mean in (1000, 100_000):
+            for mean in (1000, 100_000, 10_000_000):
                 print(segmented(timer, dtype, e, mean, rng), flush=True)
     for dtype in dtypes:
         for e in (10, 20):
