@@ -58,7 +58,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
 #if JS_DETERMINISTIC
     /* only anchors post an inclusive prefix (deterministic.h), the row's first tile too */
     js_u32 own_flag = JS_READY;
-    js_det d = {JS_IDENTITY, (js_i64)tile, -1, 0u, spin_limit};
+    js_det d = {tile, 0xffffffffu, 0u, spin_limit};
     if (lid == 0)
         sh.lb_target = (js_i64)tile;
 #else
@@ -161,14 +161,14 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
     /* propagate first: successors are waiting on it, the stores are not */
     if (lid == 0) {
 #if JS_DETERMINISTIC
-        w.prefix = d.prefix;
+        /* js_det_took left E(tile) in lb_prefix */
         if (posts && js_det_is_anchor((js_i64)tile, (js_i64)row_first))
-            js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(d.prefix, agg) : agg);
+            js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(sh.lb_prefix, agg) : agg);
 #else
         if (posts && tile > row_first)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
-#endif
         sh.lb_prefix = w.prefix;
+#endif
     }
     JS_BARRIER();
     T prefix = sh.lb_prefix;

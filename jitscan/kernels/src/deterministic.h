@@ -39,11 +39,11 @@
 #define JS_DET_CAME 3u  /* beside the JS_LB_* steps: the anchor's prefix came */
 #define JS_DET_FULL 4u  /* a protocol step: look at the whole window (after its first subgroup) */
 
-/* Thread 0's state of a deterministic walk. */
+/* Thread 0's state of a deterministic walk (E(tile) goes to lb_prefix): few registers,
+ * which the segmented float64 kernel is short of. */
 typedef struct {
-    T prefix;        /* E(tile), once known */
-    js_i64 target;   /* the tile whose window is looked at: the own tile, or an anchor helped */
-    js_i64 blocker;  /* the predecessor the last looks waited on */
+    js_u32 target;   /* the tile whose window is looked at: the own tile, or an anchor helped */
+    js_u32 blocker;  /* the predecessor the last looks waited on */
     js_u32 spins;    /* consecutive looks that waited on it */
     js_u32 limit;
 } js_det;
@@ -87,15 +87,15 @@ JS_DEVICE_FN js_u32 js_det_key(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 x, j
 JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL js_u32* ctrl, js_stats* st,
                                 JS_LOCAL_PTR js_shared* sh)
 {
-    d->spins = blocker == d->blocker ? d->spins + 1u : 1u;
-    d->blocker = blocker;
+    d->spins = (js_u32)blocker == d->blocker ? d->spins + 1u : 1u;
+    d->blocker = (js_u32)blocker;
     st->spins++;
     if (d->spins > d->limit) {
 #if JS_FALLBACK
         st->fallbacks++;
         d->spins = 0;
         if (anchor) {  /* a stalled anchor: work out its prefix as it would */
-            d->target = blocker;
+            d->target = (js_u32)blocker;
             sh->lb_target = blocker;
             return JS_LB_LOOK;
         }
@@ -123,10 +123,10 @@ JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
 {
     /* E(x): F_j, after I(a) when the walk reached the anchor */
     T e = anchored ? (taken ? js_op(anchor, tree) : anchor) : tree;
-    js_i64 x = d->target;
+    js_i64 x = (js_i64)d->target;
     st->steps += taken + (js_u32)anchored;
     if (x == tile) {
-        d->prefix = e;
+        sh->lb_prefix = e;
         return JS_LB_DONE;
     }
     /* helping stalled anchor x: its own aggregate completes I(x) */
@@ -141,9 +141,10 @@ JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     }
     /* climb back towards the own tile, one anchor at a time */
     js_i64 own_anchor = tile - (js_i64)js_det_place(tile, first) - 1;
-    d->target = x == own_anchor ? tile : x + (js_i64)JS_DET_K;
+    js_i64 next = x == own_anchor ? tile : x + (js_i64)JS_DET_K;
+    d->target = (js_u32)next;
     d->spins = 0;
-    sh->lb_target = d->target;
+    sh->lb_target = next;
     return JS_LB_LOOK;
 }
 
@@ -165,7 +166,7 @@ JS_DEVICE_FN js_u32 js_det_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 w
 JS_DEVICE_FN js_u32 js_det_anchor_wait(JS_GLOBAL js_sw* state, js_u32 epoch, js_det* d, js_i64 at, T* anchor,
                                        JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
 {
-    js_i64 x = d->target;
+    js_u32 x = d->target;
     while (js_read(state, epoch, (js_u32)at, anchor) != JS_INCLUSIVE) {
         js_u32 next = js_det_wait(d, at, 1, ctrl, st, sh);
         if (next != JS_LB_LOOK || d->target != x)
