@@ -193,6 +193,19 @@ class Backend(ABC):
     @abstractmethod
     def to_host(self, arr: Any) -> np.ndarray: ...
 
+    def shared(self, host: np.ndarray, queue: Any, write: bool) -> Any:
+        """A device array over ``host``'s own memory (no copy), or None where there is none.
+
+        Devices that work in host memory (OpenCL on a CPU) scan NumPy arrays in place
+        of a copy; ``host`` must be C-contiguous and stay alive until :meth:`settle`.
+        ``write``: the kernels write it (a result).
+        """
+        return None
+
+    def settle(self, arr: Any) -> None:
+        """Make the kernels' writes to a :meth:`shared` array visible in its host memory."""
+        return None  # no backend here shares host memory but OpenCL, which overrides it
+
     @abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any: ...
 

@@ -291,6 +291,26 @@ class OpenCLBackend(Backend):
     def to_host(self, arr: Any) -> np.ndarray:
         return arr.get()
 
+    def shared(self, host: np.ndarray, queue: Any, write: bool) -> Any:
+        # a CPU device reads and writes host memory itself: a buffer over the NumPy
+        # array's memory (CL_MEM_USE_HOST_PTR) saves the copies in and out. PoCL uses the
+        # pointer as it is when aligned to the device's base address alignment, and
+        # copies into a buffer of its own otherwise (still correct, as slow as before)
+        if self.device_info(queue).is_gpu or host.size == 0 or host.ctypes.data % VECTOR_BYTES:
+            return None
+        mf = cl.mem_flags
+        flags = mf.USE_HOST_PTR | (mf.READ_WRITE if write else mf.READ_ONLY)
+        buf = cl.Buffer(queue.context, flags, hostbuf=host)
+        return cl_array.Array(queue, host.shape, host.dtype, data=buf)
+
+    def settle(self, arr: Any) -> None:
+        # mapping is what the OpenCL model promises makes a USE_HOST_PTR buffer's
+        # contents visible on the host (on PoCL's CPU device, a no-op over the same memory)
+        mapped, _event = cl.enqueue_map_buffer(
+            arr.queue, arr.base_data, cl.map_flags.READ, 0, arr.shape, arr.dtype, is_blocking=True
+        )
+        mapped.base.release()
+
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any:
         # results come from a memory pool per queue: clCreateBuffer costs tens of
         # microseconds to milliseconds a call on NVIDIA's driver, growing with the size.

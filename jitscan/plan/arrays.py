@@ -52,6 +52,8 @@ class Input:
     data: Any  # contiguous, aligned 1-D device array of the scan's dtype; None when empty on the host
     n: int
     dtype: DType
+    #: host input the device reads in place (Backend.shared), else None: kept alive with the scan
+    host: np.ndarray | None = None
 
 
 def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = None) -> Input:
@@ -71,6 +73,9 @@ def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = 
         data = data.reshape(n)
     else:
         host = np.ascontiguousarray(np.ravel(x), dtype=dtype.numpy)
+        data = b.shared(host, queue, False) if n else None
+        if data is not None:
+            return Input(b, queue, on_device, data, n, dtype, host)
         data = b.to_device(host, queue) if n else None
     return Input(b, queue, on_device, data, n, dtype)
 
@@ -108,6 +113,37 @@ def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: 
         raise ValueError(f"out= has dtype {np.dtype(out.dtype)}, expected {dtype.name}")
     if on_device and not out.flags.c_contiguous:
         raise ValueError("out= must be C-contiguous")
+
+
+#: alignment of host results a device writes in place (PoCL uses a host pointer as it is
+#: when aligned to the device's base address alignment, 128 bytes on x86-64)
+HOST_ALIGN = 128
+
+
+def host_result(inp: Input, length: int, out: np.ndarray | None) -> tuple[np.ndarray, Any, bool] | None:
+    """Where the result of a host input the device reads in place goes: the host array,
+    the device's view of it, and whether that array is ``out``; None where the device
+    cannot write host memory.
+
+    ``out`` itself when the device can write it in place (contiguous, aligned, not over
+    the input: a fallback may re-read a tile after its owner wrote it), else a new array
+    aligned to HOST_ALIGN.
+    """
+    dt = inp.dtype.numpy
+    into_out = (
+        out is not None
+        and out.flags.c_contiguous
+        and out.ctypes.data % HOST_ALIGN == 0
+        and not np.may_share_memory(out, inp.host)
+    )
+    if into_out:
+        host = out
+    else:
+        raw = np.empty(length * dt.itemsize + HOST_ALIGN, np.uint8)
+        start = -raw.ctypes.data % HOST_ALIGN
+        host = raw[start : start + length * dt.itemsize].view(dt)
+    dev = inp.backend.shared(host, inp.queue, True)
+    return None if dev is None else (host, dev, into_out)
 
 
 def empty_result(inp: Input, out: Any) -> Any:

@@ -300,6 +300,15 @@ class PreparedScan:
                 b.copy(out, dst)
                 dst = out
             result = dst
+        elif inp.host is not None and (shared := arrays.host_result(inp, length, out)) is not None:
+            # a CPU device: the kernels read the NumPy input and write the NumPy result in place
+            result, dst, into_out = shared
+            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)
+            b.settle(dst)
+            if out is not None:
+                if not into_out:
+                    out[...] = result
+                result = out
         else:
             dst = b.empty((length,), self._np, queue)
             counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)

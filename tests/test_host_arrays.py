@@ -1,0 +1,90 @@
+"""NumPy arrays on a device that works in host memory (OpenCL on a CPU) are scanned in place.
+
+The kernels read the NumPy input and write the NumPy result through buffers over their
+own memory (``Backend.shared``), with no copy in or out; where that cannot be (a GPU, an
+input not aligned to the kernels' vectors, a result that overlaps the input) the scan
+copies as before and is just as right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import device_info, tile_size
+
+import jitscan
+from jitscan import backends
+
+
+@pytest.fixture
+def cpu_opencl():
+    b = backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"backend 'opencl' unavailable here: {b.unavailable_reason()}")
+    if device_info("opencl").is_gpu:
+        pytest.skip("the default OpenCL device is a GPU: NumPy arrays are copied to it")
+    return b
+
+
+def test_a_numpy_scan_neither_uploads_nor_downloads(cpu_opencl, monkeypatch, rng):
+    x = rng.integers(-100, 100, 10 * tile_size("opencl", "int32") + 3).astype(np.int32)
+    jitscan.cumsum(x, dtype=np.int32, backend="opencl")  # compiled outside the check
+
+    def copied(*args, **kwargs):
+        raise AssertionError("copied")
+
+    monkeypatch.setattr(cpu_opencl, "to_device", copied)
+    monkeypatch.setattr(cpu_opencl, "to_host", copied)
+    for variant in ("fallback", "lookback", "rts"):
+        y = jitscan.cumsum(x, dtype=np.int32, backend="opencl", variant=variant)
+        np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
+        assert int(jitscan.reduce(x, backend="opencl", variant=variant)) == int(x.sum(dtype=np.int32))
+
+
+def test_the_device_reads_and_writes_the_arrays_own_memory(cpu_opencl, rng):
+    q = cpu_opencl.default_queue()
+    host = rng.integers(0, 9, 4096).astype(np.float32)
+    view = cpu_opencl.shared(host, q, True)
+    assert view.base_data.hostbuf is host
+
+
+def test_out_is_written_in_place_when_it_can_be(cpu_opencl, rng):
+    n = 7 * tile_size("opencl", "float32") + 5
+    x = rng.integers(-8, 9, n).astype(np.float32)
+    raw = np.empty(n * 4 + 256, np.uint8)
+    start = -raw.ctypes.data % 128
+    out = raw[start : start + n * 4].view(np.float32)
+    assert jitscan.cumsum(x, out=out, backend="opencl") is out
+    np.testing.assert_array_equal(out, np.cumsum(x))
+    misaligned = raw[start + 4 : start + 4 + n * 4].view(np.float32)
+    assert jitscan.cumsum(x, out=misaligned, backend="opencl") is misaligned
+    np.testing.assert_array_equal(misaligned, np.cumsum(x))
+
+
+@pytest.mark.parametrize("where", ["in place", "misaligned input", "strided input"])
+def test_inputs_the_device_cannot_share_are_copied_and_still_right(cpu_opencl, rng, where):
+    n = 9 * tile_size("opencl", "int32") + 1
+    base = rng.integers(-100, 100, 2 * n + 1).astype(np.int32)
+    if where == "in place":
+        x = base[:n].copy()
+        want = np.cumsum(x, dtype=np.int32)
+        assert jitscan.cumsum(x, dtype=np.int32, out=x, backend="opencl") is x
+        np.testing.assert_array_equal(x, want)
+        return
+    x = base[1 : n + 1] if where == "misaligned input" else base[: 2 * n : 2]
+    np.testing.assert_array_equal(
+        jitscan.cumsum(x, dtype=np.int32, backend="opencl"), np.cumsum(x, dtype=np.int32)
+    )
+
+
+def test_segmented_and_axis_scans_of_numpy_arrays(cpu_opencl, rng):
+    n = 12 * tile_size("opencl", "int32") + 7
+    x = rng.integers(-100, 100, n).astype(np.int32)
+    off = np.array([0, 5, 5, n // 2, n], np.int64)
+    got = jitscan.segmented_cumsum(x, off, dtype=np.int32, backend="opencl")
+    want = np.concatenate([np.cumsum(x[a:b], dtype=np.int32) for a, b in zip(off[:-1], off[1:], strict=True)])
+    np.testing.assert_array_equal(got, want)
+    m = x[: (n // 4) * 4].reshape(4, -1)
+    np.testing.assert_array_equal(
+        jitscan.cumsum(m, axis=1, dtype=np.int32, backend="opencl"), np.cumsum(m, 1, dtype=np.int32)
+    )
