@@ -127,6 +127,28 @@ def test_second_call_with_the_same_spec_does_not_compile_again(backend, rng):
     assert b.compiled_count == before
 
 
+@pytest.mark.parametrize("call", ["cumsum", "scan"])
+def test_calls_with_keyword_arguments_find_their_prepared_scan_in_one_lookup(backend, rng, monkeypatch, call):
+    # variant=, backend= and knobs are part of the common call's key: a loop of such
+    # calls prepares once and then takes the shortcut, as a plain call does
+    from jitscan.api import flat
+
+    b = backends.get(backend)
+    x = b.to_device(random_input(rng, 4000, "float32"), b.queue_of(None))
+    jitscan.api.cache.clear()  # a call of another test may have made this one's key
+    made = []
+    real = flat.shortcut_for
+    monkeypatch.setattr(flat, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
+    monkeypatch.setattr(jitscan.api.running, "shortcut_for", flat.shortcut_for)
+    fn = getattr(jitscan, call)
+    knobs = dict(backend=backend, variant="lookback", deterministic=True, spin_limit=1 << 20)
+    results = [b.to_host(fn(x, **knobs)) for _ in range(3)]
+    assert len(made) == 1
+    np.testing.assert_array_equal(results[0], results[2])
+    fn(x, backend=backend, variant="lookback", deterministic=False)  # another key: prepared anew
+    assert len(made) == 2
+
+
 def test_source_is_readable_and_shows_the_monoid():
     src = jitscan.source("float32", op=FFILL, variant="fallback", backend="opencl")
     assert "b != 0 ? b : a" in src and "js_chained" in src and "__kernel" in src
