@@ -109,6 +109,20 @@ def test_segmented_deterministic_scans_are_still_right(backend, rng, mean):
     assert len(patterns(call, 3, (None, 2))) == 1
 
 
+@pytest.mark.parametrize("variant", ["fallback", "rts"])
+def test_segmented_reductions_give_one_bit_pattern(backend, variant):
+    # the chained reduction by offsets stages its tiles and stores one total per segment;
+    # rts (the default here) is deterministic by construction and takes no blocking
+    n = size(backend)
+    x = normal(n)
+    cuts = np.random.default_rng(2).integers(0, n, 60)
+    offsets = np.unique(np.concatenate([[0, n], cuts])).astype(np.int64)
+    call = lambda **k: jitscan.segmented_reduce(  # noqa: E731
+        x, offsets, backend=backend, variant=variant, deterministic=True, **k
+    )
+    assert len(patterns(call, runs(backend), BLOCKING if variant == "fallback" else (None,))) == 1
+
+
 @pytest.mark.parametrize("axis", [0, 1])
 def test_axis_scans_give_one_bit_pattern(backend, axis):
     x = normal(size(backend)).reshape(64, -1)
