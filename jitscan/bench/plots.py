@@ -108,6 +108,8 @@ def plot_blocking(report: Report, path: str | os.PathLike) -> None:
                     label=f"{name}, no blocking ({backend})",
                 )
     rates = sorted({r.block_every for r in rows if r.block_every}, reverse=True)
+    # a log scale: a CPU's 10^8 elements/s stays readable beside its memcpy line and a GPU's
+    axes[1][1].set_yscale("log")
     for ax, _, _ in panels:
         ax.set_xscale("log", base=2)
         ax.set_xticks([1 / k for k in rates], [f"1/{k}" for k in rates], minor=False)
