@@ -76,3 +76,24 @@ def test_look_back_windows_of_one_to_four_warps_compile_with_nvcc(tmp_path, widt
     )
     assert f"#define JS_LB_W {width}" in src
     _compiles(tmp_path / f"window_{variant}_{width}.cu", src)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize("segmented", ["", "flags"])
+@pytest.mark.parametrize("width", [8, 32, 128])
+@pytest.mark.parametrize("variant", ["fallback", "lookback"])
+def test_deterministic_looks_compile_with_nvcc(tmp_path, segmented, width, variant):
+    # the serial look (narrower than a warp), one warp's look, and a wide one (whose
+    # segmented form reads the first warp alone first)
+    spec = tuning.spec_for(
+        backends.typical_device("cupy"),
+        variant=variant,
+        dtype=lookup("float64"),
+        monoid=resolve(FFILL),
+        threads=128,
+        lookback_width=width,
+        segmented=segmented,
+        deterministic=True,
+    )
+    assert spec.deterministic
+    _compiles(tmp_path / f"det_{variant}_{width}_{segmented}.cu", variants.source(spec, "cuda"))

@@ -90,8 +90,8 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
     d->spins = (js_u32)blocker == d->blocker ? d->spins + 1u : 1u;
     d->blocker = (js_u32)blocker;
     st->spins++;
-    if (d->spins > d->limit) {
 #if JS_FALLBACK
+    if (d->spins > d->limit) {
         st->fallbacks++;
         d->spins = 0;
         if (anchor) {  /* a stalled anchor: work out its prefix as it would */
@@ -101,29 +101,63 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
         }
         sh->lb_cur = blocker;  /* a stalled aggregate: reduce that tile */
         return JS_LB_FALLBACK;
-#else
-        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, 1u);
-        return JS_LB_DONE;
-#endif
     }
-#if !JS_FALLBACK
-    if (d->spins % 64u == 0u && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
-        return JS_LB_DONE;
-#endif
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
+#else
+    (void)anchor;
+    (void)sh;
+    return js_watchdog(d->spins, d->limit, ctrl);
+#endif
 }
 
-/* Thread 0: the look at the target's window ended; its aggregates folded to `tree`
- * (`taken` of them) and, when `anchored`, the walk reached the anchor, whose I(a) is
- * `anchor`. */
-JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_det* d, js_u32 taken,
-                                int anchored, T tree, T anchor, js_i64 first, JS_GLOBAL js_u32* ctrl,
-                                js_stats* st, JS_LOCAL_PTR js_shared* sh)
+/* Thread 0, when every aggregate of the window has come and only the anchor's inclusive
+ * prefix is missing: waits on that one descriptor. The anchors' chain then moves by one
+ * trip to L2 per group instead of one look at the whole window (and two barriers) per
+ * spin. Returns JS_DET_CAME with *anchor set when it came; else what js_det_wait says
+ * (a fallback's new target, or the watchdog). */
+JS_DEVICE_FN js_u32 js_det_anchor_wait(JS_GLOBAL js_sw* state, js_u32 epoch, js_det* d, js_i64 at, T* anchor,
+                                       JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
 {
+    js_u32 x = d->target;
+    while (js_read(state, epoch, (js_u32)at, anchor) != JS_INCLUSIVE) {
+        js_u32 next = js_det_wait(d, at, 1, ctrl, st, sh);
+        if (next != JS_LB_LOOK || d->target != x)
+            return next;
+    }
+    return JS_DET_CAME;
+}
+
+/* Whether a window whose smallest key is `key` (target at place j) waits on an aggregate,
+ * and, when it does not, how many aggregates the walk takes. */
+JS_DEVICE_FN int js_det_waits(js_u32 key, js_u32 j)
+{
+    return key < JS_DET_NONE && key % 2u == 0u && key != 2u * j;
+}
+
+JS_DEVICE_FN js_u32 js_det_taken(js_u32 key, js_u32 j)
+{
+    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;  /* lanes up to the stop */
+    return k < j ? k : j;
+}
+
+/* Thread 0: a look at the target's window whose smallest key is `key` (and that does not
+ * wait on an aggregate) folded its aggregates to `tree`; `anchor` holds the anchor lane.
+ * Waits on the anchor alone when that is all the window lacks, then takes the window. */
+JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_det* d, js_u32 key, T tree,
+                                T anchor, js_i64 first, JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                JS_LOCAL_PTR js_shared* sh)
+{
+    js_i64 x = (js_i64)d->target;
+    js_u32 j = js_det_place(x, first), taken = js_det_taken(key, j);
+    if (key == 2u * j) {
+        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
+        if (next != JS_DET_CAME)
+            return next;
+    }
+    int anchored = key == 2u * j || key == 2u * j + 1u;
     /* E(x): F_j, after I(a) when the walk reached the anchor */
     T e = anchored ? (taken ? js_op(anchor, tree) : anchor) : tree;
-    js_i64 x = (js_i64)d->target;
     st->steps += taken + (js_u32)anchored;
     if (x == tile) {
         sh->lb_prefix = e;
@@ -158,28 +192,12 @@ JS_DEVICE_FN js_u32 js_det_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 w
     return JS_LB_LOOK;
 }
 
-/* Thread 0, when every aggregate of the window has come and only the anchor's inclusive
- * prefix is missing: waits on that one descriptor. The anchors' chain then moves by one
- * trip to L2 per group instead of one look at the whole window (and two barriers) per
- * spin. Returns JS_DET_CAME with *anchor set when it came; else what js_det_wait says
- * (a fallback's new target, or the watchdog). */
-JS_DEVICE_FN js_u32 js_det_anchor_wait(JS_GLOBAL js_sw* state, js_u32 epoch, js_det* d, js_i64 at, T* anchor,
-                                       JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
-{
-    js_u32 x = d->target;
-    while (js_read(state, epoch, (js_u32)at, anchor) != JS_INCLUSIVE) {
-        js_u32 next = js_det_wait(d, at, 1, ctrl, st, sh);
-        if (next != JS_LB_LOOK || d->target != x)
-            return next;
-    }
-    return JS_DET_CAME;
-}
-
-#if JS_DET_SHUFFLE
 /* F_j with shuffles: each subgroup of lanes folds its part with js_subgroup_fold; the
  * parts that hold taken lanes, ceil(taken / JS_SG) of them, are folded farthest first.
  * The number of parts is a function of `taken`, so a walk that ends in the first
  * subgroup takes its part alone on either look below. */
+
+#if JS_DET_NEAR_FIRST
 
 /* Subgroup 0: one look at the first JS_SG lanes of the target's window, in registers, as
  * js_window_look. The shuffles order every lane's read of lb_target before lane 0 moves
@@ -196,32 +214,23 @@ JS_DEVICE_FN js_u32 js_det_look_near(JS_GLOBAL js_sw* state, js_u32 epoch, js_i6
     T v;
     js_u32 key = js_det_key(state, epoch, x, j, lane, first, &v);
     js_u32 key0 = JS_SHFL_IDX_U32(key, 0u);
-    if (key0 <= 1u && !(key0 == 0u && j == 0u)) {
+    if (key0 <= 1u) {
         if (lane != 0u)
             return JS_LB_LOOK;
-        if (key0 == 0u)
+        if (js_det_waits(key0, j))
             return js_det_wait(d, x - 1, 0, ctrl, st, sh);
-        return js_det_took(state, epoch, tile, d, j ? 1u : 0u, j == 0u, v, v, first, ctrl, st, sh);
+        return js_det_took(state, epoch, tile, d, key0, v, v, first, ctrl, st, sh);
     }
     key = js_subgroup_min(key, lane);
     if (key == JS_DET_NONE && j >= JS_SG)
         return lane == 0u ? JS_DET_FULL : JS_LB_LOOK;
-    int on_anchor = key == 2u * j;
-    if (key < JS_DET_NONE && key % 2u == 0u && !on_anchor)
+    if (js_det_waits(key, j))
         return lane == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh) : JS_LB_LOOK;
-    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;
-    js_u32 taken = k < j ? k : j;  /* at most JS_SG here */
-    T tree = js_subgroup_fold(lane < taken ? v : JS_IDENTITY, lane);
+    T tree = js_subgroup_fold(lane < js_det_taken(key, j) ? v : JS_IDENTITY, lane);  /* at most JS_SG */
     T anchor = JS_SHFL_IDX(v, j < JS_SG ? j : 0u);
     if (lane != 0u)
         return JS_LB_LOOK;
-    if (on_anchor) {
-        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
-        if (next != JS_DET_CAME)
-            return next;
-    }
-    return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
-                       st, sh);
+    return js_det_took(state, epoch, tile, d, key, tree, anchor, first, ctrl, st, sh);
 }
 #endif
 
@@ -246,12 +255,10 @@ JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     js_u32 key = JS_DET_NONE;
     for (js_u32 s = 0; s < JS_LB_W / JS_SG; ++s)
         key = sh->lb_key[s] < key ? sh->lb_key[s] : key;
-    /* the same in every thread: wait on an aggregate, on the anchor alone, or take the window */
-    int on_anchor = key == 2u * j;
-    if (key < JS_DET_NONE && key % 2u == 0u && !on_anchor)
+    /* the same in every thread: wait on an aggregate, or take the window */
+    if (js_det_waits(key, j))
         return lid == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh) : JS_LB_LOOK;
-    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;  /* lanes up to the stop */
-    js_u32 taken = k < j ? k : j;                              /* of them aggregates */
+    js_u32 taken = js_det_taken(key, j);
     if (lid < JS_LB_W) {
         T s = js_subgroup_fold(lid < taken ? v : JS_IDENTITY, lane);
         if (lane == 0u)
@@ -264,14 +271,7 @@ JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     T tree = parts ? sh->lb_part[parts - 1u] : JS_IDENTITY;
     for (js_u32 s = parts ? parts - 1u : 0u; s-- > 0u;)
         tree = js_op(tree, sh->lb_part[s]);
-    T anchor = sh->lb_anchor;
-    if (on_anchor) {
-        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
-        if (next != JS_DET_CAME)
-            return next;
-    }
-    return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
-                       st, sh);
+    return js_det_took(state, epoch, tile, d, key, tree, sh->lb_anchor, first, ctrl, st, sh);
 }
 #elif !JS_DET_SHUFFLE
 /* Every thread: one look at the target's window, lanes read into local memory and
@@ -293,25 +293,16 @@ JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     js_u32 key = JS_DET_NONE;
     for (js_u32 i = 0; i < JS_LB_W; ++i)
         key = sh->lb_flag[i] < key ? sh->lb_flag[i] : key;
-    int on_anchor = key == 2u * j;
-    if (key < JS_DET_NONE && key % 2u == 0u && !on_anchor)
+    if (js_det_waits(key, j))
         return js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh);
-    js_u32 k = key < JS_DET_NONE ? (key + 1u) / 2u : JS_LB_W;
-    js_u32 taken = k < j ? k : j;
+    js_u32 taken = js_det_taken(key, j);
     T tree = JS_IDENTITY;
     if (taken) {
         tree = sh->lb_val[taken - 1u];
         for (js_u32 i = taken - 1u; i-- > 0u;)
             tree = js_op(tree, sh->lb_val[i]);
     }
-    T anchor = sh->lb_val[j];
-    if (on_anchor) {
-        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
-        if (next != JS_DET_CAME)
-            return next;
-    }
-    return js_det_took(state, epoch, tile, d, taken, on_anchor || key == 2u * j + 1u, tree, anchor, first, ctrl,
-                       st, sh);
+    return js_det_took(state, epoch, tile, d, key, tree, sh->lb_val[j], first, ctrl, st, sh);
 }
 #endif
 

@@ -38,6 +38,23 @@ JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
     w->have = 1;
 }
 
+#if !JS_FALLBACK
+/* Look-back's watchdog after `spins` consecutive spins on one predecessor: past the limit
+ * this workgroup flags a deadlock and stops waiting; once one has, nobody waits any more
+ * (checked now and then: each check is a trip to L2). Else a pause and another look. */
+JS_DEVICE_FN js_u32 js_watchdog(js_u32 spins, js_u32 limit, JS_GLOBAL js_u32* ctrl)
+{
+    if (spins > limit) {
+        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, 1u);
+        return JS_LB_DONE;
+    }
+    if (spins % 64u == 0u && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
+        return JS_LB_DONE;
+    JS_SPIN_PAUSE();
+    return JS_LB_LOOK;
+}
+#endif
+
 /* Thread 0: the walk took k predecessors, combined into `taken` (the farthest on the
  * left); `done` when the last of them ended it (INCLUSIVE, or a segment head). Returns
  * the next protocol step and moves *cur. */
@@ -52,23 +69,16 @@ JS_DEVICE_FN js_u32 js_walk_advance(js_walk* w, js_i64* cur, js_u32 k, T taken, 
         return JS_LB_DONE;
     w->spins = k ? 0 : w->spins + 1;
     st->spins += k ? 0 : 1;
-    if (w->spins > w->limit) {
 #if JS_FALLBACK
+    if (w->spins > w->limit) {
         st->fallbacks++;
         return JS_LB_FALLBACK;
-#else
-        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, 1u);
-        return JS_LB_DONE;
-#endif
     }
-#if !JS_FALLBACK
-    /* once one workgroup has given up, nobody waits any more (checked now and then:
-     * each check is a trip to L2) */
-    if (w->spins % 64 == 0 && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
-        return JS_LB_DONE;
-#endif
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
+#else
+    return js_watchdog(w->spins, w->limit, ctrl);
+#endif
 }
 
 #if JS_WARP_WALK || JS_WIDE_WALK
