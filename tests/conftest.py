@@ -15,6 +15,16 @@ FLOAT_DTYPES = ("float32", "float64")
 DTYPES = INT_DTYPES + FLOAT_DTYPES
 OPS = ("add", "mul", "min", "max", "and", "or", "xor")
 FFILL = jitscan.Monoid("ffill", combine="b != 0 ? b : a", identity=0)
+#: the NumPy ufunc of each built-in op
+UFUNCS = {
+    "add": np.add,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -114,15 +124,7 @@ def reference(x: np.ndarray, op: object, kind: str) -> np.ndarray:
         idx = np.maximum.accumulate(np.where(x != 0, np.arange(x.size), 0))
         inc = x[idx] if x.size else x
     else:
-        ufunc = {
-            "add": np.add,
-            "mul": np.multiply,
-            "min": np.minimum,
-            "max": np.maximum,
-            "and": np.bitwise_and,
-            "or": np.bitwise_or,
-            "xor": np.bitwise_xor,
-        }[m.name]
+        ufunc = UFUNCS[m.name]
         inc = ufunc.accumulate(work, dtype=work.dtype) if x.size else work
     ident = np.array([m.identity_for(lookup(dt.name))]).astype(inc.dtype)
     if kind == "inclusive":

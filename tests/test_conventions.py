@@ -10,6 +10,7 @@ import inspect
 
 import numpy as np
 import pytest
+from conftest import UFUNCS
 
 import jitscan
 from jitscan import backends
@@ -270,15 +271,7 @@ def test_nancumsum_and_nancumprod_count_nan_as_zero_and_one():
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reduce_along_axes_matches_the_numpy_reduction(op, axis, keepdims):
     x = np.random.default_rng(3).integers(1, 4, size=(3, 4, 5)).astype(np.int64)
-    ufunc = {
-        "add": np.add,
-        "mul": np.multiply,
-        "min": np.minimum,
-        "max": np.maximum,
-        "and": np.bitwise_and,
-        "or": np.bitwise_or,
-        "xor": np.bitwise_xor,
-    }[op]
+    ufunc = UFUNCS[op]
     got = jitscan.reduce(x, op, axis=axis, keepdims=keepdims)
     want = ufunc.reduce(x, axis=axis, keepdims=keepdims)
     assert np.shape(got) == np.shape(want)
