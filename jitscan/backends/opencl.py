@@ -296,7 +296,7 @@ class OpenCLBackend(Backend):
         # array's memory (CL_MEM_USE_HOST_PTR) saves the copies in and out. PoCL uses the
         # pointer as it is when aligned to the device's base address alignment, and
         # copies into a buffer of its own otherwise (still correct, as slow as before)
-        if self.device_info(queue).is_gpu or host.size == 0 or host.ctypes.data % VECTOR_BYTES:
+        if self.device_info(queue).is_gpu or host.ctypes.data % VECTOR_BYTES:
             return None
         mf = cl.mem_flags
         flags = mf.USE_HOST_PTR | (mf.READ_WRITE if write else mf.READ_ONLY)

@@ -124,11 +124,7 @@ def deterministic_window(n: int | None, dtype: DType, threads: int) -> int:
     looks read the first subgroup alone first, which is where most walks end at a head.
     """
     nbytes = math.inf if n is None else n * dtype.itemsize
-    if nbytes <= 1 << 19:
-        return 64
-    if nbytes <= 1 << 24:
-        return threads
-    return 64
+    return threads if 1 << 19 < nbytes <= 1 << 24 else 64
 
 
 def default_spin_limit(info: DeviceInfo, variant: str) -> int:
@@ -200,10 +196,10 @@ def spec_for(
     else:
         width = lookback_width
         if width is None:  # the size class's window, unless threads was overridden below it
-            width = lookback_window(info, geo["threads"], geo["lookback_width"])
+            wide = geo["lookback_width"]
             if deterministic:
                 wide = 128 if segmented else deterministic_window(n, dtype, geo["threads"])
-                width = lookback_window(info, geo["threads"], wide)
+            width = lookback_window(info, geo["threads"], wide)
     return ScanSpec(
         variant=variant,
         dtype=dtype.name,
