@@ -196,9 +196,14 @@ def test_deterministic_scans_are_still_right(backend, rng, variant, tile_state, 
 def test_narrow_windows_make_long_chains_of_anchors(backend, rng, width):
     # groups of `width` tiles: blocked anchors are worked out by their successors, many
     # groups deep; the result is still right and still one bit pattern
-    n = 100 * tile_size(backend, "float32") + 5
-    x = rng.integers(-8, 9, n).astype(np.float32)
     knobs = dict(backend=backend, deterministic=True, lookback_width=width, simulate_blocking=2, spin_limit=1)
+    tile = tile_size(backend, "float32")
+    if width > tuning.geometry(device_info(backend), lookup("float32"))["threads"]:
+        # a window is read one predecessor a thread (CPU tiles have one thread)
+        knobs |= dict(threads=32, vectors=4)
+        tile = 32 * 4 * 4
+    n = 100 * tile + 5
+    x = rng.integers(-8, 9, n).astype(np.float32)
     np.testing.assert_array_equal(np.asarray(jitscan.cumsum(x, **knobs)), reference(x, "add", "inclusive"))
     y = normal(n)
     assert len(patterns(lambda **k: jitscan.cumsum(y, **knobs), 4, (None,))) == 1

@@ -188,7 +188,9 @@ def test_stats_count_the_look_back(backend, rng):
     stats: dict = {}
     jitscan.scan(random_input(rng, n, "int32"), stats=stats, backend=backend)
     assert stats["tiles"] == 50
-    assert stats["lookback_steps"] >= 49  # every tile after the first walks at least one step
+    # every tile after the first takes at least one predecessor: by a look-back step, or
+    # by a fallback on one that had not posted yet (CPUs under load)
+    assert stats["lookback_steps"] + stats["fallbacks"] >= 49
 
 
 def test_lookback_refuses_simulated_blocking_because_it_would_deadlock(rng):

@@ -100,6 +100,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
         dt = spec.dtype_info
         bits_type = "js_u32" if dt.itemsize == 4 else "js_u64"
         packed = spec.tile_state == "packed"
+        unroll = '_Pragma("unroll")' if spec.unrolled else ""
         lines = [
             f"#define JS_T {spec.threads}",
             f"#define JS_P {spec.vectors}",
@@ -112,6 +113,10 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
             f"#define JS_SEG_STAGE {int(spec.stages_tile)}",
             f"#define JS_DETERMINISTIC {int(spec.deterministic)}",
+            # the tile's loops: unrolled where the tile lives in registers (GPUs), kept
+            # as loops where it lives in memory (CPUs: a long unrolled tile only slows
+            # the compile)
+            f"#define JS_UNROLL {unroll}",
             f"typedef {self.ctype(dt)} js_val;",
             f"typedef {bits_type} js_bits;",
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",

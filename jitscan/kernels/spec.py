@@ -85,6 +85,10 @@ class ScanSpec:
         A chained scan whose every tile prefix is one fixed expression of tile
         aggregates (``src/deterministic.h``): the same bits on every run. Tiles form
         groups of ``lookback_width``.
+    unrolled : bool
+        Whether the loops over a thread's vectors and items are unrolled: a GPU keeps
+        them in registers, which needs constant indices; a CPU's compiler keeps them in
+        memory as cheaply and compiles a long tile far faster as loops.
     """
 
     variant: str
@@ -103,6 +107,7 @@ class ScanSpec:
     row_tiles: bool = False
     stages_tile: bool = False
     deterministic: bool = False
+    unrolled: bool = True
     #: derived once: elements per tile, the element type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType = field(init=False, compare=False, repr=False)

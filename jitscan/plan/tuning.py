@@ -14,8 +14,11 @@ from ..dtypes import VECTOR_BYTES, DType
 from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
 from ..monoid import BUILTIN, Monoid
 
-#: spins on one predecessor before the look-back variant declares a deadlock
+#: spins on one predecessor before the look-back variant declares a deadlock (GPUs)
 LOOKBACK_WATCHDOG = 1 << 20
+#: the same on CPUs: a spin there is one load, so 2^20 of them last about a millisecond,
+#: less than the time slice for which the OS may preempt the predecessor's thread
+CPU_LOOKBACK_WATCHDOG = 1 << 31
 
 #: input sizes in bytes at which geometry() may change the tile shape or the look-back
 #: window: a prepared scan keeps one program per class it meets
@@ -88,10 +91,19 @@ def geometry(
             threads, vectors, min_blocks = 128, 16, 4
     elif info.is_gpu:
         threads, vectors = 128, 8
-    else:
-        # CPU (PoCL): one worker thread runs a whole workgroup; small groups keep the
-        # local-memory row scans cheap and leave many tiles to share out
+    elif segmented:
+        # CPU, segmented: a thread holds at most 64 items (one bit each in its head mask),
+        # so a tile of one thread would be 64 items; 64 threads share a tile's protocol
         threads, vectors = 64, 4
+    else:
+        # CPU (PoCL, one worker thread per workgroup): workgroups of one thread, each
+        # scanning a run of 16 KiB serially in loops the compiler keeps as loops
+        # (ScanSpec.unrolled), 4 KiB up to 512 KiB so that small inputs still make
+        # tiles for every core. PoCL runs a workgroup of many threads as loops split at
+        # every barrier: 64 x 4 ran at 217 M int32/s at 2^20, one thread x 1024 vectors
+        # at 1.1-1.6 G/s (2-core EPYC, device arrays; experiments/cpu_numpy.py)
+        threads = 1
+        vectors = 256 if n is not None and n * dtype.itemsize <= 1 << 19 else 1024
     threads = min(threads, info.max_threads)
     geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
     return geo | {"lookback_width": lookback_window(info, threads, window)}
@@ -130,7 +142,7 @@ def deterministic_window(n: int | None, dtype: DType, threads: int) -> int:
 def default_spin_limit(info: DeviceInfo, variant: str) -> int:
     """Default spin limit: a fallback trigger, or the look-back watchdog."""
     if variant == "lookback":
-        return LOOKBACK_WATCHDOG
+        return LOOKBACK_WATCHDOG if info.is_gpu else CPU_LOOKBACK_WATCHDOG
     # H100 (experiments/spin_sweep.py): 0.4 spins per workgroup without blocking, and no
     # false fallbacks at 16 (segmented: 0.003 per workgroup, at the same speed). A real
     # stall holds its successors for the whole limit: with 1 in 512 workgroups never
@@ -217,6 +229,9 @@ def spec_for(
         row_tiles=row_tiles,
         stages_tile=segmented == "offsets" and kind == "reduce",
         deterministic=deterministic,
+        # loops only in workgroups of one thread: PoCL 3 mis-scans tiles of several
+        # threads whose vectors are walked in loops between barriers
+        unrolled=info.is_gpu or geo["threads"] > 1,
     )
 
 

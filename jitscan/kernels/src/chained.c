@@ -97,10 +97,10 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             JS_BARRIER();
 #if JS_ONE_SCAN_SITE
             if (step == JS_LB_OWN) {
-#pragma unroll
+JS_UNROLL
                 for (js_u32 j = 0; j < JS_P; ++j) {
                     own_left[j] = left[j];
-#pragma unroll
+JS_UNROLL
                     for (js_u32 e = 0; e < JS_V; ++e)
                         own[j][e] = x[j][e];
                 }

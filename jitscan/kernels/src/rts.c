@@ -47,11 +47,11 @@ JS_KERNEL_SINGLE void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL
             /* exclusive prefixes, in place: the spine holds (head, value) pairs when
              * segmented, so this stores whole T, not values */
             T y[JS_P][JS_V];
-#pragma unroll
+JS_UNROLL
             for (js_u32 j = 0; j < JS_P; ++j) {
                 T l = have ? js_op(run, left[j]) : left[j];
                 y[j][0] = l;
-#pragma unroll
+JS_UNROLL
                 for (js_u32 e = 1; e < JS_V; ++e)
                     y[j][e] = js_op(l, JS_LIFT(JS_SEEN(heads, j, e - 1), x[j][e - 1]));
             }

@@ -52,7 +52,7 @@
 #define JS_WIDE_WALK (JS_HAS_SHUFFLE && JS_LB_W > JS_SG)
 
 typedef struct {
-#if !JS_HAS_SHUFFLE
+#if !JS_HAS_SHUFFLE && JS_T > 1
     T rows[JS_P][JS_T];          /* row scans when the workgroup is the subgroup */
 #endif
     T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
@@ -89,14 +89,14 @@ JS_DEVICE_FN js_size js_vec_index(js_u32 j)
 JS_DEVICE_FN void js_load_tile(JS_GLOBAL const T* in, js_size base, js_size n, T x[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
             JS_VLOAD_T(x[j], in + base, js_vec_index(j));
     } else {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 x[j][e] = (first + e < n) ? in[first + e] : JS_IDENTITY;
         }
@@ -106,14 +106,14 @@ JS_DEVICE_FN void js_load_tile(JS_GLOBAL const T* in, js_size base, js_size n, T
 JS_DEVICE_FN void js_store_tile(JS_GLOBAL T* out, js_size base, js_size n, T y[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
             JS_VSTORE_T(y[j], out + base, js_vec_index(j));
     } else {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 if (first + e < n)
                     out[first + e] = y[j][e];
@@ -126,7 +126,7 @@ JS_DEVICE_FN void js_store_tile(JS_GLOBAL T* out, js_size base, js_size n, T y[J
 JS_DEVICE_FN void js_scan_rows(T v[JS_P], T excl[JS_P], T total[JS_P], JS_LOCAL_PTR js_shared* sh)
 {
 #if JS_HAS_SHUFFLE
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         T s = v[j];
 #pragma unroll
@@ -139,7 +139,17 @@ JS_DEVICE_FN void js_scan_rows(T v[JS_P], T excl[JS_P], T total[JS_P], JS_LOCAL_
         excl[j] = JS_LANE ? before : JS_IDENTITY;
         total[j] = JS_SHFL_IDX(s, JS_SG - 1);
     }
+#elif JS_T == 1
+    /* a workgroup of one thread (CPUs): its rows are its own */
+    JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        excl[j] = JS_IDENTITY;
+        total[j] = v[j];
+    }
+    (void)sh;
 #else
+    /* These loops stay unrolled on every device: PoCL 3 mis-scans rows of two threads
+     * when they are loops around the barriers. */
     js_u32 lid = JS_LID;
 #pragma unroll
     for (js_u32 j = 0; j < JS_P; ++j)
@@ -180,9 +190,9 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
 {
     T last[JS_P], excl[JS_P], total[JS_P];
     (void)heads;
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
-#pragma unroll
+JS_UNROLL
         for (js_u32 e = 1; e < JS_V; ++e)
             x[j][e] = JS_HEAD(heads, j, e) ? x[j][e] : js_vop(x[j][e - 1], x[j][e]);
         last[j] = JS_LIFT(JS_SEEN(heads, j, JS_V - 1), x[j][JS_V - 1]);
@@ -191,7 +201,7 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
 
     left[0] = excl[0];
     T carry = total[0];
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 1; j < JS_P; ++j) {
         left[j] = js_op(carry, excl[j]);
         carry = js_op(carry, total[j]);
@@ -221,7 +231,7 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
     T agg = sh->tile_total;
     if (sg > 0) {
         T pre = sh->sg_total[sg];
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
             left[j] = js_op(pre, left[j]);
     }
@@ -240,14 +250,14 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
 JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n, js_val y[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
             JS_VSTORE(y[j], out + base, js_vec_index(j));
     } else {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 if (first + e < n)
                     out[first + e] = y[j][e];
@@ -259,14 +269,14 @@ JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n
 JS_DEVICE_FN void js_load_values(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
             JS_VLOAD(x[j], in + base, js_vec_index(j));
     } else {
-#pragma unroll
+JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 x[j][e] = first + e < n ? in[first + e] : JS_VIDENTITY;
         }
@@ -299,7 +309,7 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
     }
     JS_BARRIER();
     js_heads mask = 0;
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         /* JS_V divides 32, so a vector's bits share one word */
         js_u32 q = (js_u32)js_vec_index(j) * JS_V;
@@ -316,7 +326,7 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
     js_heads mask = 0;
     int full = base + JS_TILE <= n;
     js_load_values(in, base, n, x);
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_size first = base + js_vec_index(j) * JS_V;
         js_u32 h[JS_V];
@@ -324,7 +334,7 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
             /* position within the row, divided once per vector and then advanced;
              * 32-bit division where it suffices (it is several times cheaper) */
             js_size r = (first | row_len) >> 32 ? first % row_len : (js_size)((js_u32)first % (js_u32)row_len);
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e) {
                 h[e] = r == 0;
                 r = r + 1 == row_len ? 0 : r + 1;
@@ -332,11 +342,11 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
         } else if (full) {
             JS_VLOAD_U8(h, heads + base, js_vec_index(j));
         } else {
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 h[e] = first + e < n ? heads[first + e] : 0u;
         }
-#pragma unroll
+JS_UNROLL
         for (js_u32 e = 0; e < JS_V; ++e)
             mask |= (js_heads)((first + e < n) && h[e] != 0) << (j * JS_V + e);
     }
@@ -355,9 +365,9 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_siz
 JS_DEVICE_FN js_heads js_split(T p[JS_P][JS_V], js_val x[JS_P][JS_V])
 {
     js_heads h = 0;
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
-#pragma unroll
+JS_UNROLL
         for (js_u32 e = 0; e < JS_V; ++e) {
             x[j][e] = JS_VALUE_OF(p[j][e]);
 #if JS_SEGMENTED
@@ -377,17 +387,17 @@ JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n
 {
     js_val y[JS_P][JS_V];
     (void)heads;
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         if (exclusive) {
             y[j][0] = JS_HEAD(heads, j, 0) ? JS_VIDENTITY : l;
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 1; e < JS_V; ++e)
                 y[j][e] = JS_HEAD(heads, j, e) ? JS_VIDENTITY
                           : JS_SEEN(heads, j, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
         } else {
-#pragma unroll
+JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 y[j][e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
         }
@@ -409,11 +419,11 @@ JS_DEVICE_FN void js_store_segment_totals(JS_GLOBAL js_val* out, js_size base, j
                                           JS_GLOBAL js_val* carry JS_SEG_LOAD_PARAMS)
 {
     js_u32 lid = JS_LID;
-#pragma unroll
+JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         js_u32 q = 1u + (js_u32)js_vec_index(j) * JS_V;
-#pragma unroll
+JS_UNROLL
         for (js_u32 e = 0; e < JS_V; ++e)
             sh->stage[q + e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
     }
