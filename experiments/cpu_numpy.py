@@ -2,17 +2,25 @@
 
 Usage: python experiments/cpu_numpy.py [LOG2N ...]   (default 16 20 24)
 
-For int32 and float32 at each size, in alternating rounds (best of 5 rounds of 3 calls):
-``jitscan.cumsum(x, dtype=x.dtype, backend="opencl")`` with the NumPy arrays shared with the
-device (the default on CPU devices), the same with sharing turned off (the input copied to
-a device buffer and the result copied back, as before), ``numpy.cumsum`` and a NumPy copy
-of the array (``np.copyto``). Prints M elements/s and jitscan over NumPy.
+For int32 and float32 at each size, timed in alternating rounds (best of 7 rounds of 3
+calls), M elements/s of:
+
+- ``jitscan.cumsum(x)`` and ``numpy.cumsum(x)``: the call as a user writes it, with
+  NumPy's dtype rules on both sides (int32 sums in int64);
+- the same with ``dtype=x.dtype`` (int32 sums in int32);
+- ``np.copyto`` of the array: the memory-speed yardstick;
+- ``jitscan.segmented_cumsum(x, offsets=...)`` against NumPy's loop-free segmented sum
+  (``np.cumsum`` minus each segment's start, repeated), segments of mean length 1000.
+
+Ratios printed last: jitscan over NumPy for each pair, and the ``dtype=x.dtype`` scan
+over the copy.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -20,46 +28,69 @@ import jitscan
 from jitscan import backends
 
 
-def rate(fn, n: int, rounds: list[float]) -> None:
-    t = time.perf_counter()
-    for _ in range(3):
-        fn()
-    rounds.append(3 * n / (time.perf_counter() - t) / 1e6)
+def numpy_segmented(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each segment's running sum, without a Python loop: the whole cumsum minus each start's."""
+    c = np.cumsum(x, dtype=x.dtype)
+    before = np.concatenate([np.zeros(1, x.dtype), c])[offsets[:-1]]
+    return c - np.repeat(before, np.diff(offsets))
+
+
+def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
+    lengths = rng.integers(1, 2 * mean, n // mean + 2)
+    ends = np.cumsum(lengths)
+    return np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+
+
+def rates(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7, calls: int = 3) -> dict[str, float]:
+    """M elements/s of each function, best round, the functions taking turns."""
+    for f in fns.values():
+        f()
+    best = dict.fromkeys(fns, 0.0)
+    names = list(fns)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            t = time.perf_counter()
+            for _ in range(calls):
+                fns[name]()
+            best[name] = max(best[name], calls * n / (time.perf_counter() - t) / 1e6)
+    return best
 
 
 def main() -> None:
     exps = [int(a) for a in sys.argv[1:]] or [16, 20, 24]
     b = backends.get("opencl")
     info = b.device_info(b.default_queue())
-    print(f"device: {info.name}")
-    share = b.shared
+    print(f"device: {info.name}; NumPy {np.__version__}")
+    rng = np.random.default_rng(0)
     for e in exps:
         n = 1 << e
         for dt in ("int32", "float32"):
-            x = np.random.default_rng(e).integers(-100, 100, n).astype(dt)
+            x = rng.integers(-100, 100, n).astype(dt)
             y = np.empty_like(x)
-            fns = {
-                "jitscan": lambda x=x, dt=dt: jitscan.cumsum(x, dtype=dt, backend="opencl"),
-                "jitscan, copies": lambda x=x, dt=dt: jitscan.cumsum(x, dtype=dt, backend="opencl"),
-                "numpy.cumsum": lambda x=x, y=y, dt=dt: np.cumsum(x, dtype=dt, out=y),
-                "np.copyto": lambda x=x, y=y: np.copyto(y, x),
-            }
-            for f in fns.values():
-                f()
-            got: dict[str, list[float]] = {k: [] for k in fns}
-            for r in range(5):
-                for name in list(fns) if r % 2 == 0 else list(fns)[::-1]:
-                    b.shared = (lambda *a: None) if name == "jitscan, copies" else share  # type: ignore[method-assign]
-                    rate(fns[name], n, got[name])
-            b.shared = share  # type: ignore[method-assign]
-            best = {k: max(v) for k, v in got.items()}
-            cells = " | ".join(f"{k} {v:.0f}" for k, v in best.items())
-            print(
-                f"{dt} 2^{e}: {cells} M/s || jitscan/numpy {best['jitscan'] / best['numpy.cumsum']:.2f}, "
-                f"jitscan/copy {best['jitscan'] / best['np.copyto']:.2f}, "
-                f"copies/numpy {best['jitscan, copies'] / best['numpy.cumsum']:.2f}",
-                flush=True,
+            off = random_offsets(rng, n, 1000)
+            want = numpy_segmented(x, off)
+            np.testing.assert_allclose(jitscan.segmented_cumsum(x, offsets=off), want, rtol=1e-4)
+            got = rates(
+                {
+                    "jitscan": lambda x=x: jitscan.cumsum(x, backend="opencl"),
+                    "numpy": lambda x=x: np.cumsum(x),
+                    "jitscan dtype": lambda x=x, dt=dt: jitscan.cumsum(x, dtype=dt, backend="opencl"),
+                    "numpy dtype": lambda x=x, dt=dt: np.cumsum(x, dtype=dt),
+                    "copyto": lambda x=x, y=y: np.copyto(y, x),
+                    "jitscan seg": lambda x=x, o=off: jitscan.segmented_cumsum(x, o, backend="opencl"),
+                    "numpy seg": lambda x=x, off=off: numpy_segmented(x, off),
+                },
+                n,
             )
+            ratios = (
+                got["jitscan"] / got["numpy"],
+                got["jitscan dtype"] / got["numpy dtype"],
+                got["jitscan dtype"] / got["copyto"],
+                got["jitscan seg"] / got["numpy seg"],
+            )
+            cells = " | ".join([f"{v:.0f}" for v in got.values()] + [f"{r:.2f}" for r in ratios])
+            print(f"| {dt} 2^{e} | {cells} |", flush=True)
+    print("columns: " + " | ".join(list(got) + ["default/numpy", "dtype/numpy", "dtype/copy", "seg/numpy"]))
 
 
 if __name__ == "__main__":

@@ -88,3 +88,28 @@ def test_segmented_and_axis_scans_of_numpy_arrays(cpu_opencl, rng):
     np.testing.assert_array_equal(
         jitscan.cumsum(m, axis=1, dtype=np.int32, backend="opencl"), np.cumsum(m, 1, dtype=np.int32)
     )
+
+
+def test_common_calls_wrap_the_numpy_memory_in_bare_buffers(cpu_opencl, monkeypatch, rng):
+    # a prepared scan's common call (a contiguous NumPy input, out= None or a fitting
+    # array) builds no pyopencl Array (Backend.shared): its constructor would cost more
+    # than a small scan. Conversions, N-D and 0-d input and reductions answer as always.
+    n = 5 * tile_size("opencl", "int64") + 3
+    x = rng.integers(-100, 100, n).astype(np.int32)
+    scan = jitscan.plan("int64", backend="opencl")
+    total = jitscan.plan("int64", kind="reduce", backend="opencl")
+    scan(x)
+
+    def wrapped(*args, **kwargs):
+        raise AssertionError("went through Backend.shared")
+
+    monkeypatch.setattr(cpu_opencl, "shared", wrapped)
+    np.testing.assert_array_equal(scan(x), np.cumsum(x))
+    out = np.empty(n, np.int64)
+    assert scan(x, out=out) is out
+    np.testing.assert_array_equal(out, np.cumsum(x))
+    np.testing.assert_array_equal(scan(x[: n - 3].reshape(-1, 5)), np.cumsum(x[: n - 3]))
+    assert scan(np.array(7, np.int64)).tolist() == [7]
+    got = total(x)
+    assert type(got) is np.int64 and got == x.sum(dtype=np.int64)
+    np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))

@@ -3,7 +3,8 @@
 The key is what the call binds: the input's array type and dtype, the op, kind,
 variant, backend, result dtype, segmented mode, knobs, and whether it counts. Host
 inputs (always ``numpy.ndarray`` here: see :func:`as_array`) also key on
-``$JITSCAN_BACKEND``, which picks their backend. A device array's prepared scan is made
+``$JITSCAN_BACKEND``, which picks their backend (:func:`host_tag`; the shortcuts of
+single functions key on it too). A device array's prepared scan is made
 on that array's device; it then scans arrays of any device of its backend.
 """
 
@@ -58,8 +59,7 @@ def prepared(
 ) -> PreparedScan:
     """The prepared scan for a call on ``x`` (an array with a dtype), made on first use."""
     key: tuple = (type(x), x.dtype, op, kind, variant, backend, dtype, stats, segmented, *knobs.items())
-    if type(x) is np.ndarray:
-        key += (os.environ.get("JITSCAN_BACKEND"),)
+    key += host_tag(x)
     try:
         return _PREPARED[key]
     except (KeyError, TypeError) as miss:
@@ -82,6 +82,11 @@ def prepared(
             del _PREPARED[next(iter(_PREPARED))]
         _PREPARED[key] = p
     return p
+
+
+def host_tag(x: Any) -> tuple:
+    """What a key adds for host input: ``$JITSCAN_BACKEND``, which picks the backend it goes to."""
+    return (os.environ.get("JITSCAN_BACKEND"),) if type(x) is np.ndarray else ()
 
 
 def as_array(x: Any) -> Any:

@@ -21,7 +21,7 @@ from ..plan import arrays, check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
 from . import complexes, conventions
-from .cache import as_array, is_device_type, prepared, remember, shortcut
+from .cache import as_array, host_tag, is_device_type, prepared, remember, shortcut
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
 KNOBS_DOC = """
@@ -59,6 +59,7 @@ def scan(
             dtype,
             getattr(out, "dtype", None),
             *knobs.items(),
+            *host_tag(x),
         )
         try:
             p = _SCAN_SHORTCUTS[key]
@@ -368,16 +369,20 @@ def shortcut_for(
 ) -> Any:
     """The prepared scan that does the whole call on ``x``'s kind of input, or None.
 
-    Only for device arrays whose dtype is the scan's and the result's (and ``out``'s):
-    host input also keys on $JITSCAN_BACKEND, and the others convert.
+    For NumPy arrays, and device arrays whose dtype is the scan's, when the result is
+    the scan's (and ``out`` takes it as it is): the prepared scan converts NumPy input
+    itself, others convert beforehand. Keys of host input hold ``host_tag``.
     """
-    if not is_device_type(type(x)):
+    host = type(x) is np.ndarray
+    if not host and not is_device_type(type(x)):
         return None
     try:
+        if out is not None:  # run() checks this first
+            conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
         t = _types(x, op, rule, dtype, out)
     except TypeError:
         return None
-    if t.converted or t.scan.numpy != x.dtype or (out is not None and not t.takes(out)):
+    if t.converted or (t.scan.numpy != x.dtype and not host) or (out is not None and not t.takes(out)):
         return None
     return prepared(x, op, kind, variant, backend, t.scan.name, False, knobs or {})
 

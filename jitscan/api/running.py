@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import conventions
-from .cache import as_array, remember, shortcut
+from .cache import as_array, host_tag, remember, shortcut
 from .flat import KNOBS_DOC, run, shortcut_for
 
 
@@ -33,6 +33,7 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
         if axis is None and stats is None and not include_initial and nan is None:
             # the common call: one lookup, keyed on what can differ between such calls
             key = (type(x), getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
+            key += host_tag(x)
             if knobs or variant is not None or backend is not None:
                 key += (variant, backend, *knobs.items())
             try:

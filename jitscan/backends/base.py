@@ -206,6 +206,25 @@ class Backend(ABC):
         """Make the kernels' writes to a :meth:`shared` array visible in its host memory."""
         return None  # no backend here shares host memory but OpenCL, which overrides it
 
+    def host_operands(
+        self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any
+    ) -> tuple[Any, Any, np.ndarray] | None:
+        """``(src, dst, result)`` when a kernel on ``queue`` (a CPU device) can read and
+        write NumPy ``x`` and ``out`` in place, else None.
+
+        The common host call of a prepared scan, asked on every such call on a device
+        that works in host memory. It holds for the arrays :meth:`operands` takes, but
+        NumPy's: ``x`` a non-empty, C-contiguous, vector-aligned ``numpy.ndarray`` of
+        ``dtype``, ``out`` None or a 1-D one not over ``x``. ``src`` and ``dst`` are what
+        :meth:`buffer` takes; ``result`` is ``out``, or the new array ``dst`` writes.
+        Call :meth:`host_done` before reading ``result``.
+        """
+        return None
+
+    def host_done(self, dst: Any, queue: Any) -> None:
+        """Make the kernels' writes through ``dst`` of :meth:`host_operands` visible on the host."""
+        return None  # never asked where host_operands gives None
+
     @abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any: ...
 

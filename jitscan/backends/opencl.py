@@ -304,12 +304,48 @@ class OpenCLBackend(Backend):
         return cl_array.Array(queue, host.shape, host.dtype, data=buf)
 
     def settle(self, arr: Any) -> None:
+        self._settle(arr.base_data, arr.queue)
+
+    @staticmethod
+    def _settle(buf: Any, queue: Any) -> None:
         # mapping is what the OpenCL model promises makes a USE_HOST_PTR buffer's
         # contents visible on the host (on PoCL's CPU device, a no-op over the same memory)
-        mapped, _event = cl.enqueue_map_buffer(
-            arr.queue, arr.base_data, cl.map_flags.READ, 0, arr.shape, arr.dtype, is_blocking=True
-        )
+        flags = cl.map_flags.READ
+        mapped, _event = cl.enqueue_map_buffer(queue, buf, flags, 0, (buf.size,), np.uint8, is_blocking=True)
         mapped.base.release()
+
+    def host_operands(
+        self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any
+    ) -> tuple[Any, Any, np.ndarray] | None:
+        # Backend.host_operands in one function, for a CPU device: bare buffers over the
+        # NumPy arrays' memory (no pyopencl Array: its constructor would cost more than
+        # a small scan)
+        if type(x) is not np.ndarray or x.dtype is not dtype or not x.flags.c_contiguous:
+            return None
+        n = x.size
+        at = x.ctypes.data
+        if not n or at % VECTOR_BYTES:
+            return None
+        m = 1 if one else n
+        if out is None:
+            out = np.empty(m, dtype)  # NumPy aligns to 16 bytes (VECTOR_BYTES) or more
+            if out.ctypes.data % VECTOR_BYTES:
+                return None
+        elif (
+            type(out) is not np.ndarray
+            or out.dtype is not dtype
+            or out.shape != (m,)
+            or not out.flags.c_contiguous
+            or out.ctypes.data % VECTOR_BYTES
+            or (out.ctypes.data < at + x.nbytes and at < out.ctypes.data + out.nbytes)
+        ):
+            return None
+        mf = cl.mem_flags
+        src = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_ONLY, hostbuf=x)
+        return src, cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=out), out
+
+    def host_done(self, dst: Any, queue: Any) -> None:
+        self._settle(dst, queue)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any:
         # results come from a memory pool per queue: clCreateBuffer costs tens of
@@ -366,6 +402,8 @@ class OpenCLBackend(Backend):
         return out
 
     def buffer(self, arr: Any) -> tuple[Any, int]:
+        if type(arr) is cl.Buffer:  # a bare buffer of host_operands
+            return arr, 0
         itemsize = arr.dtype.itemsize
         if arr.size == 0:
             return None, 0

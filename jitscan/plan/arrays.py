@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import backends
 from ..backends.base import Backend
-from ..dtypes import DType, lookup
+from ..dtypes import VECTOR_BYTES, DType, lookup
 
 
 def pick_backend(x: object, backend: str | None) -> tuple[Backend, bool]:
@@ -60,10 +60,7 @@ def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = 
     """Put ``x`` on the device as a contiguous, aligned, flat array of ``dtype``."""
     if not on_device:
         x = np.asarray(x)
-    shape = tuple(x.shape)  # type: ignore[attr-defined]
-    if len(shape) == 0:
-        raise ValueError("jitscan scans arrays of at least one dimension, got a 0-d array")
-    n = int(np.prod(shape))
+    n = int(np.prod(x.shape))  # type: ignore[attr-defined]  # a 0-d input is one element, as in NumPy
     if queue is None:
         queue = b.queue_of(x if on_device else None)
     if on_device:
@@ -115,8 +112,10 @@ def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: 
         raise ValueError("out= must be C-contiguous")
 
 
-#: alignment of host results a device writes in place (PoCL uses a host pointer as it is
-#: when aligned to the device's base address alignment, 128 bytes on x86-64)
+#: alignment of the host results jitscan allocates for a device to write in place: the
+#: device's base address alignment (128 bytes on x86-64), below which an OpenCL runtime
+#: may keep a copy of its own (PoCL 3 does not). An ``out=`` needs only the kernels'
+#: VECTOR_BYTES: Backend.settle makes the result visible either way
 HOST_ALIGN = 128
 
 
@@ -133,7 +132,7 @@ def host_result(inp: Input, length: int, out: np.ndarray | None) -> tuple[np.nda
     into_out = (
         out is not None
         and out.flags.c_contiguous
-        and out.ctypes.data % HOST_ALIGN == 0
+        and out.ctypes.data % VECTOR_BYTES == 0
         and not np.may_share_memory(out, inp.host)
     )
     if into_out:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
+import numpy as np
+
 from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
 from ..dtypes import lookup
@@ -120,6 +122,8 @@ class PreparedScan:
         self._class_sizes = tuple(bound // self._itemsize for bound in tuning.SIZE_BOUNDS)
         self._plain = not segmented
         self._reduce = kind == "reduce"
+        #: where NumPy arrays are scanned in place (a CPU device), else None
+        self._host_queue = None if info.is_gpu else self._queue
 
     # -- programs --------------------------------------------------------------------
     def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False) -> ScanSpec:
@@ -217,15 +221,30 @@ class PreparedScan:
             common = self.backend.operands(x, out, self._np, self._reduce)
             if common is not None:  # a device array as the kernels take it
                 queue, n, dst = common
-                key = (queue, bisect_left(self._class_sizes, n))
-                go = self._plain_launchers.get(key)
-                if go is None:
-                    go = self._plain_launchers[key] = self._variant.plain_launcher(
-                        self.bound(queue, n), queue, self.launch_args
-                    )
-                go(x, dst, n)
+                self._launcher(queue, n)(x, dst, n)
                 return dst.reshape(()) if self._reduce and out is None else dst
+            if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
+                queue = self._host_queue
+                if type(x) is np.ndarray and x.dtype is not self._np and x.dtype.kind in "biuf":
+                    x = x.astype(self._np)  # the device is this CPU: NumPy converts as fast
+                common = self.backend.host_operands(x, out, self._np, self._reduce, queue)
+                if common is not None:
+                    src, dst, result = common
+                    n = x.size
+                    self._launcher(queue, n)(src, dst, n)
+                    self.backend.host_done(dst, queue)
+                    return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats)
+
+    def _launcher(self, queue: Any, n: int) -> Any:
+        """The common call's launch function for ``n`` elements on ``queue`` (made on first use)."""
+        key = (queue, bisect_left(self._class_sizes, n))
+        go = self._plain_launchers.get(key)
+        if go is None:
+            go = self._plain_launchers[key] = self._variant.plain_launcher(
+                self.bound(queue, n), queue, self.launch_args
+            )
+        return go
 
     def _call(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: int, stats: dict | None) -> Any:
         """Every other call: host input, conversions, segments, in-place, counters."""
