@@ -188,6 +188,24 @@ JS_UNROLL
  * a READY value posted by different workgroups may be mixed by a reader. */
 JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, JS_LOCAL_PTR js_shared* sh)
 {
+#if JS_T == 1
+    /* One thread (CPUs): its vectors in order, one carry running through them, with
+     * no arrays of row values between the steps (a long tile's would not stay in L1).
+     * The same expressions as below with every row scan's lanes reduced to one. */
+    T carry = JS_IDENTITY;
+    (void)heads;
+    (void)sh;
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j) {
+JS_UNROLL
+        for (js_u32 e = 1; e < JS_V; ++e)
+            x[j][e] = JS_HEAD(heads, j, e) ? x[j][e] : js_vop(x[j][e - 1], x[j][e]);
+        T last = JS_LIFT(JS_SEEN(heads, j, JS_V - 1), x[j][JS_V - 1]);
+        left[j] = j ? js_op(carry, JS_IDENTITY) : JS_IDENTITY;
+        carry = j ? js_op(carry, last) : last;
+    }
+    return carry;
+#else
     T last[JS_P], excl[JS_P], total[JS_P];
     (void)heads;
 JS_UNROLL
@@ -240,6 +258,7 @@ JS_UNROLL
     return agg;
 #else
     return carry;
+#endif
 #endif
 }
 
@@ -385,24 +404,25 @@ JS_UNROLL
 JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, js_val x[JS_P][JS_V],
                                   T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads heads)
 {
-    js_val y[JS_P][JS_V];
     (void)heads;
+    /* in place: on a CPU, where the tile is an array in memory, a second one would not
+     * stay in L1 beside it; an exclusive vector is shifted from its last item down */
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         if (exclusive) {
-            y[j][0] = JS_HEAD(heads, j, 0) ? JS_VIDENTITY : l;
 JS_UNROLL
-            for (js_u32 e = 1; e < JS_V; ++e)
-                y[j][e] = JS_HEAD(heads, j, e) ? JS_VIDENTITY
+            for (js_u32 e = JS_V - 1; e > 0; --e)
+                x[j][e] = JS_HEAD(heads, j, e) ? JS_VIDENTITY
                           : JS_SEEN(heads, j, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
+            x[j][0] = JS_HEAD(heads, j, 0) ? JS_VIDENTITY : l;
         } else {
 JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
-                y[j][e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
+                x[j][e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
         }
     }
-    js_store_values(out, base, n, y);
+    js_store_values(out, base, n, x);
 }
 
 #if JS_SEG_STAGE
