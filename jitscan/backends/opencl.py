@@ -293,9 +293,9 @@ class OpenCLBackend(Backend):
 
     def shared(self, host: np.ndarray, queue: Any, write: bool) -> Any:
         # a CPU device reads and writes host memory itself: a buffer over the NumPy
-        # array's memory (CL_MEM_USE_HOST_PTR) saves the copies in and out. PoCL uses the
-        # pointer as it is when aligned to the device's base address alignment, and
-        # copies into a buffer of its own otherwise (still correct, as slow as before)
+        # array's memory (CL_MEM_USE_HOST_PTR) saves the copies in and out. A runtime may
+        # keep a copy of its own where the pointer is not aligned to the device's base
+        # address alignment (PoCL 3 does not); settle() makes the result right either way
         if self.device_info(queue).is_gpu or host.ctypes.data % VECTOR_BYTES:
             return None
         mf = cl.mem_flags
@@ -304,15 +304,7 @@ class OpenCLBackend(Backend):
         return cl_array.Array(queue, host.shape, host.dtype, data=buf)
 
     def settle(self, arr: Any) -> None:
-        self._settle(arr.base_data, arr.queue)
-
-    @staticmethod
-    def _settle(buf: Any, queue: Any) -> None:
-        # mapping is what the OpenCL model promises makes a USE_HOST_PTR buffer's
-        # contents visible on the host (on PoCL's CPU device, a no-op over the same memory)
-        flags = cl.map_flags.READ
-        mapped, _event = cl.enqueue_map_buffer(queue, buf, flags, 0, (buf.size,), np.uint8, is_blocking=True)
-        mapped.base.release()
+        self.host_done(arr.base_data, arr.queue)
 
     def host_operands(
         self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any
@@ -329,23 +321,23 @@ class OpenCLBackend(Backend):
         m = 1 if one else n
         if out is None:
             out = np.empty(m, dtype)  # NumPy aligns to 16 bytes (VECTOR_BYTES) or more
-            if out.ctypes.data % VECTOR_BYTES:
-                return None
-        elif (
-            type(out) is not np.ndarray
-            or out.dtype is not dtype
-            or out.shape != (m,)
-            or not out.flags.c_contiguous
-            or out.ctypes.data % VECTOR_BYTES
-            or (out.ctypes.data < at + x.nbytes and at < out.ctypes.data + out.nbytes)
-        ):
+        elif type(out) is not np.ndarray or out.dtype is not dtype or out.shape != (m,):
+            return None
+        elif not out.flags.c_contiguous:
+            return None
+        to = out.ctypes.data
+        if to % VECTOR_BYTES or (to < at + x.nbytes and at < to + out.nbytes):
             return None
         mf = cl.mem_flags
         src = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_ONLY, hostbuf=x)
         return src, cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=out), out
 
     def host_done(self, dst: Any, queue: Any) -> None:
-        self._settle(dst, queue)
+        # mapping is what the OpenCL model promises makes a USE_HOST_PTR buffer's
+        # contents visible on the host (on PoCL's CPU device, a no-op over the same memory)
+        flags = cl.map_flags.READ
+        mapped, _event = cl.enqueue_map_buffer(queue, dst, flags, 0, (dst.size,), np.uint8, is_blocking=True)
+        mapped.base.release()
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any:
         # results come from a memory pool per queue: clCreateBuffer costs tens of

@@ -178,6 +178,17 @@ JS_UNROLL
 #endif
 }
 
+/* Scans vector j of a thread in place, restarting at heads; returns its aggregate. */
+JS_DEVICE_FN T js_scan_vector(js_val v[JS_V], js_u32 j, js_heads heads)
+{
+    (void)j;
+    (void)heads;
+JS_UNROLL
+    for (js_u32 e = 1; e < JS_V; ++e)
+        v[e] = JS_HEAD(heads, j, e) ? v[e] : js_vop(v[e - 1], v[e]);
+    return JS_LIFT(JS_SEEN(heads, j, JS_V - 1), v[JS_V - 1]);
+}
+
 /* Scans the tile in registers. Afterwards x[j][e] holds the inclusive prefix within its
  * vector (restarted at each head) and left[j] the combination of everything in the tile
  * before vector j; the tile aggregate is returned to every thread.
@@ -191,30 +202,21 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
 #if JS_T == 1
     /* One thread (CPUs): its vectors in order, one carry running through them, with
      * no arrays of row values between the steps (a long tile's would not stay in L1).
-     * The same expressions as below with every row scan's lanes reduced to one. */
+     * What the rows below compute when a row is one lane, less the identity ops. */
     T carry = JS_IDENTITY;
-    (void)heads;
     (void)sh;
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
-JS_UNROLL
-        for (js_u32 e = 1; e < JS_V; ++e)
-            x[j][e] = JS_HEAD(heads, j, e) ? x[j][e] : js_vop(x[j][e - 1], x[j][e]);
-        T last = JS_LIFT(JS_SEEN(heads, j, JS_V - 1), x[j][JS_V - 1]);
-        left[j] = j ? js_op(carry, JS_IDENTITY) : JS_IDENTITY;
+        T last = js_scan_vector(x[j], j, heads);
+        left[j] = carry;
         carry = j ? js_op(carry, last) : last;
     }
     return carry;
 #else
     T last[JS_P], excl[JS_P], total[JS_P];
-    (void)heads;
 JS_UNROLL
-    for (js_u32 j = 0; j < JS_P; ++j) {
-JS_UNROLL
-        for (js_u32 e = 1; e < JS_V; ++e)
-            x[j][e] = JS_HEAD(heads, j, e) ? x[j][e] : js_vop(x[j][e - 1], x[j][e]);
-        last[j] = JS_LIFT(JS_SEEN(heads, j, JS_V - 1), x[j][JS_V - 1]);
-    }
+    for (js_u32 j = 0; j < JS_P; ++j)
+        last[j] = js_scan_vector(x[j], j, heads);
     js_scan_rows(last, excl, total, sh);
 
     left[0] = excl[0];
