@@ -56,3 +56,38 @@ def lookup(dtype: object) -> DType:
     if name not in DTYPES:
         raise TypeError(f"jitscan does not scan dtype {name}; supported dtypes: {', '.join(DTYPES)}")
     return DTYPES[name]
+
+
+#: types the kernels read and convert as they load (``ScanSpec.in_dtype``): the scanned
+#: types and the narrow integers; a bool is a byte of 0 or 1
+INPUTS: dict[str, DType] = {
+    **DTYPES,
+    **{
+        d.name: d
+        for d in (
+            DType("bool", "uchar", "unsigned char", False, False),
+            DType("int8", "char", "signed char", False, True),
+            DType("uint8", "uchar", "unsigned char", False, False),
+            DType("int16", "short", "short", False, True),
+            DType("uint16", "ushort", "unsigned short", False, False),
+        )
+    },
+}
+
+
+def loaded_as(src: np.dtype, scan: DType) -> DType | None:
+    """The input type of a scan in ``scan`` that reads ``src`` and converts it on load.
+
+    None where the input must be converted first: the same type (nothing to convert),
+    types the kernels do not read, narrowing (a vector of the input would be wider than
+    the kernels' aligned accesses) and float to integer, where C's cast and NumPy's
+    ``astype`` disagree out of range. What is left (integer to integer or float, float
+    to wider float) gives NumPy's ``astype`` bits in C: integers wrap in two's
+    complement, floats round to nearest even.
+    """
+    d = INPUTS.get(src.name)
+    if d is None or d.name == scan.name or d.itemsize > scan.itemsize:
+        return None
+    if d.is_float and not scan.is_float:
+        return None
+    return d

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import backends, variants
-from ..dtypes import DTYPES, lookup
+from ..dtypes import DTYPES, loaded_as, lookup
 from ..kernels.spec import KINDS, check_choice
 from ..monoid import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
@@ -369,9 +369,10 @@ def shortcut_for(
 ) -> Any:
     """The prepared scan that does the whole call on ``x``'s kind of input, or None.
 
-    For NumPy arrays, and device arrays whose dtype is the scan's, when the result is
-    the scan's (and ``out`` takes it as it is): the prepared scan converts NumPy input
-    itself, others convert beforehand. Keys of host input hold ``host_tag``.
+    For NumPy arrays, and device arrays whose dtype is the scan's or one its kernels
+    convert as they load (``dtypes.loaded_as``), when the result is the scan's (and
+    ``out`` takes it as it is): the prepared scan converts such input itself, others
+    convert beforehand. Keys of host input hold ``host_tag``.
     """
     host = type(x) is np.ndarray
     if not host and not is_device_type(type(x)):
@@ -382,7 +383,8 @@ def shortcut_for(
         t = _types(x, op, rule, dtype, out)
     except TypeError:
         return None
-    if t.converted or (t.scan.numpy != x.dtype and not host) or (out is not None and not t.takes(out)):
+    loads = host or t.scan.numpy == x.dtype or loaded_as(np.dtype(x.dtype), t.scan) is not None
+    if t.converted or not loads or (out is not None and not t.takes(out)):
         return None
     return prepared(x, op, kind, variant, backend, t.scan.name, False, knobs or {})
 

@@ -207,17 +207,17 @@ class Backend(ABC):
         return None  # no backend here shares host memory but OpenCL, which overrides it
 
     def host_operands(
-        self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any
+        self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any, loads: Mapping[np.dtype, str]
     ) -> tuple[Any, Any, np.ndarray] | None:
         """``(src, dst, result)`` when a kernel on ``queue`` (a CPU device) can read and
         write NumPy ``x`` and ``out`` in place, else None.
 
         The common host call of a prepared scan, asked on every such call on a device
         that works in host memory. It holds for the arrays :meth:`operands` takes, but
-        NumPy's: ``x`` a non-empty, C-contiguous, vector-aligned ``numpy.ndarray`` of
-        ``dtype``, ``out`` None or a 1-D one not over ``x``. ``src`` and ``dst`` are what
-        :meth:`buffer` takes; ``result`` is ``out``, or the new array ``dst`` writes.
-        Call :meth:`host_done` before reading ``result``.
+        NumPy's: ``x`` a non-empty, C-contiguous, vector-aligned ``numpy.ndarray`` of a
+        dtype in ``loads``, ``out`` None or a 1-D one of ``dtype`` not over ``x``.
+        ``src`` and ``dst`` are what :meth:`buffer` takes; ``result`` is ``out``, or the
+        new array ``dst`` writes. Call :meth:`host_done` before reading ``result``.
         """
         return None
 
@@ -240,17 +240,20 @@ class Backend(ABC):
         """Whether an array of this backend is C-contiguous and aligned: the kernels take it as it is."""
         return bool(arr.flags.c_contiguous) and self.aligned(arr)
 
-    def operands(self, x: Any, out: Any, dtype: np.dtype, one: bool) -> tuple[Any, int, Any] | None:
+    def operands(
+        self, x: Any, out: Any, dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
+    ) -> tuple[Any, int, Any] | None:
         """``(queue, n, dst)`` when a kernel can read ``x`` and write ``out`` as they are, else None.
 
         The check of the common call, asked on every call of a prepared scan, so backends
         answer it as cheaply as they can. It holds when ``x`` is a non-empty, ready
-        array of this backend and of ``dtype``, and ``out`` is None (``dst`` is then a
+        array of this backend and of a dtype in ``loads`` (the scan's ``dtype`` and
+        those its kernels convert as they load), and ``out`` is None (``dst`` is then a
         new array) or a ready, 1-D array of ``dtype`` that does not overlap ``x``, of
         one element if ``one`` (a reduction), else of ``n = x.size``.
         """
         t = self.array_type
-        if type(x) is not t or x.dtype != dtype or not x.size or not self.ready(x):
+        if type(x) is not t or x.dtype not in loads or not x.size or not self.ready(x):
             return None
         n = x.size
         m = 1 if one else n

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -267,9 +267,13 @@ class CupyBackend(Backend):
             # the flag itself: arr.flags builds a Flags object on every read
             return arr._c_contiguous and arr.data.ptr % VECTOR_BYTES == 0
 
-        def operands(self, x: Any, out: Any, dtype: np.dtype, one: bool) -> tuple[Any, int, Any] | None:
+        def operands(
+            self, x: Any, out: Any, dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
+        ) -> tuple[Any, int, Any] | None:
             # Backend.operands in one function: this is most of a warm call's Python
-            if type(x) is not cupy.ndarray or x.dtype is not dtype or not x._c_contiguous:
+            if type(x) is not cupy.ndarray or not x._c_contiguous:
+                return None
+            if x.dtype is not dtype and x.dtype not in loads:
                 return None  # built-in dtypes are singletons; any other takes the long way
             n = x.size
             at = x.data.ptr

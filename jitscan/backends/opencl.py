@@ -6,7 +6,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -307,12 +307,12 @@ class OpenCLBackend(Backend):
         self.host_done(arr.base_data, arr.queue)
 
     def host_operands(
-        self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any
+        self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any, loads: Mapping[np.dtype, str]
     ) -> tuple[Any, Any, np.ndarray] | None:
         # Backend.host_operands in one function, for a CPU device: bare buffers over the
         # NumPy arrays' memory (no pyopencl Array: its constructor would cost more than
         # a small scan)
-        if type(x) is not np.ndarray or x.dtype is not dtype or not x.flags.c_contiguous:
+        if type(x) is not np.ndarray or x.dtype not in loads or not x.flags.c_contiguous:
             return None
         n = x.size
         at = x.ctypes.data

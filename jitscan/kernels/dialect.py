@@ -87,6 +87,27 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
 #define JS_SHFL_IDX(x, s) js_shfl_idx_pair(x, s)
 """
 
+    def load_input(self, spec: ScanSpec) -> str:
+        """JS_VLOAD_IN: JS_VLOAD of the input's type, each item converted to js_val."""
+        if spec.input_info is spec.dtype_info:
+            return "#define JS_VLOAD_IN JS_VLOAD"
+        v = spec.vector_width
+        if v == 1:
+            return "#define JS_VLOAD_IN(dst, ptr, vi) ((dst)[0] = (js_val)(ptr)[vi])"
+        vec = self.vector_type(spec.input_info, v)
+        loads = " ".join(f"(dst)[{i}] = (js_val)_v.{c};" for i, c in enumerate(self.components[:v]))
+        return (
+            f"#define JS_VLOAD_IN(dst, ptr, vi) do {{ {vec} _v = {self.vector_at(vec)}; {loads} }} while (0)"
+        )
+
+    @abstractmethod
+    def vector_type(self, dtype: DType, width: int) -> str:
+        """The C name of a vector of ``width`` elements of ``dtype``."""
+
+    @abstractmethod
+    def vector_at(self, vec: str) -> str:
+        """Vector ``vi`` of type ``vec`` read through the element pointer ``ptr``."""
+
     @abstractmethod
     def prelude(self, spec: ScanSpec) -> str:
         """Target text before the common defines: types, qualifiers, ids, atomics, vectors."""
@@ -113,11 +134,12 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
             f"#define JS_SEG_STAGE {int(spec.stages_tile)}",
             f"#define JS_DETERMINISTIC {int(spec.deterministic)}",
-            # the tile's loops: unrolled where the tile lives in registers (GPUs), kept
-            # as loops where it lives in memory (CPUs: a long unrolled tile only slows
-            # the compile)
+            # the loops over a thread's vectors: unrolled where the tile lives in
+            # registers (GPUs), kept as loops where it lives in memory (CPUs: a long
+            # unrolled tile only slows the compile); items are always unrolled
             f"#define JS_UNROLL {unroll}",
             f"typedef {self.ctype(dt)} js_val;",
+            f"typedef {self.ctype(spec.input_info)} js_in;  /* the input's items, converted as loaded */",
             f"typedef {bits_type} js_bits;",
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",
             f"#define JS_FLAG_SHIFT {32 if packed else 16}",
@@ -210,9 +232,17 @@ class OpenCLDialect(Dialect):
 
     name = "opencl"
     u64_suffix = "UL"
+    components = _COMPONENTS_CL
 
     def ctype(self, dtype: DType) -> str:
         return dtype.opencl
+
+    def vector_type(self, dtype: DType, width: int) -> str:
+        return f"{dtype.opencl}{width}"
+
+    def vector_at(self, vec: str) -> str:
+        # a vector pointer, not vload: see JS_VLOAD
+        return f"((__global const {vec}*)(ptr))[vi]"
 
     def prelude(self, spec: ScanSpec) -> str:
         dt = spec.dtype_info
@@ -268,6 +298,7 @@ typedef ulong js_size;
 #define JS_GLOBAL __global
 #define JS_LOCAL_DECL __local
 #define JS_LOCAL_PTR __local
+#define JS_PRIVATE __private
 #define JS_DEVICE_FN static inline
 #define JS_LID ((js_u32)get_local_id(0))
 #define JS_GROUP_ID ((js_u32)get_group_id(0))
@@ -292,6 +323,7 @@ typedef ulong js_size;
 {vload}
 {vstore}
 {vload_u8}
+{self.load_input(spec)}
 """
         return "\n".join(head) + body
 
@@ -337,29 +369,39 @@ class CUDADialect(Dialect):
 
     name = "cuda"
     u64_suffix = "ULL"
+    components = _COMPONENTS_CUDA
+    #: CUDA's vector types by element type (char4 holds signed chars)
+    _VECTORS = {
+        "bool": "uchar",
+        "int8": "char",
+        "uint8": "uchar",
+        "int16": "short",
+        "uint16": "ushort",
+        "int32": "int",
+        "uint32": "uint",
+        "float32": "float",
+        "int64": "longlong",
+        "uint64": "ulonglong",
+        "float64": "double",
+    }
 
     def ctype(self, dtype: DType) -> str:
         return dtype.cuda
 
+    def vector_type(self, dtype: DType, width: int) -> str:
+        return f"{self._VECTORS[dtype.name]}{width}"
+
+    def vector_at(self, vec: str) -> str:
+        return f"reinterpret_cast<const {vec}*>(ptr)[vi]"
+
     def prelude(self, spec: ScanSpec) -> str:
         dt = spec.dtype_info
         v = spec.vector_width
-        vec = {
-            ("int32", 4): "int4",
-            ("uint32", 4): "uint4",
-            ("float32", 4): "float4",
-            ("int32", 2): "int2",
-            ("uint32", 2): "uint2",
-            ("float32", 2): "float2",
-            ("int64", 2): "longlong2",
-            ("uint64", 2): "ulonglong2",
-            ("float64", 2): "double2",
-        }
         if v == 1:
             vload = "#define JS_VLOAD(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
             vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
         else:
-            vt = vec[(dt.name, v)]
+            vt = self.vector_type(dt, v)
             comps = _COMPONENTS_CUDA[:v]
             loads = " ".join(f"(dst)[{i}] = _v.{c};" for i, c in enumerate(comps))
             stores = " ".join(f"_v.{c} = (src)[{i}];" for i, c in enumerate(comps))
@@ -405,6 +447,7 @@ typedef unsigned long long js_size;
 #define JS_GLOBAL
 #define JS_LOCAL_DECL __shared__
 #define JS_LOCAL_PTR
+#define JS_PRIVATE
 #define JS_DEVICE_FN static __device__ __forceinline__
 #define JS_F32_TO_BITS(x) __float_as_uint(x)
 #define JS_F32_FROM_BITS(b) __uint_as_float(b)
@@ -442,6 +485,7 @@ typedef unsigned long long js_size;
 {vload}
 {vstore}
 {vload_u8}
+{self.load_input(spec)}
 """
 
 

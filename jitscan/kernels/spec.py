@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..dtypes import VECTOR_BYTES, DType, lookup
+import numpy as np
+
+from ..dtypes import INPUTS, VECTOR_BYTES, DType, loaded_as, lookup
 from ..monoid import Monoid
 
 KINDS = ("inclusive", "exclusive", "reduce")
@@ -86,9 +88,14 @@ class ScanSpec:
         aggregates (``src/deterministic.h``): the same bits on every run. Tiles form
         groups of ``lookback_width``.
     unrolled : bool
-        Whether the loops over a thread's vectors and items are unrolled: a GPU keeps
-        them in registers, which needs constant indices; a CPU's compiler keeps them in
-        memory as cheaply and compiles a long tile far faster as loops.
+        Whether the loops over a thread's vectors are unrolled: a GPU keeps them in
+        registers, which needs constant indices; a CPU's compiler keeps them in memory
+        as cheaply and compiles a long tile far faster as loops. The items of one
+        vector are always unrolled (a few, and on a CPU they then stay in registers).
+    in_dtype : str
+        NumPy name of the input's type where it differs from ``dtype``: the kernels
+        read it and convert as they load (``dtypes.loaded_as`` says which pairs), which
+        saves a conversion pass over the data. Empty: the input is of ``dtype``.
     """
 
     variant: str
@@ -108,12 +115,21 @@ class ScanSpec:
     stages_tile: bool = False
     deterministic: bool = False
     unrolled: bool = True
-    #: derived once: elements per tile, the element type
+    in_dtype: str = ""
+    #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType = field(init=False, compare=False, repr=False)
+    input_info: DType = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype_info", lookup(self.dtype))
+        if self.in_dtype:
+            d = INPUTS.get(self.in_dtype)
+            if d is None or loaded_as(np.dtype(self.in_dtype), self.dtype_info) is None:
+                raise ValueError(f"the kernels do not load {self.in_dtype} input into a {self.dtype} scan")
+            object.__setattr__(self, "input_info", d)
+        else:
+            object.__setattr__(self, "input_info", self.dtype_info)
         object.__setattr__(self, "tile", self.threads * self.vectors * self.vector_width)
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)

@@ -8,6 +8,7 @@ put where the kernels read them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,27 +55,44 @@ class Input:
     dtype: DType
     #: host input the device reads in place (Backend.shared), else None: kept alive with the scan
     host: np.ndarray | None = None
+    #: the dtype of ``data`` where the kernels convert it as they load, else ""
+    loads: str = ""
 
 
-def to_input(x: object, b: Backend, on_device: bool, dtype: DType, queue: Any = None) -> Input:
-    """Put ``x`` on the device as a contiguous, aligned, flat array of ``dtype``."""
+def to_input(
+    x: object,
+    b: Backend,
+    on_device: bool,
+    dtype: DType,
+    queue: Any = None,
+    loads: Mapping[Any, str] | None = None,
+) -> Input:
+    """Put ``x`` on the device as a contiguous, aligned, flat array of ``dtype``.
+
+    An input whose dtype is in ``loads`` keeps it: the kernels convert it as they load
+    (``Input.loads`` names it). Others are converted here, on the device for device arrays.
+    """
     if not on_device:
         x = np.asarray(x)
     n = int(np.prod(x.shape))  # type: ignore[attr-defined]  # a 0-d input is one element, as in NumPy
     if queue is None:
         queue = b.queue_of(x if on_device else None)
+    t = np.dtype(x.dtype)  # type: ignore[attr-defined]
+    kept = loads.get(t, "") if loads and t != dtype.numpy else ""
     if on_device:
         data = b.contiguous(x)
-        if data.dtype != dtype.numpy:
+        if t != dtype.numpy and not kept:
             data = astype(data, dtype.numpy)
         data = data.reshape(n)
     else:
-        host = np.ascontiguousarray(np.ravel(x), dtype=dtype.numpy)
+        host = np.ascontiguousarray(np.ravel(x), dtype=t if kept else dtype.numpy)
+        if kept == "bool":
+            host = host.view(np.uint8)  # bytes, as the kernels read a bool
         data = b.shared(host, queue, False) if n else None
         if data is not None:
-            return Input(b, queue, on_device, data, n, dtype, host)
+            return Input(b, queue, on_device, data, n, dtype, host, kept)
         data = b.to_device(host, queue) if n else None
-    return Input(b, queue, on_device, data, n, dtype)
+    return Input(b, queue, on_device, data, n, dtype, None, kept)
 
 
 def astype(arr: Any, dtype: np.dtype) -> Any:

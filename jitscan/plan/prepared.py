@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
-from ..dtypes import lookup
+from ..dtypes import INPUTS, loaded_as, lookup
 from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..monoid import Monoid, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
@@ -62,7 +62,8 @@ class PreparedScan:
     ----------
     backend : Backend
     dtype : DType
-        The scan's element type; inputs of other types are converted on the device.
+        The scan's element type; inputs of other types are converted on the device,
+        most of them by the kernels as they load (``dtypes.loaded_as``).
     monoid : Monoid
     variant, kind, segmented : str
     launch_args : LaunchArgs
@@ -118,6 +119,11 @@ class PreparedScan:
             self._variant.check(self.spec(info, cls))
         self._np = self.dtype.numpy
         self._itemsize = self.dtype.itemsize
+        #: the input dtypes the kernels take as they are: this scan's, and those they
+        #: convert as they load, each with the name of its programs' ``in_dtype``
+        self._loads = {self._np: ""} | {
+            np.dtype(name): name for name in INPUTS if loaded_as(np.dtype(name), self.dtype) is not None
+        }
         #: tuning.SIZE_BOUNDS in elements: bisect_left(self._class_sizes, n) is n's size class
         self._class_sizes = tuple(bound // self._itemsize for bound in tuning.SIZE_BOUNDS)
         self._plain = not segmented
@@ -126,9 +132,13 @@ class PreparedScan:
         self._host_queue = None if info.is_gpu else self._queue
 
     # -- programs --------------------------------------------------------------------
-    def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False) -> ScanSpec:
-        """The program of size class ``cls`` on a device (``row_tiles``: plain scans of whole-tile rows)."""
-        key = (info, cls, row_tiles)
+    def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "") -> ScanSpec:
+        """The program of size class ``cls`` on a device.
+
+        ``row_tiles``: plain scans of whole-tile rows; ``loads``: the input dtype the
+        kernels convert as they load (empty: this scan's).
+        """
+        key = (info, cls, row_tiles, loads)
         spec = self._specs.get(key)
         if spec is None:
             spec = tuning.spec_for(
@@ -141,18 +151,19 @@ class PreparedScan:
                 n=tuning.class_elements(cls, self.dtype.itemsize),
                 segmented="" if row_tiles else self.segmented,
                 row_tiles=row_tiles,
+                in_dtype=loads,
                 **self._program_knobs,
             )
             self._specs[key] = spec
         return spec
 
-    def bound(self, queue: Any, n: int, row_tiles: bool = False) -> variants.Bound:
+    def bound(self, queue: Any, n: int, row_tiles: bool = False, loads: str = "") -> variants.Bound:
         """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use)."""
         cls = self.size_class(n)
-        key = (queue, cls, True) if row_tiles else (queue, cls)
+        key = (queue, cls, row_tiles, loads)
         bound = self._bounds.get(key)
         if bound is None:
-            spec = self.spec(self.backend.device_info(queue), cls, row_tiles)
+            spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads)
             bound = self._bounds[key] = self._variant.bind(spec, self.backend, queue)
         return bound
 
@@ -176,18 +187,19 @@ class PreparedScan:
         *,
         check: bool = True,
         queue: Any = None,
+        loads: str = "",
     ) -> dict[str, int] | None:
         """The bare launch: ``n > 0`` elements of ``src`` into ``dst``, no checks.
 
         Both are contiguous, vector-aligned device arrays of this scan's dtype (``dst``
         of one element for a reduction, one per segment for a segmented one), not
-        overlapping. ``check=False`` keeps a look-back launch from reading back its
-        deadlock flag (benchmarks: launches stay back to back). Returns the counters of
-        a counting scan.
+        overlapping; ``src`` is of dtype ``loads`` where that is given. ``check=False``
+        keeps a look-back launch from reading back its deadlock flag (benchmarks:
+        launches stay back to back). Returns the counters of a counting scan.
         """
         if queue is None:
             queue = self.backend.queue_of(src)
-        bound = self.bound(queue, n, seg.row_tiles > 0)
+        bound = self.bound(queue, n, seg.row_tiles > 0, loads)
         return self._variant.run(bound, queue, self.launch_args, src, dst, n, seg, check)
 
     def __call__(
@@ -218,31 +230,35 @@ class PreparedScan:
             Filled with the look-back counters (a scan made with ``stats=True``).
         """
         if self._plain and stats is None:
-            common = self.backend.operands(x, out, self._np, self._reduce)
+            loads = self._loads
+            common = self.backend.operands(x, out, self._np, self._reduce, loads)
             if common is not None:  # a device array as the kernels take it
                 queue, n, dst = common
-                self._launcher(queue, n)(x, dst, n)
+                t = x.dtype
+                self._launcher(queue, n, "" if t is self._np else loads[t])(x, dst, n)
                 return dst.reshape(()) if self._reduce and out is None else dst
             if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
                 queue = self._host_queue
-                if type(x) is np.ndarray and x.dtype is not self._np and x.dtype.kind in "biuf":
-                    x = x.astype(self._np)  # the device is this CPU: NumPy converts as fast
-                common = self.backend.host_operands(x, out, self._np, self._reduce, queue)
+                t = getattr(x, "dtype", None)
+                if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
+                    x = x.astype(self._np)  # types the kernels do not convert (float16)
+                common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
                 if common is not None:
                     src, dst, result = common
                     n = x.size
-                    self._launcher(queue, n)(src, dst, n)
+                    t = x.dtype
+                    self._launcher(queue, n, "" if t is self._np else loads[t])(src, dst, n)
                     self.backend.host_done(dst, queue)
                     return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats)
 
-    def _launcher(self, queue: Any, n: int) -> Any:
+    def _launcher(self, queue: Any, n: int, loads: str = "") -> Any:
         """The common call's launch function for ``n`` elements on ``queue`` (made on first use)."""
-        key = (queue, bisect_left(self._class_sizes, n))
+        key = (queue, bisect_left(self._class_sizes, n), loads)
         go = self._plain_launchers.get(key)
         if go is None:
             go = self._plain_launchers[key] = self._variant.plain_launcher(
-                self.bound(queue, n), queue, self.launch_args
+                self.bound(queue, n, False, loads), queue, self.launch_args
             )
         return go
 
@@ -252,7 +268,8 @@ class PreparedScan:
             raise ValueError("stats= needs a scan made with stats=True")
         b = self.backend
         _, on_device = arrays.pick_backend(x, b.name)  # raises for another backend's array
-        inp = arrays.to_input(x, b, on_device, self.dtype, None if on_device else b.queue_for(self._device))
+        queue = None if on_device else b.queue_for(self._device)
+        inp = arrays.to_input(x, b, on_device, self.dtype, queue, self._loads)
         seg, length, unchecked = self._segments(inp, flags, offsets, row_len)
         reduce = self._reduce
         if reduce and not self.segmented:
@@ -268,7 +285,7 @@ class PreparedScan:
                     return arrays.identity_result(inp, empty_value(self.monoid, self.dtype), length, out)
                 return arrays.empty_result(inp, out)
         if unchecked is not None:  # offsets on the device: checked there, one word read back
-            bound = self.bound(inp.queue, inp.n)
+            bound = self.bound(inp.queue, inp.n, False, inp.loads)
             if not offsets_ok(bound, inp.queue, unchecked, inp.n):
                 arrays.check_offsets(offsets, inp.n)  # raises, naming the problem
                 raise ValueError("offsets failed the device check (values beyond int64?)")
@@ -314,7 +331,7 @@ class PreparedScan:
             if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):
                 # in place: a fallback may re-read a tile after its owner wrote it
                 dst = b.empty((length,), self._np, queue)
-            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)
+            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
             if out is not None and dst is not out:
                 b.copy(out, dst)
                 dst = out
@@ -322,7 +339,7 @@ class PreparedScan:
         elif inp.host is not None and (shared := arrays.host_result(inp, length, out)) is not None:
             # a CPU device: the kernels read the NumPy input and write the NumPy result in place
             result, dst, into_out = shared
-            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)
+            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
             b.settle(dst)
             if out is not None:
                 if not into_out:
@@ -330,7 +347,7 @@ class PreparedScan:
                 result = out
         else:
             dst = b.empty((length,), self._np, queue)
-            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue)
+            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
             result = b.to_host(dst)
             if out is not None:
                 out[...] = result

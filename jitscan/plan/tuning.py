@@ -168,6 +168,7 @@ def spec_for(
     segmented: str = "",
     row_tiles: bool = False,
     deterministic: bool = False,
+    in_dtype: str = "",
 ) -> ScanSpec:
     """The program for one kind of call: device defaults, overridden by the caller's knobs.
 
@@ -176,6 +177,7 @@ def spec_for(
     normalized away so that, for example, every ``rts`` call of one dtype and op shares
     a compiled program, and ``deterministic`` reaches only the chained scans of values
     that round (not the built-in ops on integers, which are exact in any order).
+    ``in_dtype`` names an input type the kernels convert as they load (``ScanSpec``).
     """
     geo = geometry(info, dtype, n, segmented, variant, kind)
     if threads is not None:
@@ -232,6 +234,7 @@ def spec_for(
         # loops only in workgroups of one thread: PoCL 3 mis-scans tiles of several
         # threads whose vectors are walked in loops between barriers
         unrolled=info.is_gpu or geo["threads"] > 1,
+        in_dtype=in_dtype,
     )
 
 

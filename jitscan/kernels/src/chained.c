@@ -12,7 +12,7 @@
  * inlined copies of the workgroup scan. Elsewhere the own tile is scanned before the
  * loop, which keeps the loop small and the own tile's registers out of it. */
 
-JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
+JS_KERNEL void js_chained(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
                           js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
@@ -88,8 +88,18 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             break;
         if (step == JS_LB_OWN || step == JS_LB_FALLBACK) {
             js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb_cur;
-            js_val x[JS_P][JS_V];
-            T left[JS_P];
+            js_val other[JS_P][JS_V];
+            T other_left[JS_P];
+            /* (pointers to private arrays: OpenCL 2+ would make them generic) */
+#if JS_ONE_SCAN_SITE && JS_T == 1
+            /* a one-thread tile (CPUs) is an array in memory, where a copy costs a pass
+             * over it: the own tile is scanned where it stays */
+            JS_PRIVATE js_val (*x)[JS_V] = step == JS_LB_OWN ? own : other;
+            JS_PRIVATE T* left = step == JS_LB_OWN ? own_left : other_left;
+#else
+            JS_PRIVATE js_val (*x)[JS_V] = other;
+            JS_PRIVATE T* left = other_left;
+#endif
             js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_LOAD_ARGS);
             T a = js_scan_tile(x, left, other_heads, &sh);
             /* every thread has read lb_cur (`which`) before thread 0 moves it below; a
@@ -97,13 +107,15 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL 
             JS_BARRIER();
 #if JS_ONE_SCAN_SITE
             if (step == JS_LB_OWN) {
+#if JS_T > 1
 JS_UNROLL
                 for (js_u32 j = 0; j < JS_P; ++j) {
                     own_left[j] = left[j];
-JS_UNROLL
+#pragma unroll
                     for (js_u32 e = 0; e < JS_V; ++e)
                         own[j][e] = x[j][e];
                 }
+#endif
                 agg = a;
                 own_heads = other_heads;
                 if (lid == 0) {

@@ -6,7 +6,7 @@
  *    tile also stores the totals of the segments it holds whole, and the local total
  *    of a segment it continues into carry; after the spine scan, js_rts_seg_fixup
  *    completes those segments with their tiles' prefixes. */
-JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_val* in, js_size in_off, js_size n, JS_GLOBAL T* spine
+JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_in* in, js_size in_off, js_size n, JS_GLOBAL T* spine
 #if JS_SEG_STAGE
                              , JS_GLOBAL js_val* out, js_size out_off, JS_GLOBAL js_val* carry
 #endif
@@ -51,7 +51,7 @@ JS_UNROLL
             for (js_u32 j = 0; j < JS_P; ++j) {
                 T l = have ? js_op(run, left[j]) : left[j];
                 y[j][0] = l;
-JS_UNROLL
+#pragma unroll
                 for (js_u32 e = 1; e < JS_V; ++e)
                     y[j][e] = js_op(l, JS_LIFT(JS_SEEN(heads, j, e - 1), x[j][e - 1]));
             }
@@ -69,7 +69,7 @@ JS_UNROLL
 }
 
 /* 3. every tile scanned again, seeded with its prefix from the spine */
-JS_KERNEL void js_rts_scan(JS_GLOBAL const js_val* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
+JS_KERNEL void js_rts_scan(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
                            js_size n, JS_GLOBAL const T* spine, js_u32 kind JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;

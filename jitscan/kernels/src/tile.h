@@ -96,7 +96,7 @@ JS_UNROLL
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 x[j][e] = (first + e < n) ? in[first + e] : JS_IDENTITY;
         }
@@ -113,7 +113,7 @@ JS_UNROLL
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 if (first + e < n)
                     out[first + e] = y[j][e];
@@ -183,7 +183,7 @@ JS_DEVICE_FN T js_scan_vector(js_val v[JS_V], js_u32 j, js_heads heads)
 {
     (void)j;
     (void)heads;
-JS_UNROLL
+#pragma unroll
     for (js_u32 e = 1; e < JS_V; ++e)
         v[e] = JS_HEAD(heads, j, e) ? v[e] : js_vop(v[e - 1], v[e]);
     return JS_LIFT(JS_SEEN(heads, j, JS_V - 1), v[JS_V - 1]);
@@ -278,7 +278,7 @@ JS_UNROLL
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 if (first + e < n)
                     out[first + e] = y[j][e];
@@ -286,30 +286,30 @@ JS_UNROLL
     }
 }
 
-#if JS_SEGMENTED
-JS_DEVICE_FN void js_load_values(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V])
+/* The input's items (js_in) become values as they are loaded: a conversion costs no
+ * pass of its own. */
+JS_DEVICE_FN void js_load_values(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
-            JS_VLOAD(x[j], in + base, js_vec_index(j));
+            JS_VLOAD_IN(x[j], in + base, js_vec_index(j));
     } else {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
             js_size first = base + js_vec_index(j) * JS_V;
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
-                x[j][e] = first + e < n ? in[first + e] : JS_VIDENTITY;
+                x[j][e] = first + e < n ? (js_val)in[first + e] : JS_VIDENTITY;
         }
     }
 }
-#endif
 
 #if JS_SEG_OFFSETS
 /* Loads values; *own receives this thread's head bits. The workgroup marks the heads
  * of the tile in local memory from the offsets of the segments starting in it
  * (seg_first[t] .. seg_first[t + 1]), so every segment costs one coalesced read. */
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_LOAD_PARAMS)
 {
     js_u32 lid = JS_LID;
@@ -341,7 +341,7 @@ JS_UNROLL
 }
 #elif JS_SEGMENTED
 /* Loads values and heads; *own receives this thread's head bits. */
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_LOAD_PARAMS)
 {
     js_heads mask = 0;
@@ -355,7 +355,7 @@ JS_UNROLL
             /* position within the row, divided once per vector and then advanced;
              * 32-bit division where it suffices (it is several times cheaper) */
             js_size r = (first | row_len) >> 32 ? first % row_len : (js_size)((js_u32)first % (js_u32)row_len);
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e) {
                 h[e] = r == 0;
                 r = r + 1 == row_len ? 0 : r + 1;
@@ -363,22 +363,22 @@ JS_UNROLL
         } else if (full) {
             JS_VLOAD_U8(h, heads + base, js_vec_index(j));
         } else {
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 h[e] = first + e < n ? heads[first + e] : 0u;
         }
-JS_UNROLL
+#pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
             mask |= (js_heads)((first + e < n) && h[e] != 0) << (j * JS_V + e);
     }
     *own = mask;
 }
 #else
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_val* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own)
 {
     *own = 0;
-    js_load_tile(in, base, n, x);
+    js_load_values(in, base, n, x);
 }
 #endif
 
@@ -388,7 +388,7 @@ JS_DEVICE_FN js_heads js_split(T p[JS_P][JS_V], js_val x[JS_P][JS_V])
     js_heads h = 0;
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
-JS_UNROLL
+#pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e) {
             x[j][e] = JS_VALUE_OF(p[j][e]);
 #if JS_SEGMENTED
@@ -413,13 +413,13 @@ JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         if (exclusive) {
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = JS_V - 1; e > 0; --e)
                 x[j][e] = JS_HEAD(heads, j, e) ? JS_VIDENTITY
                           : JS_SEEN(heads, j, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
             x[j][0] = JS_HEAD(heads, j, 0) ? JS_VIDENTITY : l;
         } else {
-JS_UNROLL
+#pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 x[j][e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
         }
@@ -445,7 +445,7 @@ JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         js_u32 q = 1u + (js_u32)js_vec_index(j) * JS_V;
-JS_UNROLL
+#pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
             sh->stage[q + e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
     }
