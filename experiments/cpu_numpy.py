@@ -26,13 +26,7 @@ import numpy as np
 
 import jitscan
 from jitscan import backends
-
-
-def numpy_segmented(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Each segment's running sum, without a Python loop: the whole cumsum minus each start's."""
-    c = np.cumsum(x, dtype=x.dtype)
-    before = np.concatenate([np.zeros(1, x.dtype), c])[offsets[:-1]]
-    return c - np.repeat(before, np.diff(offsets))
+from jitscan.bench import numpy_segmented
 
 
 def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:

@@ -161,7 +161,9 @@ def test_plots_are_pngs(tmp_path):
 
 def test_presets_and_table_size():
     quick = bench.preset(is_gpu=False, quick=True)
-    assert quick.sizes == [1 << 16, 1 << 18, 1 << 20] and quick.reps <= 5
+    assert quick.sizes == [1 << 16, 1 << 20, 1 << 24] and quick.reps <= 5
+    full_cpu = bench.preset(is_gpu=False)
+    assert {1 << 16, 1 << 20, 1 << 24} <= set(full_cpu.sizes) and full_cpu.dtypes == ["int32", "float32"]
     gpu = bench.preset(is_gpu=True)
     assert gpu.sizes[0] == 1 << 10 and gpu.sizes[-1] == 1 << 28 and bench.PAPER_SIZE in gpu.sizes
     assert gpu.blocking_rates == [512, 256, 128, 64, 32, 16, 8, 4, 2]
@@ -333,6 +335,45 @@ def _env() -> dict[str, str]:
     return env
 
 
+def test_numpy_table_gives_each_call_and_jitscans_ratios_to_numpy():
+    results = [
+        bench.Result("opencl", name, "int32", n, n / rate, 0.1, category="numpy", timing="host")
+        for n in (1 << 16, 1 << 20)
+        for name, rate in (
+            ("jitscan.cumsum(a)", 2e9),
+            ("numpy.cumsum(a)", 1e9),
+            ("np.copyto(b, a)", 4e9),
+            ("jitscan.cumsum(a, dtype=a.dtype)", 3e9),
+            ("numpy.cumsum(a, dtype=a.dtype)", 2e9),
+        )
+    ]
+    report = bench.Report(devices={"opencl": "A CPU"}, results=results)
+    text = bench.numpy_table(report)
+    assert "| call | 2^16 | 2^20 |" in text
+    assert "| jitscan.cumsum(a) | 2 | 2 |" in text
+    assert "| jitscan.cumsum(a) / numpy.cumsum(a) | 2.00 | 2.00 |" in text
+    assert "| jitscan.cumsum(a, dtype=a.dtype) / np.copyto(b, a) | 0.75 | 0.75 |" in text
+    assert "segmented" not in text  # a pair is shown where both were measured
+    assert "## NumPy to NumPy (a CPU device)" in bench.markdown(report)
+
+
+def test_numpy_to_numpy_calls_compute_what_they_claim_on_a_cpu(opencl_queue):
+    timer = bench.Timer("opencl")
+    if timer.info.is_gpu:
+        pytest.skip("NumPy to NumPy is measured on devices that work in host memory")
+    n = 1 << 12
+    x = timer.host_inputs(n, "int32")[0]
+    found = bench.host.contenders(timer, "int32", n, np.random.default_rng(1))
+    np.testing.assert_array_equal(found["jitscan.cumsum(a)"](0), np.cumsum(x))
+    np.testing.assert_array_equal(found["jitscan.cumsum(a, dtype=a.dtype)"](0), np.cumsum(x, dtype=np.int32))
+    np.testing.assert_array_equal(
+        found["jitscan.segmented_cumsum(a, offsets)"](0), found["NumPy segmented sum (loop-free)"](0)
+    )
+    results = bench.measure_host_calls(timer, "int32", n, reps=3)
+    assert [r.name for r in results] == list(found)
+    assert all(r.category == "numpy" and r.timing == "host" and r.seconds > 0 for r in results)
+
+
 def test_bench_command_writes_table_plots_and_data(tmp_path):
     """``python -m jitscan bench --quick``, cut to one size, one blocking rate and the
     variants of the paper's table (fewer PoCL compiles)."""
@@ -372,6 +413,8 @@ def test_bench_command_writes_table_plots_and_data(tmp_path):
     ):
         assert needle in text, text
     assert "## Per call (what a user sees)" in text, text
+    if not backends.get("opencl").device_info(backends.get("opencl").default_queue()).is_gpu:
+        assert "## NumPy to NumPy (a CPU device)" in text, text
     data = json.loads((out / "bench.json").read_text())
     names = {r["name"] for r in data["results"] if r["category"] != "call"}
     assert {"memcpy", "rts", "fallback", "segmented", "clEnqueueCopyBuffer", "numpy.cumsum"} <= names

@@ -13,6 +13,9 @@ Three figures, each for jitscan and its peers (docs/benchmarks.md):
   and one after it on an idle device, with the host time of the call itself.
 - **the pipelined rate**: many calls back to back, one synchronization, per call.
 
+On a CPU device the report adds NumPy to NumPy: jitscan's calls on NumPy arrays beside
+``numpy.cumsum``, ``np.copyto`` and NumPy's segmented sum, host-timed (``host``).
+
 The summary statistics follow the paper's results table (Smith, Levien & Owens, SPAA
 2025): the harmonic mean of elements per second over the timed runs of one size (``n``
 over the mean run time), the ratios fallback/memcpy and fallback/RTS, and the look-back
@@ -22,8 +25,9 @@ initiated and successful insertions per scan).
 One concept per module: ``results`` (what was measured), ``inputs`` (the data),
 ``timing`` (a timer per backend), ``cases`` (jitscan's variants as prepared scans),
 ``peers`` (other libraries, per backend), ``cub`` (CUB through ``cuda.compute``),
-``calls`` (the per-call figures), ``schedule`` (presets and the steps of a run),
-``run`` (a whole run), ``tables``, ``files`` and ``plots`` (the report's outputs).
+``calls`` (the per-call figures), ``host`` (NumPy to NumPy on a CPU), ``schedule``
+(presets and the steps of a run), ``run`` (a whole run), ``tables``, ``files`` and
+``plots`` (the report's outputs).
 """
 
 from __future__ import annotations
@@ -41,13 +45,22 @@ from .calls import (
 from .cases import ALGORITHM, VARIANTS, Case, average_counters, measure_variant, prepare
 from .cub import cub_call
 from .files import CSV_FIELDS, write_csv, write_json
+from .host import measure_host_calls, numpy_segmented
 from .inputs import ROTATE_BYTES, SEGMENT_LENGTH, head_flags, random_values
 from .peers import PEERS, BackendPeers, Peer, baseline, measure_numpy, measure_peers, peer_functions
 from .plots import plot_blocking, plot_latency, plot_throughput
 from .results import CALL_FIGURES, Report, Result, Unsupported, log2_label, summary, versions
 from .run import run
 from .schedule import BLOCKING_RATES, LATENCY_DTYPES, PAPER_SIZE, Plan, Preset, Task, preset, table_size
-from .tables import blocking_table, latency_table, markdown, paper_table, table, throughput_table
+from .tables import (
+    blocking_table,
+    latency_table,
+    markdown,
+    numpy_table,
+    paper_table,
+    table,
+    throughput_table,
+)
 from .timing import TIMERS, CudaTimer, OpenCLTimer, Timer, interleaved
 
 __all__ = [
@@ -91,9 +104,12 @@ __all__ = [
     "log2_label",
     "markdown",
     "measure_calls",
+    "measure_host_calls",
     "measure_numpy",
     "measure_peers",
     "measure_variant",
+    "numpy_segmented",
+    "numpy_table",
     "paper_table",
     "peer_functions",
     "plot_blocking",

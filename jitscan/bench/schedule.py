@@ -8,6 +8,7 @@ from typing import Any
 
 from .calls import PIPELINE_CALLS, measure_calls
 from .cases import measure_variant
+from .host import measure_host_calls
 from .peers import measure_numpy, measure_peers
 from .results import Result, Unsupported, log2_label
 from .timing import Timer
@@ -18,6 +19,8 @@ BLOCKING_RATES = (512, 256, 128, 64, 32, 16, 8, 4, 2)
 PAPER_SIZE = 1 << 25
 #: the dtypes of the per-call table on a GPU
 LATENCY_DTYPES = ("int32", "float32", "int64", "float64")
+#: the dtypes of a full run on a CPU
+CPU_DTYPES = ("int32", "float32")
 
 
 @dataclass
@@ -35,8 +38,9 @@ def preset(is_gpu: bool, quick: bool = False, latency: bool = False) -> Preset:
     """Defaults for a GPU or a CPU (PoCL) device; ``quick`` for a run of a minute or two.
 
     GPU: 2^10 .. 2^28 (every power of two, the paper's figure), 30 runs each, blocking at
-    2^25 (the paper's table size). CPU: 2^10 .. 2^20 every other power, 10 runs, blocking
-    at 2^18. Quick: three or four sizes, 5 runs, four blocking rates.
+    2^25 (the paper's table size). CPU: 2^10 .. 2^24 every other power, int32 and float32
+    (NumPy's integer and float sums differ most), 10 runs, blocking at 2^18. Quick: three or
+    four sizes (a CPU's 2^16, 2^20 and 2^24), 5 runs, four blocking rates.
 
     ``latency`` (the per-call table, no blocking sweep): GPU 2^10 .. 2^28 every other
     power, 20 repetitions, int32, float32, int64 and float64; CPU 2^10 .. 2^18 every
@@ -50,11 +54,11 @@ def preset(is_gpu: bool, quick: bool = False, latency: bool = False) -> Preset:
             return Preset([1 << e for e in range(10, 29, 2)], 20, [], 0, list(LATENCY_DTYPES))
         return Preset([1 << e for e in range(10, 19, 2)], 10, [], 0)
     if quick:
-        sizes = [1 << e for e in ((16, 20, 24, 28) if is_gpu else (16, 18, 20))]
+        sizes = [1 << e for e in ((16, 20, 24, 28) if is_gpu else (16, 20, 24))]
         return Preset(sizes, 5, [512, 64, 8, 2], 1 << (24 if is_gpu else 18))
     if is_gpu:
         return Preset([1 << e for e in range(10, 29)], 30, list(BLOCKING_RATES), PAPER_SIZE)
-    return Preset([1 << e for e in range(10, 21, 2)], 10, list(BLOCKING_RATES), 1 << 18)
+    return Preset([1 << e for e in range(10, 25, 2)], 10, list(BLOCKING_RATES), 1 << 18, list(CPU_DTYPES))
 
 
 def table_size(sizes: Iterable[int]) -> int:
@@ -77,8 +81,9 @@ class Plan:
     """The steps of one backend's part of a run.
 
     Per dtype and size: each variant's device time, the peers' (and NumPy's, once per
-    dtype and size over all backends), and the per-call figures; then the blocking
-    sweep on the first dtype. Without ``device_time`` (``--latency``), only the
+    dtype and size over all backends), the per-call figures and, on a device that works
+    in host memory (a CPU), NumPy to NumPy against NumPy (:mod:`jitscan.bench.host`);
+    then the blocking sweep on the first dtype. Without ``device_time`` (``--latency``), only the
     per-call figures.
     """
 
@@ -160,6 +165,19 @@ class Plan:
 
         return Task(f"{self.timer.name} calls {dtype} 2^{log2_label(n)}", go)
 
+    def host_at(self, dtype: str, n: int) -> Task:
+        """NumPy to NumPy against NumPy, on a device that works in host memory."""
+        where = f"({self.timer.name}, {dtype}, 2^{log2_label(n)})"
+
+        def go() -> list[Result]:
+            try:
+                return measure_host_calls(self.timer, dtype, n, self.reps)
+            except Exception as exc:  # noqa: BLE001 - one failure must not lose the run
+                self.note(f"NumPy to NumPy {where}: {type(exc).__name__}: {exc}")
+                return []
+
+        return Task(f"{self.timer.name} numpy {dtype} 2^{log2_label(n)}", go)
+
     def tasks(self) -> list[Task]:
         """Every step, in the order they run."""
         tasks = []
@@ -177,6 +195,8 @@ class Plan:
                         tasks.append(self.peers_at(dtype, n))
                 if self.calls:
                     tasks.append(self.calls_at(dtype, n))
+                if self.device_time and self.peers and not self.timer.info.is_gpu:
+                    tasks.append(self.host_at(dtype, n))
         if self.device_time and self.rates and self.dtypes:
             dtype, n = self.dtypes[0], self.blocking_size
             tasks.append(self.variant("memcpy", dtype, n, "blocking"))

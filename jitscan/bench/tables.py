@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Callable
 
 from .calls import JITSCAN_CALLS, PIPELINE_CALLS
+from .host import PAIRS
 from .peers import baseline
 from .results import CALL_FIGURES, Report, Result, log2_label
 from .schedule import table_size
@@ -212,6 +213,33 @@ def latency_table(report: Report) -> str:
     return "\n\n".join(blocks) + "\n\n" + "\n".join(notes) + "\n\nMedians; contenders measured in turns."
 
 
+def numpy_table(report: Report) -> str:
+    """NumPy to NumPy on a CPU: 10^9 elements/s of every call per size, then jitscan's ratios to NumPy."""
+    rows = [r for r in report.results if r.category == "numpy"]
+    blocks = []
+    for backend, dtype in sorted({(r.backend, r.dtype) for r in rows}):
+        mine = [r for r in rows if (r.backend, r.dtype) == (backend, dtype)]
+        sizes = sorted({r.n for r in mine})
+        names = list(dict.fromkeys(r.name for r in mine))
+        rate = {(r.name, r.n): r.elements_per_s for r in mine}
+        lines = [
+            f"**{report.devices.get(backend, backend)}** ({backend}), {dtype}: NumPy array to NumPy array, "
+            "10^9 elements/s (host time of the call)",
+            "",
+            "| call | " + " | ".join(f"2^{log2_label(n)}" for n in sizes) + " |",
+            "|---|" + "---:|" * len(sizes),
+        ]
+        for name in names:
+            cells = [_ge(rate.get((name, n), math.nan)) for n in sizes]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        for mine_, peer in PAIRS:
+            if mine_ in names and peer in names:
+                cells = [_num(rate[(mine_, n)] / rate[(peer, n)], ".2f") for n in sizes]
+                lines.append(f"| {mine_} / {peer} | " + " | ".join(cells) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def markdown(report: Report, n: int | None = None) -> str:
     """All tables of a report (those with something to show), as Markdown to paste into the README."""
     parts: list[str] = []
@@ -225,6 +253,9 @@ def markdown(report: Report, n: int | None = None) -> str:
     calls = latency_table(report)
     if calls:
         parts += ["## Per call (what a user sees)", calls]
+    host = numpy_table(report)
+    if host:
+        parts += ["## NumPy to NumPy (a CPU device)", host]
     if not parts:
         parts += ["(nothing measured)"]
     if report.skipped:
@@ -255,6 +286,7 @@ __all__ = [
     "blocking_table",
     "latency_table",
     "markdown",
+    "numpy_table",
     "paper_table",
     "table",
     "throughput_table",
