@@ -161,7 +161,12 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "/* segmented: scan (head, value) pairs with the lifted operator */",
                 "#define JS_SEGMENTED 1",
                 "typedef struct { js_val v; js_u32 h; } T;",
-                "typedef js_u64 js_heads;",
+                # a thread's head bits: one word, or words where a thread holds more than
+                # 64 items (CPUs' one-thread tiles); tile.h reads them
+                f"#define JS_HEAD_WORDS {spec.head_words}",
+                "typedef js_u64 js_heads;"
+                if spec.head_words == 1
+                else "typedef struct { js_u64 w[JS_HEAD_WORDS]; } js_heads;",
                 *_segment_params(spec.segmented),
                 "JS_DEVICE_FN T js_pair(js_u32 h, js_val v) { T r; r.v = v; r.h = h; return r; }",
                 "#define JS_IDENTITY js_pair(0u, JS_VIDENTITY)",

@@ -140,8 +140,12 @@ class ScanSpec:
                 f"vector_width={self.vector_width} of {self.dtype} is "
                 f"{self.vector_width * itemsize} bytes; at most {VECTOR_BYTES} are supported"
             )
-        if self.segmented and self.vectors * self.vector_width > 64:
-            raise ValueError("a segmented scan holds at most 64 items per thread (vectors * vector_width)")
+        items = self.vectors * self.vector_width
+        if self.segmented and items > 64 and items % 64:
+            raise ValueError(
+                "a segmented scan's thread holds at most 64 items or a multiple of 64 "
+                f"(vectors * vector_width), not {items}"
+            )
         if self.row_tiles and self.segmented:
             raise ValueError("row_tiles applies to plain scans")
         if self.stages_tile and self.segmented != "offsets":
@@ -172,6 +176,11 @@ class ScanSpec:
     @property
     def chained(self) -> bool:
         return self.variant in CHAINED
+
+    @property
+    def head_words(self) -> int:
+        """64-bit words of a segmented thread's head bits (one bit per item it holds)."""
+        return max(1, self.vectors * self.vector_width // 64)
 
     @property
     def element_bytes(self) -> int:

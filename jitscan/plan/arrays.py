@@ -229,14 +229,24 @@ def heads_from_flags(flags: Any, inp: Input) -> Any:
             raise ValueError(f"flags must have one entry per value: {flags.size} flags for {n} values")
         if np.dtype(flags.dtype).kind not in "biu":
             raise ValueError(f"flags must be bool or integer, got {flags.dtype}")
+        if np.dtype(flags.dtype).itemsize == 1:  # the kernels test each byte against 0
+            return b.contiguous(flags)
         return b.contiguous((flags != 0).astype(np.uint8))
     host = np.asarray(to_host(flags))
     if host.ndim != 1 or host.size != n:
         raise ValueError(f"flags must have one entry per value: {host.size} flags for {n} values")
     if host.dtype.kind not in "biu":
         raise ValueError(f"flags must be bool or integer, got {host.dtype}")
-    heads = np.ascontiguousarray(host != 0, dtype=np.uint8)
-    return b.to_device(heads, inp.queue) if n else None
+    if host.dtype.itemsize == 1 and host.flags.c_contiguous:
+        heads = host.view(np.uint8)
+    else:
+        heads = np.ascontiguousarray(host != 0, dtype=np.uint8)
+    if not n:
+        return None
+    # a CPU device reads the host's bytes in place, where the call waits for the scan
+    # (host input); a call on device arrays returns first, and the bytes may be gone
+    shared = b.shared(heads, inp.queue, False) if inp.host is not None else None
+    return shared if shared is not None else b.to_device(heads, inp.queue)
 
 
 def device_offsets(offsets: Any, inp: Input) -> tuple[Any, bool]:

@@ -91,17 +91,14 @@ def geometry(
             threads, vectors, min_blocks = 128, 16, 4
     elif info.is_gpu:
         threads, vectors = 128, 8
-    elif segmented:
-        # CPU, segmented: a thread holds at most 64 items (one bit each in its head mask),
-        # so a tile of one thread would be 64 items; 64 threads share a tile's protocol
-        threads, vectors = 64, 4
     else:
         # CPU (PoCL, one worker thread per workgroup): workgroups of one thread, each
         # scanning a run of 16 KiB serially in loops the compiler keeps as loops
         # (ScanSpec.unrolled), 4 KiB up to 512 KiB so that small inputs still make
         # tiles for every core. PoCL runs a workgroup of many threads as loops split at
         # every barrier: 64 x 4 ran at 217 M int32/s at 2^20, one thread x 1024 vectors
-        # at 1.1-1.6 G/s (2-core EPYC, device arrays; experiments/cpu_numpy.py)
+        # at 1.1-1.6 G/s (2-core EPYC, device arrays; experiments/cpu_numpy.py).
+        # Segmented scans too: their thread's head bits are words (ScanSpec.head_words)
         threads = 1
         vectors = 256 if n is not None and n * dtype.itemsize <= 1 << 19 else 1024
     threads = min(threads, info.max_threads)

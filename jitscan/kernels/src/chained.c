@@ -41,7 +41,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL j
 
     js_val own[JS_P][JS_V];
     T own_left[JS_P], agg = JS_IDENTITY;
-    js_heads own_heads = 0, other_heads;
+    js_heads own_heads = js_no_heads(), other_heads;
     js_stats st = {0u, 0u, 0u, 0u};
     /* Rows aligned to tiles (JS_ROW_TILES, a batched scan along the last axis): the
      * first tile of a row starts afresh and no walk goes back past it, so rows need

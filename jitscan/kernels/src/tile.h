@@ -35,14 +35,38 @@
  * beside them as one bit per item (bit j*JS_V+e of a js_heads mask) and lifts only
  * vector and larger aggregates to (head, value) pairs T: a pair per item would double
  * the tile's registers and halve the loads a thread can keep in flight. */
+#if JS_SEGMENTED && JS_HEAD_WORDS > 1
+/* More than 64 items a thread (CPUs' one-thread tiles): the bits in words. JS_V
+ * divides 64, so the bits of one vector share a word. */
+#define JS_HWORD(h, j) ((h).w[((j) * JS_V) >> 6])
+#define JS_HSHIFT(j) (((j) * JS_V) & 63u)
+/* the JS_V bits of vector j, and ORing them in */
+#define JS_VBITS(h, j) ((js_u32)(JS_HWORD(h, j) >> JS_HSHIFT(j)) & ((1u << JS_V) - 1u))
+#define JS_SET_HEADS(h, j, bits) (JS_HWORD(h, j) |= (js_u64)(bits) << JS_HSHIFT(j))
+JS_DEVICE_FN js_heads js_no_heads(void)
+{
+    js_heads h;
+    for (js_u32 i = 0; i < JS_HEAD_WORDS; ++i)
+        h.w[i] = 0;
+    return h;
+}
+#elif JS_SEGMENTED
+#define JS_VBITS(h, j) ((js_u32)((h) >> ((j) * JS_V)) & ((1u << JS_V) - 1u))
+#define JS_SET_HEADS(h, j, bits) ((h) |= (js_heads)(bits) << ((j) * JS_V))
+#define js_no_heads() ((js_heads)0)
+#else
+#define JS_VBITS(h, j) 0u
+#define js_no_heads() ((js_heads)0)
+#endif
+/* Item e of a vector whose bits are b: a head; a head among items 0..e. A vector's
+ * bits are read once and tested per item. */
+#define JS_BIT_HEAD(b, e) (((b) >> (e)) & 1u)
+#define JS_BIT_SEEN(b, e) (((b) & ((2u << (e)) - 1u)) != 0u)
+#define JS_HEAD(h, j, e) JS_BIT_HEAD(JS_VBITS(h, j), e)
+#define JS_SEEN(h, j, e) JS_BIT_SEEN(JS_VBITS(h, j), e)
 #if JS_SEGMENTED
-#define JS_HEAD(h, j, e) ((js_u32)((h) >> ((j) * JS_V + (e))) & 1u)
-/* a head among items 0..e of vector j */
-#define JS_SEEN(h, j, e) ((((h) >> ((j) * JS_V)) & ((((js_heads)2u) << (e)) - 1u)) != 0)
 #define JS_LIFT(head, v) js_pair((head), (v))
 #else
-#define JS_HEAD(h, j, e) 0u
-#define JS_SEEN(h, j, e) 0
 #define JS_LIFT(head, v) (v)
 #endif
 
@@ -178,15 +202,14 @@ JS_UNROLL
 #endif
 }
 
-/* Scans vector j of a thread in place, restarting at heads; returns its aggregate. */
-JS_DEVICE_FN T js_scan_vector(js_val v[JS_V], js_u32 j, js_heads heads)
+/* Scans a vector in place, restarting at its heads (bits b); returns its aggregate. */
+JS_DEVICE_FN T js_scan_vector(js_val v[JS_V], js_u32 b)
 {
-    (void)j;
-    (void)heads;
+    (void)b;
 #pragma unroll
     for (js_u32 e = 1; e < JS_V; ++e)
-        v[e] = JS_HEAD(heads, j, e) ? v[e] : js_vop(v[e - 1], v[e]);
-    return JS_LIFT(JS_SEEN(heads, j, JS_V - 1), v[JS_V - 1]);
+        v[e] = JS_BIT_HEAD(b, e) ? v[e] : js_vop(v[e - 1], v[e]);
+    return JS_LIFT(JS_BIT_SEEN(b, JS_V - 1), v[JS_V - 1]);
 }
 
 /* Scans the tile in registers. Afterwards x[j][e] holds the inclusive prefix within its
@@ -207,7 +230,7 @@ JS_DEVICE_FN T js_scan_tile(js_val x[JS_P][JS_V], T left[JS_P], js_heads heads, 
     (void)sh;
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
-        T last = js_scan_vector(x[j], j, heads);
+        T last = js_scan_vector(x[j], JS_VBITS(heads, j));
         left[j] = carry;
         carry = j ? js_op(carry, last) : last;
     }
@@ -216,7 +239,7 @@ JS_UNROLL
     T last[JS_P], excl[JS_P], total[JS_P];
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j)
-        last[j] = js_scan_vector(x[j], j, heads);
+        last[j] = js_scan_vector(x[j], JS_VBITS(heads, j));
     js_scan_rows(last, excl, total, sh);
 
     left[0] = excl[0];
@@ -329,13 +352,13 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size
             JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
     }
     JS_BARRIER();
-    js_heads mask = 0;
+    js_heads mask = js_no_heads();
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         /* JS_V divides 32, so a vector's bits share one word */
         js_u32 q = (js_u32)js_vec_index(j) * JS_V;
         js_u32 bits = (sh->head_bits[q >> 5] >> (q & 31u)) & (js_u32)((((js_u64)1) << JS_V) - 1u);
-        mask |= (js_heads)bits << (j * JS_V);
+        JS_SET_HEADS(mask, j, bits);
     }
     *own = mask;
 }
@@ -344,7 +367,7 @@ JS_UNROLL
 JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_LOAD_PARAMS)
 {
-    js_heads mask = 0;
+    js_heads mask = js_no_heads();
     int full = base + JS_TILE <= n;
     js_load_values(in, base, n, x);
 JS_UNROLL
@@ -367,9 +390,11 @@ JS_UNROLL
             for (js_u32 e = 0; e < JS_V; ++e)
                 h[e] = first + e < n ? heads[first + e] : 0u;
         }
+        js_u32 bits = 0;
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
-            mask |= (js_heads)((first + e < n) && h[e] != 0) << (j * JS_V + e);
+            bits |= (js_u32)((first + e < n) && h[e] != 0) << e;
+        JS_SET_HEADS(mask, j, bits);
     }
     *own = mask;
 }
@@ -377,7 +402,7 @@ JS_UNROLL
 JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own)
 {
-    *own = 0;
+    *own = js_no_heads();
     js_load_values(in, base, n, x);
 }
 #endif
@@ -385,16 +410,19 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size
 /* Splits loaded pairs (the segmented spine of reduce-then-scan) into values and head bits. */
 JS_DEVICE_FN js_heads js_split(T p[JS_P][JS_V], js_val x[JS_P][JS_V])
 {
-    js_heads h = 0;
+    js_heads h = js_no_heads();
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
 #pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e) {
+        for (js_u32 e = 0; e < JS_V; ++e)
             x[j][e] = JS_VALUE_OF(p[j][e]);
 #if JS_SEGMENTED
-            h |= (js_heads)(p[j][e].h != 0) << (j * JS_V + e);
+        js_u32 bits = 0;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            bits |= (js_u32)(p[j][e].h != 0) << e;
+        JS_SET_HEADS(h, j, bits);
 #endif
-        }
     }
     return h;
 }
@@ -412,16 +440,17 @@ JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
+        js_u32 b = JS_VBITS(heads, j);
+        (void)b;
         if (exclusive) {
 #pragma unroll
             for (js_u32 e = JS_V - 1; e > 0; --e)
-                x[j][e] = JS_HEAD(heads, j, e) ? JS_VIDENTITY
-                          : JS_SEEN(heads, j, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
-            x[j][0] = JS_HEAD(heads, j, 0) ? JS_VIDENTITY : l;
+                x[j][e] = JS_BIT_HEAD(b, e) ? JS_VIDENTITY : JS_BIT_SEEN(b, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
+            x[j][0] = JS_BIT_HEAD(b, 0) ? JS_VIDENTITY : l;
         } else {
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
-                x[j][e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
+                x[j][e] = JS_BIT_SEEN(b, e) ? x[j][e] : js_vop(l, x[j][e]);
         }
     }
     js_store_values(out, base, n, x);
@@ -445,9 +474,10 @@ JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
         js_u32 q = 1u + (js_u32)js_vec_index(j) * JS_V;
+        js_u32 b = JS_VBITS(heads, j);
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
-            sh->stage[q + e] = JS_SEEN(heads, j, e) ? x[j][e] : js_vop(l, x[j][e]);
+            sh->stage[q + e] = JS_BIT_SEEN(b, e) ? x[j][e] : js_vop(l, x[j][e]);
     }
     if (lid == 0)
         sh->stage[0] = has_prefix ? JS_VALUE_OF(prefix) : JS_VIDENTITY;
