@@ -4,7 +4,9 @@ Usage: python experiments/cpu_kernel.py [LOG2N ...]   (default 16 20 24)
 
 Prepared scans of pyopencl arrays (no conversion, no result allocated: ``scan(x, y)``),
 the default variant and ``memcpy`` through the same loads and stores, against
-``numpy.cumsum`` with ``dtype=x.dtype``; M elements/s, best of 7 rounds of 5 calls.
+``numpy.cumsum`` with ``dtype=x.dtype``; then int32 segmented scans by CSR offsets, uint8
+head flags and rows of 1024 (segments of mean length 1000 for the first two, all on the
+device); M elements/s, best of 7 rounds of 5 calls.
 """
 
 from __future__ import annotations
@@ -53,6 +55,25 @@ def main() -> None:
             rates.append(best_rate(lambda h=host, dt=dt: np.cumsum(h, dtype=dt), n, lambda: None))
             cells = " | ".join(f"{r:.0f}" for r in rates)
             print(f"2^{e} | {dt} | {cells} | {rates[1] / rates[0]:.2f}", flush=True)
+        segmented(q, n)
+
+
+def segmented(q: object, n: int) -> None:
+    """int32 segmented scans of the three kinds of segments, on the device."""
+    rng = np.random.default_rng(0)
+    x = cla.to_device(q, rng.integers(-50, 50, n).astype(np.int32))
+    y = cla.empty_like(x)
+    ends = np.cumsum(rng.integers(1, 2000, n // 1000 + 2))
+    off = np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+    flags = np.zeros(n, np.uint8)
+    flags[off[:-1][off[:-1] < n]] = 1
+    given = {"offsets": cla.to_device(q, off), "flags": cla.to_device(q, flags), "row_len": 1024}
+    cells = []
+    for mode, seg in given.items():
+        scan = jitscan.plan("int32", segmented="rows" if mode == "row_len" else mode, backend="opencl")
+        rate = best_rate(lambda scan=scan, mode=mode, seg=seg: scan(x, y, **{mode: seg}), n, q.finish)
+        cells.append(f"{mode} {rate:.0f}")
+    print(f"2^{int(np.log2(n))} | int32 segmented | " + " | ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -113,3 +113,25 @@ def test_common_calls_wrap_the_numpy_memory_in_bare_buffers(cpu_opencl, monkeypa
     got = total(x)
     assert type(got) is np.int64 and got == x.sum(dtype=np.int64)
     np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))
+
+
+def test_results_need_no_map_where_the_device_writes_the_host_array(cpu_opencl, monkeypatch, rng):
+    # PoCL's CPU device keeps a host-pointer buffer in the array itself: once the queue
+    # finishes, the result is there, and mapping it would only cost a command and a wait.
+    # The backend probes that once per device; a runtime that keeps copies is mapped.
+    import pyopencl as cl
+
+    if not cpu_opencl._writes_in_place(cpu_opencl.default_queue()):
+        pytest.skip("this CPU runtime keeps its own copies of host-pointer buffers: results are mapped")
+    tile = tile_size("opencl", "float32")
+    for n in (1, tile - 1, 5 * tile + 3):
+        jitscan.cumsum(np.ones(n, np.float32), backend="opencl")  # compiled outside the check
+
+    def mapped(*args, **kwargs):
+        raise AssertionError("mapped")
+
+    monkeypatch.setattr(cl, "enqueue_map_buffer", mapped)
+    for n in (1, tile - 1, 5 * tile + 3):
+        x = rng.integers(-8, 9, n).astype(np.float32)
+        for _ in range(3):
+            np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))
