@@ -241,7 +241,7 @@ class PreparedScan:
                 queue = self._host_queue
                 t = getattr(x, "dtype", None)
                 if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
-                    x = x.astype(self._np)  # types the kernels do not convert (float16)
+                    x = x.astype(self._np)  # narrowing, float to integer, float16
                 common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
                 if common is not None:
                     src, dst, result = common
