@@ -431,29 +431,50 @@ JS_UNROLL
  * has_prefix is 0, as for the first tile). The carry l into vector j only reaches
  * the items before the vector's first head; exclusive scans start a head from the
  * identity. */
+/* The output of one vector: its items v (scanned within the vector, restarted at the
+ * heads in bits b) after the carry l, or for an exclusive scan shifted by one item. */
+JS_DEVICE_FN void js_output_vector(js_val y[JS_V], js_val v[JS_V], js_val l, js_u32 b, int exclusive)
+{
+    (void)b;
+    if (exclusive) {
+        y[0] = JS_BIT_HEAD(b, 0) ? JS_VIDENTITY : l;
+#pragma unroll
+        for (js_u32 e = 1; e < JS_V; ++e)
+            y[e] = JS_BIT_HEAD(b, e) ? JS_VIDENTITY : JS_BIT_SEEN(b, e - 1) ? v[e - 1] : js_vop(l, v[e - 1]);
+    } else {
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            y[e] = JS_BIT_SEEN(b, e) ? v[e] : js_vop(l, v[e]);
+    }
+}
+
 JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, js_val x[JS_P][JS_V],
                                   T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads heads)
 {
     (void)heads;
-    /* in place: on a CPU, where the tile is an array in memory, a second one would not
-     * stay in L1 beside it; an exclusive vector is shifted from its last item down */
+    /* vector by vector, each stored as soon as it is computed: on a CPU, where the tile
+     * is an array in memory, it is then read once more and never rewritten */
+    if (base + JS_TILE <= n) {
 JS_UNROLL
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
-        js_u32 b = JS_VBITS(heads, j);
-        (void)b;
-        if (exclusive) {
-#pragma unroll
-            for (js_u32 e = JS_V - 1; e > 0; --e)
-                x[j][e] = JS_BIT_HEAD(b, e) ? JS_VIDENTITY : JS_BIT_SEEN(b, e - 1) ? x[j][e - 1] : js_vop(l, x[j][e - 1]);
-            x[j][0] = JS_BIT_HEAD(b, 0) ? JS_VIDENTITY : l;
-        } else {
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_val y[JS_V];
+            js_output_vector(y, x[j], JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]),
+                             JS_VBITS(heads, j), exclusive);
+            JS_VSTORE(y, out + base, js_vec_index(j));
+        }
+    } else {
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_val y[JS_V];
+            js_output_vector(y, x[j], JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]),
+                             JS_VBITS(heads, j), exclusive);
+            js_size first = base + js_vec_index(j) * JS_V;
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
-                x[j][e] = JS_BIT_SEEN(b, e) ? x[j][e] : js_vop(l, x[j][e]);
+                if (first + e < n)
+                    out[first + e] = y[e];
         }
     }
-    js_store_values(out, base, n, x);
 }
 
 #if JS_SEG_STAGE
