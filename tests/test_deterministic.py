@@ -87,7 +87,9 @@ def distinct_results(
 
 def test_a_plain_float_scan_varies_from_run_to_run(backend):
     # the problem the option solves, shown on this device: the tests below can fail
-    seen = distinct_results(backend, size(backend), 40, False, 2, until_two=True)
+    # up to 200 runs, stopping at the second pattern: on a loaded machine PoCL's workers
+    # may take many runs to interleave differently
+    seen = distinct_results(backend, size(backend), 200, False, 2, until_two=True)
     assert seen > 1, "without deterministic=True the schedule should show in the bits"
 
 

@@ -34,6 +34,7 @@ def _segment_params(mode: str) -> list[str]:
             "#define JS_SEG_ARGS , offsets, seg_first, nseg",
             "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS, JS_LOCAL_PTR js_shared* sh",
             "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS, &sh",
+            "#define JS_SEG_LOAD_FWD JS_SEG_ARGS, sh",
         ]
     return [
         "#define JS_SEG_OFFSETS 0",
@@ -41,6 +42,7 @@ def _segment_params(mode: str) -> list[str]:
         "#define JS_SEG_ARGS , heads, row_len",
         "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS",
         "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS",
+        "#define JS_SEG_LOAD_FWD JS_SEG_ARGS",
     ]
 
 
@@ -211,6 +213,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "#define JS_SEG_OFFSETS 0",
                 "#define JS_SEG_LOAD_PARAMS",
                 "#define JS_SEG_LOAD_ARGS",
+                "#define JS_SEG_LOAD_FWD",
                 "typedef js_val T;",
                 "typedef js_u32 js_heads;",
                 "#define JS_SEG_PARAMS",

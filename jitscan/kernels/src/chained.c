@@ -67,8 +67,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL j
 
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
-    js_load_input(in, base, n, own, &own_heads JS_SEG_LOAD_ARGS);
-    agg = js_scan_tile(own, own_left, own_heads, &sh);
+    agg = js_load_scan(in, base, n, own, own_left, &own_heads, &sh JS_SEG_LOAD_ARGS);
     if (lid == 0) {
         if (posts)
             js_post(state, epoch, tile, own_flag, agg);
@@ -100,8 +99,7 @@ JS_KERNEL void js_chained(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL j
             JS_PRIVATE js_val (*x)[JS_V] = other;
             JS_PRIVATE T* left = other_left;
 #endif
-            js_load_input(in, (js_size)which * JS_TILE, n, x, &other_heads JS_SEG_LOAD_ARGS);
-            T a = js_scan_tile(x, left, other_heads, &sh);
+            T a = js_load_scan(in, (js_size)which * JS_TILE, n, x, left, &other_heads, &sh JS_SEG_LOAD_ARGS);
             /* every thread has read lb_cur (`which`) before thread 0 moves it below; a
              * workgroup of one subgroup has no barrier inside js_scan_tile */
             JS_BARRIER();

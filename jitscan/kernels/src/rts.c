@@ -18,8 +18,7 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_in* in, js_size in_off, js_size 
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_input(in + in_off, base, n, x, &own JS_SEG_LOAD_ARGS);
-    T agg = js_scan_tile(x, left, own, &sh);
+    T agg = js_load_scan(in + in_off, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
     if (JS_LID == 0)
         spine[tile] = agg;
 #if JS_SEG_STAGE
@@ -78,8 +77,7 @@ JS_KERNEL void js_rts_scan(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL 
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_input(in + in_off, base, n, x, &own JS_SEG_LOAD_ARGS);
-    js_scan_tile(x, left, own, &sh);
+    js_load_scan(in + in_off, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
     js_store_output(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }
 

@@ -407,6 +407,43 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size
 }
 #endif
 
+/* Loads the tile at base and scans it (js_load_input, then js_scan_tile): the one step
+ * the owner of a tile and a workgroup falling back on it take. A one-thread tile of a
+ * plain scan does both in one pass over its vectors, with the same expressions: on a
+ * CPU the tile is an array in memory, and a pass of its own is a write and a read of it. */
+#if JS_T == 1 && !JS_SEGMENTED
+JS_DEVICE_FN T js_load_scan(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+                            T left[JS_P], js_heads* own, JS_LOCAL_PTR js_shared* tile_sh)
+{
+    (void)tile_sh;
+    *own = js_no_heads();
+    int full = base + JS_TILE <= n;
+    T carry = JS_IDENTITY;
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        if (full) {
+            JS_VLOAD_IN(x[j], in + base, js_vec_index(j));
+        } else {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                x[j][e] = first + e < n ? (js_val)in[first + e] : JS_VIDENTITY;
+        }
+        T last = js_scan_vector(x[j], 0u);
+        left[j] = carry;
+        carry = j ? js_op(carry, last) : last;
+    }
+    return carry;
+}
+#else
+JS_DEVICE_FN T js_load_scan(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+                            T left[JS_P], js_heads* own, JS_LOCAL_PTR js_shared* tile_sh JS_SEG_LOAD_PARAMS)
+{
+    js_load_input(in, base, n, x, own JS_SEG_LOAD_FWD);
+    return js_scan_tile(x, left, *own, tile_sh);
+}
+#endif
+
 /* Splits loaded pairs (the segmented spine of reduce-then-scan) into values and head bits. */
 JS_DEVICE_FN js_heads js_split(T p[JS_P][JS_V], js_val x[JS_P][JS_V])
 {
