@@ -309,35 +309,43 @@ JS_UNROLL
     }
 }
 
-/* The input's items (js_in) become values as they are loaded: a conversion costs no
- * pass of its own. */
+/* Vector j of the tile at base, its items (js_in) converted to values as they load (a
+ * conversion costs no pass of its own); items past n read as the identity. Callers pass
+ * `full` as a constant where they can, so each branch compiles alone. */
+JS_DEVICE_FN void js_load_vector(JS_GLOBAL const js_in* in, js_size base, js_size n, int full, js_u32 j,
+                                 js_val v[JS_V])
+{
+    if (full) {
+        JS_VLOAD_IN(v, in + base, js_vec_index(j));
+    } else {
+        js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            v[e] = first + e < n ? (js_val)in[first + e] : JS_VIDENTITY;
+    }
+}
+
 JS_DEVICE_FN void js_load_values(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
-            JS_VLOAD_IN(x[j], in + base, js_vec_index(j));
+            js_load_vector(in, base, n, 1, j, x[j]);
     } else {
 JS_UNROLL
-        for (js_u32 j = 0; j < JS_P; ++j) {
-            js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
-            for (js_u32 e = 0; e < JS_V; ++e)
-                x[j][e] = first + e < n ? (js_val)in[first + e] : JS_VIDENTITY;
-        }
+        for (js_u32 j = 0; j < JS_P; ++j)
+            js_load_vector(in, base, n, 0, j, x[j]);
     }
 }
 
 #if JS_SEG_OFFSETS
-/* Loads values; *own receives this thread's head bits. The workgroup marks the heads
- * of the tile in local memory from the offsets of the segments starting in it
- * (seg_first[t] .. seg_first[t + 1]), so every segment costs one coalesced read. */
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
-                                js_heads* own JS_SEG_LOAD_PARAMS)
+/* The workgroup marks the heads of the tile in local memory from the offsets of the
+ * segments starting in it (seg_first[t] .. seg_first[t + 1]), so every segment costs
+ * one coalesced read. */
+JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
 {
     js_u32 lid = JS_LID;
     js_size t = base / JS_TILE;
-    js_load_values(in, base, n, x);
     js_size lo = seg_first[t], hi = seg_first[t + 1];
     /* a previous call's readers may still be reading the bits */
     JS_BARRIER();
@@ -352,87 +360,91 @@ JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size
             JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
     }
     JS_BARRIER();
-    js_heads mask = js_no_heads();
-JS_UNROLL
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        /* JS_V divides 32, so a vector's bits share one word */
-        js_u32 q = (js_u32)js_vec_index(j) * JS_V;
-        js_u32 bits = (sh->head_bits[q >> 5] >> (q & 31u)) & (js_u32)((((js_u64)1) << JS_V) - 1u);
-        JS_SET_HEADS(mask, j, bits);
-    }
-    *own = mask;
 }
+
+/* The head bits of vector j, as marked (JS_V divides 32, so they share one word). */
+#define JS_VECTOR_HEADS(base, n, full, j) \
+    ((sh->head_bits[((js_u32)js_vec_index(j) * JS_V) >> 5] >> (((js_u32)js_vec_index(j) * JS_V) & 31u)) \
+     & ((1u << JS_V) - 1u))
 #elif JS_SEGMENTED
-/* Loads values and heads; *own receives this thread's head bits. */
+/* The head bits of vector j: from the uint8 flags, or from the position when row_len != 0. */
+JS_DEVICE_FN js_u32 js_vector_heads(js_size base, js_size n, int full, js_u32 j JS_SEG_LOAD_PARAMS)
+{
+    js_size first = base + js_vec_index(j) * JS_V;
+    js_u32 h[JS_V];
+    if (row_len) {
+        /* position within the row, divided once per vector and then advanced;
+         * 32-bit division where it suffices (it is several times cheaper) */
+        js_size r = (first | row_len) >> 32 ? first % row_len : (js_size)((js_u32)first % (js_u32)row_len);
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e) {
+            h[e] = r == 0;
+            r = r + 1 == row_len ? 0 : r + 1;
+        }
+    } else if (full) {
+        JS_VLOAD_U8(h, heads + base, js_vec_index(j));
+    } else {
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            h[e] = first + e < n ? heads[first + e] : 0u;
+    }
+    js_u32 bits = 0;
+#pragma unroll
+    for (js_u32 e = 0; e < JS_V; ++e)
+        bits |= (js_u32)((first + e < n) && h[e] != 0) << e;
+    return bits;
+}
+#define JS_VECTOR_HEADS(base, n, full, j) js_vector_heads(base, n, full, j JS_SEG_LOAD_FWD)
+#else
+#define JS_VECTOR_HEADS(base, n, full, j) 0u
+#endif
+
+/* Loads values; *own receives this thread's head bits. */
 JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_LOAD_PARAMS)
 {
-    js_heads mask = js_no_heads();
-    int full = base + JS_TILE <= n;
     js_load_values(in, base, n, x);
-JS_UNROLL
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        js_size first = base + js_vec_index(j) * JS_V;
-        js_u32 h[JS_V];
-        if (row_len) {
-            /* position within the row, divided once per vector and then advanced;
-             * 32-bit division where it suffices (it is several times cheaper) */
-            js_size r = (first | row_len) >> 32 ? first % row_len : (js_size)((js_u32)first % (js_u32)row_len);
-#pragma unroll
-            for (js_u32 e = 0; e < JS_V; ++e) {
-                h[e] = r == 0;
-                r = r + 1 == row_len ? 0 : r + 1;
-            }
-        } else if (full) {
-            JS_VLOAD_U8(h, heads + base, js_vec_index(j));
-        } else {
-#pragma unroll
-            for (js_u32 e = 0; e < JS_V; ++e)
-                h[e] = first + e < n ? heads[first + e] : 0u;
-        }
-        js_u32 bits = 0;
-#pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e)
-            bits |= (js_u32)((first + e < n) && h[e] != 0) << e;
-        JS_SET_HEADS(mask, j, bits);
-    }
-    *own = mask;
-}
-#else
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
-                                js_heads* own)
-{
-    *own = js_no_heads();
-    js_load_values(in, base, n, x);
-}
+#if JS_SEGMENTED
+#if JS_SEG_OFFSETS
+    js_mark_heads(base, n JS_SEG_LOAD_FWD);
 #endif
+    js_heads mask = js_no_heads();
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j)
+        JS_SET_HEADS(mask, j, JS_VECTOR_HEADS(base, n, base + JS_TILE <= n, j));
+    *own = mask;
+#else
+    *own = js_no_heads();
+#endif
+}
 
 /* Loads the tile at base and scans it (js_load_input, then js_scan_tile): the one step
- * the owner of a tile and a workgroup falling back on it take. A one-thread tile of a
- * plain scan does both in one pass over its vectors, with the same expressions: on a
- * CPU the tile is an array in memory, and a pass of its own is a write and a read of it. */
-#if JS_T == 1 && !JS_SEGMENTED
+ * the owner of a tile and a workgroup falling back on it take. A one-thread tile does
+ * both in one pass over its vectors, with the same expressions: on a CPU the tile is an
+ * array in memory, and a pass of its own is a write and a read of it. */
+#if JS_T == 1
 JS_DEVICE_FN T js_load_scan(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
-                            T left[JS_P], js_heads* own, JS_LOCAL_PTR js_shared* tile_sh)
+                            T left[JS_P], js_heads* own, JS_LOCAL_PTR js_shared* tile_sh JS_SEG_LOAD_PARAMS)
 {
     (void)tile_sh;
-    *own = js_no_heads();
     int full = base + JS_TILE <= n;
+#if JS_SEG_OFFSETS
+    js_mark_heads(base, n JS_SEG_LOAD_FWD);
+#endif
+    js_heads mask = js_no_heads();
     T carry = JS_IDENTITY;
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
-        if (full) {
-            JS_VLOAD_IN(x[j], in + base, js_vec_index(j));
-        } else {
-            js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
-            for (js_u32 e = 0; e < JS_V; ++e)
-                x[j][e] = first + e < n ? (js_val)in[first + e] : JS_VIDENTITY;
-        }
-        T last = js_scan_vector(x[j], 0u);
+        js_load_vector(in, base, n, full, j, x[j]);
+        js_u32 b = JS_VECTOR_HEADS(base, n, full, j);
+#if JS_SEGMENTED
+        JS_SET_HEADS(mask, j, b);
+#endif
+        T last = js_scan_vector(x[j], b);
         left[j] = carry;
         carry = j ? js_op(carry, last) : last;
     }
+    *own = mask;
     return carry;
 }
 #else
