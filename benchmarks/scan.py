@@ -270,7 +270,8 @@ def _sync(queue: Any) -> None:
 
 
 class Call:
-    """End-to-end ``jitscan.cumsum`` (host clock): device input, and NumPy input (copies included)."""
+    """End-to-end ``jitscan.cumsum`` of int32 (an int64 result, widened as the kernels load; host
+    clock): device input, and NumPy input (copied to a GPU and back, read in place on a CPU)."""
 
     params = (BACKENDS, ["fallback", "rts"], sorted({SIZES[0], SIZES[-1]}))
     param_names = ("backend", "variant", "n")
@@ -300,7 +301,7 @@ class Call:
         self._sync()
 
     def time_cumsum_numpy(self, backend: str, variant: str, n: int) -> None:
-        """A scan of a NumPy array: upload, scan, download."""
+        """A scan of a NumPy array: upload, scan, download (on a CPU device: in place)."""
         import jitscan
 
         jitscan.cumsum(self.host, backend=backend, variant=self.variant)
