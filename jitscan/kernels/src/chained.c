@@ -8,7 +8,7 @@
  *   FALLBACK  scan a stalled predecessor's tile and insert its aggregate;
  *   DONE      the prefix is known.
  * With JS_ONE_SCAN_SITE (OpenCL without shuffles: PoCL and the like) OWN and
- * FALLBACK share one call of js_scan_tile: PoCL's LLVM 14 crashes on kernels with two
+ * FALLBACK share one call of js_load_scan: PoCL's LLVM 14 crashes on kernels with two
  * inlined copies of the workgroup scan. Elsewhere the own tile is scanned before the
  * loop, which keeps the loop small and the own tile's registers out of it. */
 
