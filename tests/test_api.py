@@ -141,7 +141,9 @@ def test_calls_with_keyword_arguments_find_their_prepared_scan_in_one_lookup(bac
     monkeypatch.setattr(flat, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
     monkeypatch.setattr(jitscan.api.running, "shortcut_for", flat.shortcut_for)
     fn = getattr(jitscan, call)
-    knobs = dict(backend=backend, variant="lookback", deterministic=True, spin_limit=1 << 20)
+    # a watchdog no preempted PoCL worker outlasts (2^20 spins, about a millisecond on a
+    # CPU, once reported a false deadlock on a loaded machine)
+    knobs = dict(backend=backend, variant="lookback", deterministic=True, spin_limit=1 << 30)
     results = [b.to_host(fn(x, **knobs)) for _ in range(3)]
     assert len(made) == 1
     np.testing.assert_array_equal(results[0], results[2])
