@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..dtypes import DType
+from ..dtypes import INPUTS, DType
 from . import tile_state
 from .spec import KIND_CODES, ScanSpec
 
@@ -52,6 +52,8 @@ class Dialect(ABC):
     name = "abstract"
     #: suffix of an unsigned 64-bit integer literal
     u64_suffix = "UL"
+    #: the names of a vector type's components, in order
+    components: tuple[str, ...] = ()
 
     @abstractmethod
     def ctype(self, dtype: DType) -> str:
@@ -89,18 +91,20 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
 #define JS_SHFL_IDX(x, s) js_shfl_idx_pair(x, s)
 """
 
+    def vector_load(self, macro: str, dtype: DType, width: int, cast: str = "") -> str:
+        """``macro(dst, ptr, vi)``: vector ``vi`` of ``dtype`` through the element pointer
+        ``ptr``, its items into ``dst[0 .. width)``, each through ``cast``."""
+        if width == 1:
+            return f"#define {macro}(dst, ptr, vi) ((dst)[0] = {cast}(ptr)[vi])"
+        vec = self.vector_type(dtype, width)
+        items = " ".join(f"(dst)[{i}] = {cast}_v.{c};" for i, c in enumerate(self.components[:width]))
+        return f"#define {macro}(dst, ptr, vi) do {{ {vec} _v = {self.vector_at(vec)}; {items} }} while (0)"
+
     def load_input(self, spec: ScanSpec) -> str:
         """JS_VLOAD_IN: JS_VLOAD of the input's type, each item converted to js_val."""
         if spec.input_info is spec.dtype_info:
             return "#define JS_VLOAD_IN JS_VLOAD"
-        v = spec.vector_width
-        if v == 1:
-            return "#define JS_VLOAD_IN(dst, ptr, vi) ((dst)[0] = (js_val)(ptr)[vi])"
-        vec = self.vector_type(spec.input_info, v)
-        loads = " ".join(f"(dst)[{i}] = (js_val)_v.{c};" for i, c in enumerate(self.components[:v]))
-        return (
-            f"#define JS_VLOAD_IN(dst, ptr, vi) do {{ {vec} _v = {self.vector_at(vec)}; {loads} }} while (0)"
-        )
+        return self.vector_load("JS_VLOAD_IN", spec.input_info, spec.vector_width, "(js_val)")
 
     @abstractmethod
     def vector_type(self, dtype: DType, width: int) -> str:
@@ -249,7 +253,9 @@ class OpenCLDialect(Dialect):
         return f"{dtype.opencl}{width}"
 
     def vector_at(self, vec: str) -> str:
-        # a vector pointer, not vload: see JS_VLOAD
+        # a vector pointer, not vload/vstore: those only promise element alignment, so
+        # NVIDIA's compiler splits them into scalar accesses. The host passes 16-byte
+        # aligned arrays only (OpenCLBackend.contiguous / aligned).
         return f"((__global const {vec}*)(ptr))[vi]"
 
     def prelude(self, spec: ScanSpec) -> str:
@@ -262,30 +268,15 @@ class OpenCLDialect(Dialect):
         if spec.tile_state == "packed" and spec.chained:
             head.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
             head.append("#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable")
+        vload = self.vector_load("JS_VLOAD", dt, v)
+        vload_u8 = self.vector_load("JS_VLOAD_U8", INPUTS["uint8"], v)
         if v == 1:
-            vload = "#define JS_VLOAD(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
             vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
         else:
-            comps = _COMPONENTS_CL[:v]
-            loads = " ".join(f"(dst)[{i}] = _v.{c};" for i, c in enumerate(comps))
+            # a vector pointer, as for the loads (vector_at)
             packs = ", ".join(f"(src)[{i}]" for i in range(v))
-            # a vector pointer, not vload/vstore: those only promise element alignment,
-            # so NVIDIA's compiler splits them into scalar accesses. The host passes
-            # 16-byte aligned arrays only (OpenCLBackend.contiguous / aligned).
-            vec = f"{dt.opencl}{v}"
-            vload = (
-                f"#define JS_VLOAD(dst, ptr, vi) "
-                f"do {{ {vec} _v = ((__global const {vec}*)(ptr))[vi]; {loads} }} while (0)"
-            )
+            vec = self.vector_type(dt, v)
             vstore = f"#define JS_VSTORE(src, ptr, vi) (((__global {vec}*)(ptr))[vi] = ({vec})({packs}))"
-        if v == 1:
-            vload_u8 = "#define JS_VLOAD_U8(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
-        else:
-            loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(_COMPONENTS_CL[:v]))
-            vload_u8 = (
-                f"#define JS_VLOAD_U8(dst, ptr, vi) "
-                f"do {{ uchar{v} _h = ((__global const uchar{v}*)(ptr))[vi]; {loads8} }} while (0)"
-            )
         sw_max = (
             "atom_max((volatile __global ulong*)(p), (v))"
             if spec.tile_state == "packed"
@@ -405,30 +396,16 @@ class CUDADialect(Dialect):
     def prelude(self, spec: ScanSpec) -> str:
         dt = spec.dtype_info
         v = spec.vector_width
+        vload = self.vector_load("JS_VLOAD", dt, v)
+        vload_u8 = self.vector_load("JS_VLOAD_U8", INPUTS["uint8"], v)
         if v == 1:
-            vload = "#define JS_VLOAD(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
             vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
         else:
             vt = self.vector_type(dt, v)
-            comps = _COMPONENTS_CUDA[:v]
-            loads = " ".join(f"(dst)[{i}] = _v.{c};" for i, c in enumerate(comps))
-            stores = " ".join(f"_v.{c} = (src)[{i}];" for i, c in enumerate(comps))
-            vload = (
-                f"#define JS_VLOAD(dst, ptr, vi) do {{ {vt} _v = "
-                f"reinterpret_cast<const {vt}*>(ptr)[vi]; {loads} }} while (0)"
-            )
+            stores = " ".join(f"_v.{c} = (src)[{i}];" for i, c in enumerate(self.components[:v]))
             vstore = (
                 f"#define JS_VSTORE(src, ptr, vi) do {{ {vt} _v; {stores} "
                 f"reinterpret_cast<{vt}*>(ptr)[vi] = _v; }} while (0)"
-            )
-        if v == 1:
-            vload_u8 = "#define JS_VLOAD_U8(dst, ptr, vi) ((dst)[0] = (ptr)[vi])"
-        else:
-            comps8 = _COMPONENTS_CUDA[:v]
-            loads8 = " ".join(f"(dst)[{i}] = _h.{c};" for i, c in enumerate(comps8))
-            vload_u8 = (
-                f"#define JS_VLOAD_U8(dst, ptr, vi) do {{ uchar{v} _h = "
-                f"reinterpret_cast<const uchar{v}*>(ptr)[vi]; {loads8} }} while (0)"
             )
         to_bits, from_bits = {
             "int32": ("(js_u32)(x)", "(int)(b)"),

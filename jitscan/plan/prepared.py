@@ -234,8 +234,7 @@ class PreparedScan:
             common = self.backend.operands(x, out, self._np, self._reduce, loads)
             if common is not None:  # a device array as the kernels take it
                 queue, n, dst = common
-                t = x.dtype
-                self._launcher(queue, n, "" if t is self._np else loads[t])(x, dst, n)
+                self._launcher(queue, n, loads[x.dtype])(x, dst, n)
                 return dst.reshape(()) if self._reduce and out is None else dst
             if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
                 queue = self._host_queue
@@ -246,8 +245,7 @@ class PreparedScan:
                 if common is not None:
                     src, dst, result = common
                     n = x.size
-                    t = x.dtype
-                    self._launcher(queue, n, "" if t is self._np else loads[t])(src, dst, n)
+                    self._launcher(queue, n, loads[x.dtype])(src, dst, n)
                     self.backend.host_done(dst, queue)
                     return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats)

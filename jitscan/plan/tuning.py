@@ -97,7 +97,8 @@ def geometry(
         # (ScanSpec.unrolled), 4 KiB up to 512 KiB so that small inputs still make
         # tiles for every core. PoCL runs a workgroup of many threads as loops split at
         # every barrier: 64 x 4 ran at 217 M int32/s at 2^20, one thread x 1024 vectors
-        # at 1.1-1.6 G/s (2-core EPYC, device arrays; experiments/cpu_numpy.py).
+        # at 1.1-1.6 G/s when it came, 2.3-2.5 since its tile takes two passes (2-core
+        # EPYC, device arrays; experiments/cpu_kernel.py).
         # Segmented scans too: their thread's head bits are words (ScanSpec.head_words)
         threads = 1
         vectors = 256 if n is not None and n * dtype.itemsize <= 1 << 19 else 1024

@@ -145,8 +145,10 @@ JS_UNROLL
     }
 }
 
+#if JS_T > 1
 /* Scans the JS_P row values v[] of every lane across its subgroup: excl[j] is the
- * combination of lanes before this one in row j, total[j] that of the whole row. */
+ * combination of lanes before this one in row j, total[j] that of the whole row.
+ * (A tile of one thread has no rows to scan: js_scan_tile runs its carry alone.) */
 JS_DEVICE_FN void js_scan_rows(T v[JS_P], T excl[JS_P], T total[JS_P], JS_LOCAL_PTR js_shared* sh)
 {
 #if JS_HAS_SHUFFLE
@@ -163,14 +165,6 @@ JS_UNROLL
         excl[j] = JS_LANE ? before : JS_IDENTITY;
         total[j] = JS_SHFL_IDX(s, JS_SG - 1);
     }
-#elif JS_T == 1
-    /* a workgroup of one thread (CPUs): its rows are its own */
-    JS_UNROLL
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        excl[j] = JS_IDENTITY;
-        total[j] = v[j];
-    }
-    (void)sh;
 #else
     /* These loops stay unrolled on every device: PoCL 3 mis-scans rows of two threads
      * when they are loops around the barriers. */
@@ -201,6 +195,7 @@ JS_UNROLL
     JS_BARRIER();
 #endif
 }
+#endif
 
 /* Scans a vector in place, restarting at its heads (bits b); returns its aggregate. */
 JS_DEVICE_FN T js_scan_vector(js_val v[JS_V], js_u32 b)
@@ -476,10 +471,6 @@ JS_UNROLL
     return h;
 }
 
-/* Writes the scan of a tile whose predecessors combine to `prefix` (ignored when
- * has_prefix is 0, as for the first tile). The carry l into vector j only reaches
- * the items before the vector's first head; exclusive scans start a head from the
- * identity. */
 /* The output of one vector: its items v (scanned within the vector, restarted at the
  * heads in bits b) after the carry l, or for an exclusive scan shifted by one item. */
 JS_DEVICE_FN void js_output_vector(js_val y[JS_V], js_val v[JS_V], js_val l, js_u32 b, int exclusive)
@@ -497,6 +488,10 @@ JS_DEVICE_FN void js_output_vector(js_val y[JS_V], js_val v[JS_V], js_val l, js_
     }
 }
 
+/* Writes the scan of a tile whose predecessors combine to `prefix` (ignored when
+ * has_prefix is 0, as for the first tile). The carry l into vector j only reaches
+ * the items before the vector's first head; exclusive scans start a head from the
+ * identity. */
 JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, js_val x[JS_P][JS_V],
                                   T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads heads)
 {
