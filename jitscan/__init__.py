@@ -36,8 +36,8 @@ from .api import (
 )
 from .errors import BackendUnavailableError, CompileError, DeadlockError, JitscanError
 from .kernels.spec import KINDS, LaunchArgs, ScanSpec
-from .monoid import BUILTIN as BUILTIN_OPS
-from .monoid import Monoid
+from .operators import BUILTIN as BUILTIN_OPS
+from .operators import Monoid, Operator, operator
 from .plan import PreparedScan, plan
 from .variants import VARIANTS
 
@@ -54,6 +54,7 @@ __all__ = [
     "JitscanError",
     "LaunchArgs",
     "Monoid",
+    "Operator",
     "PreparedScan",
     "ScanSpec",
     "backends",
@@ -66,6 +67,7 @@ __all__ = [
     "memcpy",
     "nancumprod",
     "nancumsum",
+    "operator",
     "plan",
     "reduce",
     "scan",

@@ -20,7 +20,7 @@ from jitscan import backends, kernels, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
 from jitscan.kernels.spec import CHAINED, KIND_CODES, SEGMENTED, TILE_STATES, ScanSpec
-from jitscan.monoid import resolve
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants.chained import Chained
 

@@ -11,7 +11,7 @@ from conftest import DTYPES, FFILL
 import jitscan
 from jitscan import backends, variants
 from jitscan.dtypes import lookup
-from jitscan.monoid import resolve
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 
 NVCC = shutil.which("nvcc")

@@ -22,7 +22,7 @@ from conftest import device_info, reference, tile_size
 import jitscan
 from jitscan import backends
 from jitscan.dtypes import lookup
-from jitscan.monoid import resolve
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 
 #: simulated blocking: none, and 1 in 2, 8 and 512 tiles never posting

@@ -17,7 +17,7 @@ from jitscan import backends, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
 from jitscan.kernels.spec import CHAINED, KIND_CODES, KINDS, LaunchArgs, ScanSpec
-from jitscan.monoid import resolve
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants import chained, segments
 from jitscan.variants.rts import FIXUP, REDUCE, SCAN, SPINE

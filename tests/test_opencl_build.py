@@ -6,7 +6,7 @@ import pytest
 
 from jitscan import backends, variants
 from jitscan.dtypes import lookup
-from jitscan.monoid import resolve
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 
 

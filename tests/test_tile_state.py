@@ -17,7 +17,7 @@ from jitscan import backends, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels.spec import LaunchArgs
 from jitscan.kernels.tile_state import of as state_of
-from jitscan.monoid import resolve
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import lookup
-from ..monoid import Monoid, empty_value, resolve
+from ..operators import Monoid, empty_value, resolve
 from ..plan import arrays
 from .cache import prepared
 from .conventions import normalize_axis

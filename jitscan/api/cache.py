@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import backends
-from ..monoid import Monoid
+from ..operators import Monoid
 from ..plan import PreparedScan, arrays, check_knobs
 
 #: prepared scans kept (the oldest is dropped beyond this)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import backends
-from ..monoid import CMUL64, Monoid
+from ..operators import CMUL64, Monoid
 from . import conventions
 
 

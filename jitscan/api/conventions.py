@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import backends
 from ..dtypes import DTYPES, DType, lookup
-from ..monoid import Monoid, resolve
+from ..operators import Monoid, resolve
 from ..plan import arrays
 
 try:  # NumPy >= 1.25

@@ -16,7 +16,7 @@ import numpy as np
 from .. import backends, variants
 from ..dtypes import DTYPES, loaded_as, lookup
 from ..kernels.spec import KINDS, check_choice
-from ..monoid import Monoid, resolve
+from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernels.spec import KINDS, check_choice
-from ..monoid import Monoid, resolve
+from ..operators import Monoid, resolve
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
 from . import awkward, conventions

@@ -54,7 +54,7 @@ def _compute() -> Any:
 def _identity(op: str, dtype: np.dtype) -> np.ndarray:
     """The op's identity in ``dtype`` as a one-element host array (CUB's ``init_value``/``h_init``)."""
     from ..dtypes import lookup
-    from ..monoid import resolve
+    from ..operators import resolve
 
     return np.asarray([resolve(op).identity_for(lookup(dtype))], dtype=dtype)
 

@@ -159,7 +159,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             "#define JS_C64(re, im) (((js_u64)JS_F32_TO_BITS(im) << 32) | (js_u64)JS_F32_TO_BITS(re))",
             "",
             f"/* op {spec.monoid.name}: a holds the earlier elements, b the later ones */",
-            f"JS_DEVICE_FN js_val js_vop(js_val a, js_val b) {{ return ({spec.monoid.combine}); }}",
+            spec.monoid.c_function(dt),
         ]
         if spec.segmented:
             lines += [

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dtypes import INPUTS, VECTOR_BYTES, DType, loaded_as, lookup
-from ..monoid import Monoid
+from ..operators import Monoid
 
 KINDS = ("inclusive", "exclusive", "reduce")
 SEGMENTED = ("", "flags", "rows", "offsets")

@@ -194,6 +194,24 @@ def to_host(x: Any) -> np.ndarray:
     return b.to_host(b.contiguous(x)) if b is not None else np.asarray(x)
 
 
+def sample(x: Any, k: int = 96) -> np.ndarray:
+    """Up to ``3 * k`` values of ``x`` on the host: runs from its start, middle and end.
+
+    What an operator's check (``Operator.verify``) runs on; a device array's runs are
+    copied back, not the array.
+    """
+    if isinstance(x, np.ndarray) or not hasattr(x, "reshape"):
+        flat = np.asarray(x).reshape(-1)
+    else:
+        b = backends.for_array(x)
+        flat = b.contiguous(x).reshape(-1) if b is not None else np.asarray(x).reshape(-1)
+    n = int(flat.shape[0])
+    if n <= 3 * k:
+        return to_host(flat)
+    runs = [flat[a : a + k] for a in (0, (n - k) // 2, n - k)]
+    return np.concatenate([to_host(r) for r in runs])
+
+
 def check_offsets(offsets: Any, n: int) -> np.ndarray:
     """Validate CSR offsets for ``n`` values; return them as int64 on the host.
 

@@ -19,7 +19,7 @@ from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
 from ..dtypes import INPUTS, loaded_as, lookup
 from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
-from ..monoid import Monoid, empty_value, resolve
+from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuning
 
@@ -130,6 +130,9 @@ class PreparedScan:
         self._reduce = kind == "reduce"
         #: where NumPy arrays are scanned in place (a CPU device), else None
         self._host_queue = None if info.is_gpu else self._queue
+        #: a Python operator not yet checked on this dtype (Operator.verify, first call)
+        m = self.monoid
+        self._unverified = isinstance(m, Operator) and m.check
 
     # -- programs --------------------------------------------------------------------
     def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "") -> ScanSpec:
@@ -229,6 +232,8 @@ class PreparedScan:
         stats : dict, optional
             Filled with the look-back counters (a scan made with ``stats=True``).
         """
+        if self._unverified:
+            self.verify(x)
         if self._plain and stats is None:
             loads = self._loads
             common = self.backend.operands(x, out, self._np, self._reduce, loads)
@@ -249,6 +254,11 @@ class PreparedScan:
                     self.backend.host_done(dst, queue)
                     return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats)
+
+    def verify(self, x: Any) -> None:
+        """Check a Python operator's identity and associativity on values of ``x``."""
+        self.monoid.verify(self.dtype, (arrays.sample(x),))  # type: ignore[attr-defined]
+        self._unverified = False
 
     def _launcher(self, queue: Any, n: int, loads: str = "") -> Any:
         """The common call's launch function for ``n`` elements on ``queue`` (made on first use)."""

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from ..backends.base import DeviceInfo
 from ..dtypes import VECTOR_BYTES, DType
 from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
-from ..monoid import BUILTIN, Monoid
+from ..operators import BUILTIN, Monoid
 
 #: spins on one predecessor before the look-back variant declares a deadlock (GPUs)
 LOOKBACK_WATCHDOG = 1 << 20

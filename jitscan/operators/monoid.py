@@ -1,4 +1,4 @@
-"""Monoids: the associative operators a scan combines with.
+"""Monoids written in C: the associative operators a scan combines with.
 
 A monoid is a C expression over two values ``a`` (the earlier one) and ``b`` (the
 later one) plus an identity element. jitscan never reorders operands, so monoids
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dtypes import DType, lookup
+from ..dtypes import DType, lookup
 
 Number = int | float
 
@@ -76,6 +76,10 @@ class Monoid:
         if "*" not in items and dtype.name not in items:
             raise TypeError(f"monoid {self.name!r} has no identity for dtype {dtype.name}")
 
+    def c_function(self, dtype: DType) -> str:
+        """The C function ``js_vop(a, b)`` the kernels combine values of ``dtype`` with."""
+        return f"JS_DEVICE_FN js_val js_vop(js_val a, js_val b) {{ return ({self.combine}); }}"
+
     def identity_for(self, dtype: DType) -> np.generic:
         """The identity as a NumPy scalar of ``dtype``."""
         self.check_dtype(dtype)
@@ -105,7 +109,7 @@ def _min_max_identity(dtype_name: str, want_max: bool) -> Number:
 
 
 def _per_dtype(want_max: bool) -> dict[str, Number]:
-    from .dtypes import DTYPES
+    from ..dtypes import DTYPES
 
     return {name: _min_max_identity(name, want_max) for name in DTYPES}
 
