@@ -34,6 +34,7 @@ from .api import (
     segmented_scan,
     source,
 )
+from .api.tuples import Index, index
 from .errors import BackendUnavailableError, CompileError, DeadlockError, JitscanError
 from .kernels.spec import KINDS, LaunchArgs, ScanSpec
 from .operators import BUILTIN as BUILTIN_OPS
@@ -51,6 +52,7 @@ __all__ = [
     "BackendUnavailableError",
     "CompileError",
     "DeadlockError",
+    "Index",
     "JitscanError",
     "LaunchArgs",
     "Monoid",
@@ -64,6 +66,7 @@ __all__ = [
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
+    "index",
     "memcpy",
     "nancumprod",
     "nancumsum",

@@ -27,6 +27,23 @@ class DType:
         object.__setattr__(self, "numpy", np.dtype(self.name))
         object.__setattr__(self, "itemsize", self.numpy.itemsize)
 
+    #: what a tuple value (:class:`Record`) has too: one field, moved in vectors of its size
+    @property
+    def fields(self) -> tuple[DType, ...]:
+        return (self,)
+
+    @property
+    def vector_itemsize(self) -> int:
+        return self.itemsize
+
+    @property
+    def packed_bytes(self) -> int:
+        return self.itemsize
+
+    @property
+    def has_f64(self) -> bool:
+        return self.name == "float64"
+
 
 DTYPES: dict[str, DType] = {
     d.name: d
@@ -39,6 +56,55 @@ DTYPES: dict[str, DType] = {
         DType("float64", "double", "double", True, True),
     )
 }
+
+
+@dataclass(frozen=True)
+class Record:
+    """A tuple value: 1 to 4 fields of the scanned types, a C struct ``js_val`` in the kernels.
+
+    Its arrays are a structure of arrays: one array per field in and out. ``itemsize``
+    is the struct's (C alignment, as NumPy's ``align=True``); ``packed_bytes`` the
+    fields' without padding, as the tile state holds them; ``vector_itemsize`` the
+    widest field's, which sets how many items a vector load moves.
+    """
+
+    fields: tuple[DType, ...]
+    name: str = field(init=False)
+    is_float: bool = field(default=False, init=False)
+    is_signed: bool = field(default=False, init=False)
+    numpy: np.dtype = field(init=False, compare=False, repr=False)
+    itemsize: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.fields) <= 4:
+            raise TypeError(f"a tuple value has 1 to 4 fields, not {len(self.fields)}")
+        object.__setattr__(self, "name", "(" + ", ".join(d.name for d in self.fields) + ")")
+        layout = np.dtype([(f"f{k}", d.numpy) for k, d in enumerate(self.fields)], align=True)
+        object.__setattr__(self, "numpy", layout)
+        object.__setattr__(self, "itemsize", layout.itemsize)
+
+    @property
+    def vector_itemsize(self) -> int:
+        return max(d.itemsize for d in self.fields)
+
+    @property
+    def packed_bytes(self) -> int:
+        return sum(d.itemsize for d in self.fields)
+
+    @property
+    def has_f64(self) -> bool:
+        return any(d.has_f64 for d in self.fields)
+
+
+def value_type(dtype: object) -> DType | Record:
+    """A scalar type (as :func:`lookup`), or a :class:`Record` for a tuple of types or its name."""
+    if isinstance(dtype, Record):
+        return dtype
+    if isinstance(dtype, str) and dtype.startswith("("):
+        dtype = tuple(part.strip() for part in dtype.strip("()").split(",") if part.strip())
+    if isinstance(dtype, (tuple, list)):
+        return Record(tuple(lookup(d) for d in dtype))
+    return lookup(dtype)
 
 
 def lookup(dtype: object) -> DType:

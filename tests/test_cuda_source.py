@@ -97,3 +97,31 @@ def test_deterministic_looks_compile_with_nvcc(tmp_path, segmented, width, varia
     )
     assert spec.deterministic
     _compiles(tmp_path / f"det_{variant}_{width}_{segmented}.cu", variants.source(spec, "cuda"))
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize("segmented", ["", "offsets"])
+@pytest.mark.parametrize("variant", jitscan.VARIANTS)
+def test_tuple_value_sources_compile_with_nvcc(tmp_path, variant, segmented):
+    """Structs of mixed fields, an index field, one output, both encodings, the warp shuffles per field."""
+    if variant == "memcpy" and segmented:
+        pytest.skip("memcpy has no segmented form")
+    pytest.importorskip("numba", reason="tuple values are combined by operators typed by Numba")
+    argmax = jitscan.operator(lambda x, y: y if y[0] > x[0] else x, identity=(-1.0, -1))
+    for tile_state in ("packed", "split") if variant in ("fallback", "lookback") else ("packed",):
+        for kind in ("inclusive", "reduce") if segmented else ("inclusive",):
+            spec = tuning.spec_for(
+                backends.typical_device("cupy"),
+                variant=variant,
+                kind=kind,
+                dtype=jitscan.dtypes.value_type(("float64", "int32")),
+                monoid=argmax,
+                segmented=segmented,
+                tile_state=tile_state,
+                index_fields=(1,),
+                outputs=(1,),
+            )
+            _compiles(
+                tmp_path / f"tuple_{variant}_{segmented}_{kind}_{tile_state}.cu",
+                variants.source(spec, "cuda"),
+            )

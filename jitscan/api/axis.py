@@ -16,7 +16,7 @@ from ..dtypes import lookup
 from ..operators import Monoid, empty_value, resolve
 from ..plan import arrays
 from .cache import prepared
-from .conventions import normalize_axis
+from .conventions import move_axis, normalize_axis
 from .segmented import REDUCE_VARIANT
 
 
@@ -42,7 +42,7 @@ def scan_along_axis(
     if ndim == 0:
         raise ValueError("jitscan scans arrays of at least one dimension, got a 0-d array")
     axis = normalize_axis(axis, ndim)
-    moved = _moveaxis(xa, axis)
+    moved = move_axis(xa, axis)
     p = prepared(moved, op, kind, variant, b.name, dtype, stats is not None, knobs, segmented="rows")
     arrays.check_out(out, b, on_device, p.dtype, shape)
     if xa.size == 0:
@@ -51,7 +51,7 @@ def scan_along_axis(
             res = b.to_device(res, b.queue_of(xa))
         return res if out is None else out
     flat = p(moved, row_len=tuple(moved.shape)[-1], stats=stats)
-    res = _moveaxis(flat.reshape(tuple(moved.shape)), axis, back=True)
+    res = move_axis(flat.reshape(tuple(moved.shape)), axis, back=True)
     if on_device:
         res = b.contiguous(res)
     if out is not None:
@@ -94,15 +94,3 @@ def reduce_along_axes(
     p = prepared(moved, op, "reduce", variant, b.name, dtype, False, knobs, segmented="offsets")
     offsets = np.arange(0, lanes * lane + 1, lane, dtype=np.int64)
     return p(moved, offsets=offsets).reshape(kept)
-
-
-def _moveaxis(a: Any, axis: int, back: bool = False) -> Any:
-    ndim = len(a.shape)
-    if axis == ndim - 1:
-        return a
-    order = list(range(ndim))
-    if back:
-        order.insert(axis, order.pop(-1))
-    else:
-        order.append(order.pop(axis))
-    return a.transpose(order)

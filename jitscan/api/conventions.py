@@ -222,6 +222,7 @@ __all__ = [
     "Types",
     "check_out_cast",
     "input_dtype",
+    "move_axis",
     "normalize_axes",
     "normalize_axis",
     "numpy_sum_zero",
@@ -230,3 +231,16 @@ __all__ = [
     "same",
     "types",
 ]
+
+
+def move_axis(a: Any, axis: int, back: bool = False) -> Any:
+    """``a`` with ``axis`` moved last (``back``: the last axis moved to ``axis``), as a view."""
+    ndim = len(a.shape)
+    if axis == ndim - 1:
+        return a
+    order = list(range(ndim))
+    if back:
+        order.insert(axis, order.pop(-1))
+    else:
+        order.append(order.pop(axis))
+    return a.transpose(order)

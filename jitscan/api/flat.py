@@ -20,7 +20,7 @@ from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
-from . import complexes, conventions
+from . import complexes, conventions, tuples
 from .cache import as_array, host_tag, is_device_type, prepared, remember, shortcut
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
@@ -45,8 +45,25 @@ def scan(
     out: Any = None,
     stats: dict | None = None,
     axis: int | None = None,
+    output: Any = None,
     **knobs: Any,
 ) -> Any:
+    if type(x) is tuple:
+        return tuples.scan(
+            x,
+            op,
+            kind=kind,
+            variant=variant,
+            backend=backend,
+            dtype=dtype,
+            out=out,
+            stats=stats,
+            axis=axis,
+            output=output,
+            knobs=knobs,
+        )
+    if output is not None:
+        raise TypeError("output= selects fields of a tuple value; x is one array")
     if axis is None and stats is None and kind != "reduce":
         # the common call: one lookup, keyed on what can differ between such calls
         key = (
@@ -80,13 +97,18 @@ scan.__doc__ = (
 
     Parameters
     ----------
-    x : array_like, cupy.ndarray or pyopencl.array.Array
+    x : array_like, cupy.ndarray or pyopencl.array.Array, or a tuple of them
         Input of a real, integer or complex dtype (bool, int8-64, uint8-64, float16-64;
-        complex64/128 with ``add``, complex64 with ``mul``). Without
+        complex64/128 with ``add``, complex64 with ``mul``). A tuple of 1 to 4 arrays
+        of one kind and shape (and ``jitscan.index``, the element's position) holds
+        tuple values, which ``op`` must be a :func:`jitscan.operator` for; the
+        result is then a tuple of arrays, one per field (see ``output``). Without
         ``axis`` N-D arrays are scanned flattened in C order (as NumPy's
         ``axis=None``); a 0-d array or a Python scalar is one element. Device arrays
         stay on the device and the result is a device array of the same kind.
-    op : {"add", "mul", "min", "max", "and", "or", "xor"} or Monoid
+    op : {"add", "mul", "min", "max", "and", "or", "xor"}, Monoid or Operator
+        A built-in, a C expression (:class:`Monoid`) or a Python function
+        (:func:`jitscan.operator`).
     kind : {"inclusive", "exclusive", "reduce"}
         ``exclusive`` puts the identity first; ``reduce`` returns the total only.
     variant : {"fallback", "lookback", "rts", "memcpy"}, optional
@@ -108,6 +130,10 @@ scan.__doc__ = (
     axis : int, optional
         Scan every 1-D lane along ``axis`` independently (a batched, segmented scan in
         one pass); the result has the shape of ``x``. Default: the flattened array.
+    output : int or tuple of int, optional
+        Tuple values only: the fields written and returned, an array for an int, a
+        tuple for a tuple (in increasing order); default every field, as a tuple. Fields
+        not asked for are never stored.
     **knobs
         Tuning knobs:"""
     + KNOBS_DOC
@@ -272,15 +298,20 @@ def reduce(
     backend: str | None = None,
     dtype: Any = None,
     stats: dict | None = None,
+    output: Any = None,
     **knobs: Any,
 ) -> Any:
     """Combine the elements of ``x`` with ``op``: all of them, or along ``axis``.
 
     Parameters
     ----------
-    x : array_like, cupy.ndarray or pyopencl.array.Array
-    op : str or Monoid
+    x : array_like, cupy.ndarray or pyopencl.array.Array, or a tuple of them
+        A tuple holds tuple values, as in :func:`scan` (then ``axis`` is one int or None,
+        and there is no ``keepdims``).
+    op : str, Monoid or Operator
         As in :func:`scan`.
+    output : int or tuple of int, optional
+        Tuple values only: the fields returned, as in :func:`scan`.
     axis : int or tuple of int, optional
         Reduce along these axes (every other axis stays); default all of them.
     keepdims : bool
@@ -320,6 +351,13 @@ def reduce(
     array([[ 3],
            [12]], dtype=int32)
     """
+    if type(x) is tuple:
+        if keepdims or isinstance(axis, tuple):
+            raise ValueError("a reduction of tuple values takes one axis (an int) and no keepdims")
+        kw = {"variant": variant, "backend": backend, "dtype": dtype, "stats": stats, "axis": axis}
+        return tuples.scan(x, op, kind="reduce", out=None, output=output, knobs=knobs, **kw)
+    if output is not None:
+        raise TypeError("output= selects fields of a tuple value; x is one array")
     x = as_array(x)
     shape = tuple(x.shape)
     if complexes.is_complex(x, dtype):

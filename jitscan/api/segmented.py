@@ -15,7 +15,7 @@ from ..kernels.spec import KINDS, check_choice
 from ..operators import Monoid, resolve
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
-from . import awkward, conventions
+from . import awkward, conventions, tuples
 from .cache import as_array, prepared
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
@@ -36,6 +36,7 @@ def segmented_scan(
     dtype: Any = None,
     out: Any = None,
     stats: dict | None = None,
+    output: Any = None,
     **knobs: Any,
 ) -> Any:
     """Scan every segment of ``values`` independently, in one pass over memory.
@@ -82,6 +83,33 @@ def segmented_scan(
     array([1, 2, 3, 4, 5], dtype=int32)
     """
     check_choice("kind", kind, tuple(k for k in KINDS if k != "reduce"))
+    if type(values) is tuple:
+        if variant is not None:
+            check_choice("variant", variant, SEGMENTED_VARIANTS)
+        if (offsets is None) == (flags is None):
+            raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
+        kw = {
+            "variant": variant,
+            "backend": backend,
+            "dtype": dtype,
+            "out": out,
+            "stats": stats,
+            "axis": None,
+        }
+        seg = "offsets" if offsets is not None else "flags"
+        return tuples.scan(
+            values,
+            op,
+            kind=kind,
+            output=output,
+            knobs=knobs,
+            segmented=seg,
+            flags=flags,
+            offsets=offsets,
+            **kw,
+        )
+    if output is not None:
+        raise TypeError("output= selects fields of a tuple value; values is one array")
     ak = awkward.module_of(values)
     if ak is not None:
         if offsets is not None or flags is not None:
@@ -184,6 +212,7 @@ def segmented_reduce(
     variant: str | None = None,
     backend: str | None = None,
     dtype: Any = None,
+    output: Any = None,
     **knobs: Any,
 ) -> Any:
     """One combined value per segment; the identity for empty segments.
@@ -209,6 +238,23 @@ def segmented_reduce(
     >>> jitscan.segmented_reduce(np.array([1.0, 2.0, 3.0]), offsets=[0, 2, 2, 3])
     array([3., 0., 3.])
     """
+    if type(values) is tuple:
+        if offsets is None:
+            raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
+        variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
+        kw = {
+            "variant": variant,
+            "backend": backend,
+            "dtype": dtype,
+            "out": None,
+            "stats": None,
+            "axis": None,
+        }
+        return tuples.scan(
+            values, op, kind="reduce", output=output, knobs=knobs, segmented="offsets", offsets=offsets, **kw
+        )
+    if output is not None:
+        raise TypeError("output= selects fields of a tuple value; values is one array")
     ak = awkward.module_of(values)
     lists = None
     if ak is not None:

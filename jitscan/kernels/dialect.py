@@ -75,11 +75,14 @@ class Dialect(ABC):
         """JS_SHFL_UP / JS_SHFL_IDX on T, from the dialect's value and u32 shuffles."""
         if not spec.shuffle:
             return ""
+        head = self.field_shuffles(spec) if spec.record else ""
         if not spec.segmented:
-            return (
+            return head + (
                 "#define JS_SHFL_UP(x, d) JS_SHFL_UP_V(x, d)\n#define JS_SHFL_IDX(x, s) JS_SHFL_IDX_V(x, s)\n"
             )
-        return """JS_DEVICE_FN T js_shfl_up_pair(T x, js_u32 d)
+        return (
+            head
+            + """JS_DEVICE_FN T js_shfl_up_pair(T x, js_u32 d)
 {
     return js_pair(JS_SHFL_UP_U32(x.h, d), JS_SHFL_UP_V(x.v, d));
 }
@@ -90,6 +93,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
 #define JS_SHFL_UP(x, d) js_shfl_up_pair(x, d)
 #define JS_SHFL_IDX(x, s) js_shfl_idx_pair(x, s)
 """
+        )
 
     def vector_load(self, macro: str, dtype: DType, width: int, cast: str = "") -> str:
         """``macro(dst, ptr, vi)``: vector ``vi`` of ``dtype`` through the element pointer
@@ -125,7 +129,6 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
     def common(self, spec: ScanSpec) -> str:
         """Defines shared by every dialect: geometry, knobs, type, identity, operator."""
         dt = spec.dtype_info
-        bits_type = "js_u32" if dt.itemsize == 4 else "js_u64"
         packed = spec.tile_state == "packed"
         unroll = '_Pragma("unroll")' if spec.unrolled else ""
         lines = [
@@ -144,22 +147,19 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             # registers (GPUs), kept as loops where it lives in memory (CPUs: a long
             # unrolled tile only slows the compile); items are always unrolled
             f"#define JS_UNROLL {unroll}",
-            f"typedef {self.ctype(dt)} js_val;",
-            f"typedef {self.ctype(spec.input_info)} js_in;  /* the input's items, converted as loaded */",
-            f"typedef {bits_type} js_bits;",
             f"typedef {'js_u64' if packed else 'js_u32'} js_sw;",
             f"#define JS_FLAG_SHIFT {32 if packed else 16}",
             f"#define JS_PART_BITS {32 if packed else 16}",
             f"#define JS_NPARTS {tile_state.of_spec(spec).parts}",
-            f"#define JS_VIDENTITY {self.literal(spec.monoid.identity_for(dt), dt, 'js_val')}",
-            f"#define JS_ISNAN(x) {'((x) != (x))' if dt.is_float else '0'}",
+            *(self.record_types(spec) if spec.record else self.scalar_types(spec)),
+            *self.io(spec),
             "/* a complex64 held in 64 bits, real part low (NumPy's layout): for user ops too */",
             "#define JS_C64_RE(x) JS_F32_FROM_BITS((js_u32)(x))",
             "#define JS_C64_IM(x) JS_F32_FROM_BITS((js_u32)((x) >> 32))",
             "#define JS_C64(re, im) (((js_u64)JS_F32_TO_BITS(im) << 32) | (js_u64)JS_F32_TO_BITS(re))",
             "",
-            f"/* op {spec.monoid.name}: a holds the earlier elements, b the later ones */",
-            spec.monoid.c_function(dt),
+            f"/* op {spec.monoid.name}: its first argument combines the earlier elements */",
+            spec.monoid.c_function(dt.fields if spec.record else dt),
         ]
         if spec.segmented:
             lines += [
@@ -184,7 +184,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "#define JS_STATE_EXTRA(x) ((x).h)",
                 "#define JS_STATE_MAKE(b, e) js_pair((e), JS_FROM_BITS(b))",
             ]
-            if spec.element_bytes * spec.vector_width == 32:
+            if spec.element_bytes * spec.vector_width == 32 and not spec.record:
                 lines += [
                     "/* the spine of rts holds pairs: a vector of JS_V pairs is 32 bytes, moved as two",
                     "   16-byte words (pair by pair, one SM's spine scan was bound by its L1). Words go",
@@ -234,6 +234,206 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             ]
         return "\n".join(lines) + "\n"
 
+    # -- values ----------------------------------------------------------------------
+    def scalar_types(self, spec: ScanSpec) -> list[str]:
+        """js_val, js_in and js_bits of a scalar value, its identity and parts."""
+        dt = spec.dtype_info
+        return [
+            f"typedef {self.ctype(dt)} js_val;",
+            f"typedef {self.ctype(spec.input_info)} js_in;  /* the input's items, converted as loaded */",
+            f"typedef {'js_u32' if dt.itemsize == 4 else 'js_u64'} js_bits;",
+            f"#define JS_VIDENTITY {self.literal(spec.monoid.identity_for(dt), dt, 'js_val')}",
+            f"#define JS_ISNAN(x) {'((x) != (x))' if dt.is_float else '0'}",
+            "#define JS_BITS_ZERO ((js_bits)0)",
+            "#define JS_BITS_PART(b, p) ((js_sw)((b) >> ((p) * JS_PART_BITS)) & JS_PART_MASK)",
+            "#define JS_BITS_SET(b, p, part) ((b) |= (js_bits)(part) << ((p) * JS_PART_BITS))",
+        ]
+
+    def record_types(self, spec: ScanSpec) -> list[str]:
+        """A tuple value: the struct js_val, its constructor, identity and tile-state words.
+
+        The tile state holds the fields back to back in 32-bit words (js_bits), without
+        the struct's padding: padding bits are not the same in every copy of a value,
+        and a reader may combine words posted by different workgroups.
+        """
+        fields = spec.dtype_info.fields
+        ident = spec.monoid.identity_for(fields)
+        ctypes = [self.ctype(d) for d in fields]
+        members = " ".join(f"{c} f{k};" for k, c in enumerate(ctypes))
+        params = ", ".join(f"{c} a{k}" for k, c in enumerate(ctypes))
+        sets = " ".join(f"r.f{k} = a{k};" for k in range(len(fields)))
+        literals = ", ".join(self.literal(v, d, self.ctype(d)) for v, d in zip(ident, fields, strict=True))
+        words = spec.dtype_info.packed_bytes // 4
+        to_words, from_words, w = [], [], 0
+        for k, d in enumerate(fields):
+            if d.itemsize == 4:
+                to_words.append(f"b.w[{w}] = {self.to_u32(d, f'v.f{k}')};")
+                from_words.append(f"r.f{k} = {self.from_u32(d, f'b.w[{w}]')};")
+            else:
+                u = self.to_u64(d, f"v.f{k}")
+                to_words.append(
+                    f"{{ js_u64 u = {u}; b.w[{w}] = (js_u32)u; b.w[{w + 1}] = (js_u32)(u >> 32); }}"
+                )
+                from_words.append(f"r.f{k} = {self.from_u64(d, f'((js_u64)b.w[{w + 1}] << 32 | b.w[{w}])')};")
+            w += d.itemsize // 4
+        split = spec.tile_state != "packed"
+        part = (
+            "((js_sw)(((b).w[(p) >> 1] >> (((p) & 1u) * 16u)) & 0xffffu))" if split else "((js_sw)(b).w[p])"
+        )
+        set_part = (
+            "((b).w[(p) >> 1] |= (js_u32)(part) << (((p) & 1u) * 16u))"
+            if split
+            else "((b).w[p] = (js_u32)(part))"
+        )
+        return [
+            f"/* a tuple value {spec.dtype_info.name}: one struct, an array per field in memory */",
+            f"typedef struct {{ {members} }} js_val;",
+            "typedef js_val js_in;",
+            f"typedef struct {{ js_u32 w[{words}]; }} js_bits;",
+            f"JS_DEVICE_FN js_val js_val_of({params}) {{ js_val r; {sets} return r; }}",
+            f"#define JS_VIDENTITY js_val_of({literals})",
+            "#define JS_ISNAN(x) 0",
+            "JS_DEVICE_FN js_bits js_bits_zero(void) { js_bits b; "
+            f"for (js_u32 i = 0; i < {words}; ++i) b.w[i] = 0u; return b; }}",
+            f"JS_DEVICE_FN js_bits js_val_to_bits(js_val v) {{ js_bits b; {' '.join(to_words)} return b; }}",
+            "JS_DEVICE_FN js_val js_val_from_bits(js_bits b) "
+            f"{{ js_val r; {' '.join(from_words)} return r; }}",
+            "#define JS_TO_BITS(x) js_val_to_bits(x)",
+            "#define JS_FROM_BITS(b) js_val_from_bits(b)",
+            "#define JS_BITS_ZERO js_bits_zero()",
+            f"#define JS_BITS_PART(b, p) {part}",
+            f"#define JS_BITS_SET(b, p, part) {set_part}",
+        ]
+
+    def to_u32(self, d: DType, x: str) -> str:
+        return f"JS_F32_TO_BITS({x})" if d.is_float else f"(js_u32)({x})"
+
+    def from_u32(self, d: DType, b: str) -> str:
+        return f"JS_F32_FROM_BITS({b})" if d.is_float else f"({self.ctype(d)})({b})"
+
+    def to_u64(self, d: DType, x: str) -> str:
+        return f"JS_F64_TO_BITS({x})" if d.is_float else f"(js_u64)({x})"
+
+    def from_u64(self, d: DType, b: str) -> str:
+        return f"JS_F64_FROM_BITS({b})" if d.is_float else f"({self.ctype(d)})({b})"
+
+    # -- arrays in and out -----------------------------------------------------------
+    def io(self, spec: ScanSpec) -> list[str]:
+        """js_src and js_dst: the arrays a kernel reads and writes, and their accessors.
+
+        A scalar scan reads one array (``js_in`` items, converted as loaded) and writes
+        one. A tuple value reads an array per field, except index fields, which are the
+        element's position; it writes the fields of ``spec.outputs``, each to its array.
+        Kernels take them as JS_SRC_PARAMS / JS_DST_PARAMS (a pointer and an element
+        offset each) and make them with JS_SRC_AT / JS_DST_AT.
+        """
+        if not spec.record:
+            return [
+                "typedef JS_GLOBAL const js_in* js_src;",
+                "typedef JS_GLOBAL js_val* js_dst;",
+                "#define JS_SRC_PARAMS JS_GLOBAL const js_in* in_ptr, js_size in_off",
+                "#define JS_SRC_AT (in_ptr + in_off)",
+                "#define JS_SRC_VLOAD(v, s, base, vi) JS_VLOAD_IN(v, (s) + (base), vi)",
+                "#define JS_SRC_ITEM(s, i) ((js_val)(s)[i])",
+                "#define JS_DST_PARAMS JS_GLOBAL js_val* out_ptr, js_size out_off",
+                "#define JS_DST_AT (out_ptr + out_off)",
+                "#define JS_DST_VSTORE(y, d, base, vi) JS_VSTORE(y, (d) + (base), vi)",
+                "#define JS_DST_ITEM(d, i, v) ((d)[i] = (v))",
+            ]
+        fields = spec.dtype_info.fields
+        v = spec.vector_width
+        loaded = [k for k in range(len(fields)) if k not in spec.index_fields]
+        out = list(spec.outputs)
+        c = [self.ctype(d) for d in fields]
+        lines = [
+            f"typedef struct {{ {' '.join(f'JS_GLOBAL const {c[k]}* f{k};' for k in loaded)} }} js_src;",
+            f"typedef struct {{ {' '.join(f'JS_GLOBAL {c[k]}* f{k};' for k in out)} }} js_dst;",
+            "#define JS_SRC_PARAMS "
+            + ", ".join(f"JS_GLOBAL const {c[k]}* in{k}, js_size in_off{k}" for k in loaded),
+            "#define JS_SRC_AT js_src_at(" + ", ".join(f"in{k} + in_off{k}" for k in loaded) + ")",
+            "JS_DEVICE_FN js_src js_src_at("
+            + ", ".join(f"JS_GLOBAL const {c[k]}* p{k}" for k in loaded)
+            + ") { js_src s; "
+            + " ".join(f"s.f{k} = p{k};" for k in loaded)
+            + " return s; }",
+            "#define JS_DST_PARAMS "
+            + ", ".join(f"JS_GLOBAL {c[k]}* out{k}, js_size out_off{k}" for k in out),
+            "#define JS_DST_AT js_dst_at(" + ", ".join(f"out{k} + out_off{k}" for k in out) + ")",
+            "JS_DEVICE_FN js_dst js_dst_at("
+            + ", ".join(f"JS_GLOBAL {c[k]}* p{k}" for k in out)
+            + ") { js_dst d; "
+            + " ".join(f"d.f{k} = p{k};" for k in out)
+            + " return d; }",
+            "/* item i: the loaded fields read, the index fields its position */",
+            "JS_DEVICE_FN js_val js_src_item(js_src s, js_size i) { js_val v; "
+            + " ".join(
+                f"v.f{k} = ({c[k]})i;" if k in spec.index_fields else f"v.f{k} = s.f{k}[i];"
+                for k in range(len(fields))
+            )
+            + " return v; }",
+            "#define JS_SRC_ITEM(s, i) js_src_item(s, i)",
+            "JS_DEVICE_FN void js_dst_item(js_dst d, js_size i, js_val v) { "
+            + " ".join(f"d.f{k}[i] = v.f{k};" for k in out)
+            + " }",
+            "#define JS_DST_ITEM(d, i, v) js_dst_item(d, i, v)",
+        ]
+        loads, stores = [], []
+        for k in range(len(fields)):
+            if k in spec.index_fields:
+                at = "(base) + (js_size)(vi) * JS_V + _e"
+                loads.append(f"for (js_u32 _e = 0; _e < JS_V; ++_e) (v)[_e].f{k} = ({c[k]})({at});")
+            else:
+                lines.append(self.vector_load(f"JS_VLOAD_F{k}", fields[k], v))
+                loads.append(
+                    f"{{ {c[k]} _f[JS_V]; JS_VLOAD_F{k}(_f, (s).f{k} + (base), vi); "
+                    f"for (js_u32 _e = 0; _e < JS_V; ++_e) (v)[_e].f{k} = _f[_e]; }}"
+                )
+            if k in out:
+                lines.append(self.vector_store(f"JS_VSTORE_F{k}", fields[k], v))
+                stores.append(
+                    f"{{ {c[k]} _f[JS_V]; for (js_u32 _e = 0; _e < JS_V; ++_e) _f[_e] = (y)[_e].f{k}; "
+                    f"JS_VSTORE_F{k}(_f, (d).f{k} + (base), vi); }}"
+                )
+        lines.append(f"#define JS_SRC_VLOAD(v, s, base, vi) do {{ {' '.join(loads)} }} while (0)")
+        lines.append(f"#define JS_DST_VSTORE(y, d, base, vi) do {{ {' '.join(stores)} }} while (0)")
+        return lines
+
+    def element_moves(self) -> str:
+        """JS_VLOAD / JS_VSTORE of a tuple value's struct (the spine of reduce-then-scan): item by item."""
+        return (
+            "#define JS_VLOAD(dst, ptr, vi) do { for (js_u32 _e = 0; _e < JS_V; ++_e) "
+            "(dst)[_e] = (ptr)[(vi) * JS_V + _e]; } while (0)\n"
+            "#define JS_VSTORE(src, ptr, vi) do { for (js_u32 _e = 0; _e < JS_V; ++_e) "
+            "(ptr)[(vi) * JS_V + _e] = (src)[_e]; } while (0)"
+        )
+
+    @abstractmethod
+    def vector_store(self, macro: str, dtype: DType, width: int) -> str:
+        """``macro(src, ptr, vi)``: ``src[0 .. width)`` stored as vector ``vi`` of ``ptr``."""
+
+    def field_shuffles(self, spec: ScanSpec) -> str:
+        """JS_SHFL_UP_V / JS_SHFL_IDX_V of a tuple value: field by field (after the prelude's)."""
+        fields = spec.dtype_info.fields
+        out = []
+        for name, macro in (("up", "JS_SHFL_UP_FIELD"), ("idx", "JS_SHFL_IDX_FIELD")):
+            sets = " ".join(
+                f"r.f{k} = {self.shuffle_field(macro, d, f'x.f{k}')};" for k, d in enumerate(fields)
+            )
+            out.append(
+                f"JS_DEVICE_FN js_val js_shfl_{name}_val(js_val x, js_u32 d) {{ js_val r; {sets} return r; }}"
+            )
+        out += [
+            "#undef JS_SHFL_UP_V",
+            "#undef JS_SHFL_IDX_V",
+            "#define JS_SHFL_UP_V(x, d) js_shfl_up_val(x, d)",
+            "#define JS_SHFL_IDX_V(x, s) js_shfl_idx_val(x, s)",
+        ]
+        return "\n".join(out) + "\n"
+
+    def shuffle_field(self, macro: str, d: DType, x: str) -> str:
+        """One field shuffled (``macro(x, d)`` moves 32 bits, or any type where overloaded)."""
+        return f"{macro}({x}, d)"
+
 
 class OpenCLDialect(Dialect):
     """OpenCL C 1.2 (plus the 64-bit atomics extensions for the packed encoding).
@@ -258,25 +458,37 @@ class OpenCLDialect(Dialect):
         # aligned arrays only (OpenCLBackend.contiguous / aligned).
         return f"((__global const {vec}*)(ptr))[vi]"
 
+    def vector_store(self, macro: str, dtype: DType, width: int) -> str:
+        if width == 1:
+            return f"#define {macro}(src, ptr, vi) ((ptr)[vi] = (src)[0])"
+        # a vector pointer, as for the loads (vector_at)
+        packs = ", ".join(f"(src)[{i}]" for i in range(width))
+        vec = self.vector_type(dtype, width)
+        return f"#define {macro}(src, ptr, vi) (((__global {vec}*)(ptr))[vi] = ({vec})({packs}))"
+
+    def shuffle_field(self, macro: str, d: DType, x: str) -> str:
+        fn = "js_shfl_up_u32" if macro == "JS_SHFL_UP_FIELD" else "js_shfl_idx_u32"
+        if d.itemsize == 4:
+            return self.from_u32(d, f"{fn}({self.to_u32(d, x)}, d)")
+        u = self.to_u64(d, x)
+        return self.from_u64(d, f"(((js_u64){fn}((uint)({u} >> 32), d) << 32) | {fn}((uint)({u}), d))")
+
     def prelude(self, spec: ScanSpec) -> str:
         dt = spec.dtype_info
         v = spec.vector_width
-        bits = "uint" if dt.itemsize == 4 else "ulong"
         head = ["#pragma OPENCL FP_CONTRACT OFF"]
-        if dt.name == "float64":
+        if dt.has_f64:
             head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if spec.tile_state == "packed" and spec.chained:
             head.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
             head.append("#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable")
-        vload = self.vector_load("JS_VLOAD", dt, v)
-        vload_u8 = self.vector_load("JS_VLOAD_U8", INPUTS["uint8"], v)
-        if v == 1:
-            vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
+        if spec.record:
+            moves, bits = self.element_moves(), ""
         else:
-            # a vector pointer, as for the loads (vector_at)
-            packs = ", ".join(f"(src)[{i}]" for i in range(v))
-            vec = self.vector_type(dt, v)
-            vstore = f"#define JS_VSTORE(src, ptr, vi) (((__global {vec}*)(ptr))[vi] = ({vec})({packs}))"
+            moves = self.vector_load("JS_VLOAD", dt, v) + "\n" + self.vector_store("JS_VSTORE", dt, v)
+            u = "uint" if dt.itemsize == 4 else "ulong"
+            bits = f"#define JS_TO_BITS(x) as_{u}(x)\n#define JS_FROM_BITS(b) as_{dt.opencl}(b)"
+        vload_u8 = self.vector_load("JS_VLOAD_U8", INPUTS["uint8"], v)
         sw_max = (
             "atom_max((volatile __global ulong*)(p), (v))"
             if spec.tile_state == "packed"
@@ -314,13 +526,13 @@ typedef ulong js_size;
    atomic load every implementation provides (one access, never cached stale) */
 #define JS_LOAD_U32(p) (*(volatile __global js_u32*)(p))
 #define JS_LOAD_SW(p) (*(volatile __global js_sw*)(p))
-#define JS_TO_BITS(x) as_{bits}(x)
-#define JS_FROM_BITS(b) as_{dt.opencl}(b)
+{bits}
 #define JS_F32_TO_BITS(x) as_uint(x)
 #define JS_F32_FROM_BITS(b) as_float(b)
+#define JS_F64_TO_BITS(x) as_ulong(x)
+#define JS_F64_FROM_BITS(b) as_double(b)
 #define JS_SPIN_PAUSE() ((void)0)
-{vload}
-{vstore}
+{moves}
 {vload_u8}
 {self.load_input(spec)}
 """
@@ -330,33 +542,38 @@ typedef ulong js_size;
         if not spec.shuffle:
             return ""
         # NVIDIA's OpenCL has no subgroup shuffles, but it compiles inline PTX.
-        # 64-bit values travel as two 32-bit halves.
+        # 64-bit values travel as two 32-bit halves; tuples field by field (field_shuffles)
         wide = spec.dtype_info.itemsize == 8
         up = "js_shfl_up_u32(v, d)"
         idx = "js_shfl_idx_u32(v, s)"
         if wide:
             up = "((js_bits)js_shfl_up_u32((uint)(v >> 32), d) << 32) | js_shfl_up_u32((uint)v, d)"
             idx = "((js_bits)js_shfl_idx_u32((uint)(v >> 32), s) << 32) | js_shfl_idx_u32((uint)v, s)"
-        return f"""
+        return """
 static inline uint js_shfl_up_u32(uint v, uint d)
-{{
+{
     uint r;
     asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
     return r;
-}}
+}
 static inline uint js_shfl_idx_u32(uint v, uint s)
-{{
+{
     uint r;
     asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(v), "r"(s));
     return r;
-}}
+}
+#define JS_SHFL_UP_U32(x, d) js_shfl_up_u32((x), (d))
+#define JS_SHFL_IDX_U32(x, s) js_shfl_idx_u32((x), (s))
+""" + (
+            ""
+            if spec.record
+            else f"""
 static inline js_bits js_shfl_up_bits(js_bits v, uint d) {{ return {up}; }}
 static inline js_bits js_shfl_idx_bits(js_bits v, uint s) {{ return {idx}; }}
 #define JS_SHFL_UP_V(x, d) JS_FROM_BITS(js_shfl_up_bits(JS_TO_BITS(x), (d)))
 #define JS_SHFL_IDX_V(x, s) JS_FROM_BITS(js_shfl_idx_bits(JS_TO_BITS(x), (s)))
-#define JS_SHFL_UP_U32(x, d) js_shfl_up_u32((x), (d))
-#define JS_SHFL_IDX_U32(x, s) js_shfl_idx_u32((x), (s))
 """
+        )
 
 
 class CUDADialect(Dialect):
@@ -393,28 +610,31 @@ class CUDADialect(Dialect):
     def vector_at(self, vec: str) -> str:
         return f"reinterpret_cast<const {vec}*>(ptr)[vi]"
 
+    def vector_store(self, macro: str, dtype: DType, width: int) -> str:
+        if width == 1:
+            return f"#define {macro}(src, ptr, vi) ((ptr)[vi] = (src)[0])"
+        vt = self.vector_type(dtype, width)
+        stores = " ".join(f"_v.{c} = (src)[{i}];" for i, c in enumerate(self.components[:width]))
+        store = f"reinterpret_cast<{vt}*>(ptr)[vi] = _v;"
+        return f"#define {macro}(src, ptr, vi) do {{ {vt} _v; {stores} {store} }} while (0)"
+
     def prelude(self, spec: ScanSpec) -> str:
         dt = spec.dtype_info
         v = spec.vector_width
-        vload = self.vector_load("JS_VLOAD", dt, v)
         vload_u8 = self.vector_load("JS_VLOAD_U8", INPUTS["uint8"], v)
-        if v == 1:
-            vstore = "#define JS_VSTORE(src, ptr, vi) ((ptr)[vi] = (src)[0])"
+        if spec.record:
+            moves, bits = self.element_moves(), ""
         else:
-            vt = self.vector_type(dt, v)
-            stores = " ".join(f"_v.{c} = (src)[{i}];" for i, c in enumerate(self.components[:v]))
-            vstore = (
-                f"#define JS_VSTORE(src, ptr, vi) do {{ {vt} _v; {stores} "
-                f"reinterpret_cast<{vt}*>(ptr)[vi] = _v; }} while (0)"
-            )
-        to_bits, from_bits = {
-            "int32": ("(js_u32)(x)", "(int)(b)"),
-            "uint32": ("(js_u32)(x)", "(unsigned int)(b)"),
-            "int64": ("(js_u64)(x)", "(long long)(b)"),
-            "uint64": ("(js_u64)(x)", "(unsigned long long)(b)"),
-            "float32": ("__float_as_uint(x)", "__uint_as_float(b)"),
-            "float64": ("(js_u64)__double_as_longlong(x)", "__longlong_as_double((long long)(b))"),
-        }[dt.name]
+            moves = self.vector_load("JS_VLOAD", dt, v) + "\n" + self.vector_store("JS_VSTORE", dt, v)
+            to_bits, from_bits = {
+                "int32": ("(js_u32)(x)", "(int)(b)"),
+                "uint32": ("(js_u32)(x)", "(unsigned int)(b)"),
+                "int64": ("(js_u64)(x)", "(long long)(b)"),
+                "uint64": ("(js_u64)(x)", "(unsigned long long)(b)"),
+                "float32": ("__float_as_uint(x)", "__uint_as_float(b)"),
+                "float64": ("(js_u64)__double_as_longlong(x)", "__longlong_as_double((long long)(b))"),
+            }[dt.name]
+            bits = f"#define JS_TO_BITS(x) {to_bits}\n#define JS_FROM_BITS(b) {from_bits}"
         launch_bounds = f"{spec.threads}, {spec.min_blocks}" if spec.min_blocks else f"{spec.threads}"
         return f"""typedef unsigned char js_u8;
 typedef unsigned int js_u32;
@@ -436,6 +656,8 @@ typedef unsigned long long js_size;
 #define JS_DEVICE_FN static __device__ __forceinline__
 #define JS_F32_TO_BITS(x) __float_as_uint(x)
 #define JS_F32_FROM_BITS(b) __uint_as_float(b)
+#define JS_F64_TO_BITS(x) ((js_u64)__double_as_longlong(x))
+#define JS_F64_FROM_BITS(b) __longlong_as_double((long long)(b))
 #define JS_LID ((js_u32)threadIdx.x)
 #define JS_GROUP_ID ((js_u32)blockIdx.x)
 #define JS_LANE (JS_LID % JS_SG)
@@ -450,25 +672,26 @@ typedef unsigned long long js_size;
 /* volatile loads are not cached in L1: the relaxed load look-back needs */
 #define JS_LOAD_U32(p) (*(volatile js_u32*)(p))
 #define JS_LOAD_SW(p) (*(volatile js_sw*)(p))
-#define JS_TO_BITS(x) {to_bits}
-#define JS_FROM_BITS(b) {from_bits}
-#define JS_SHFL_UP_U32 JS_SHFL_UP_V
-#define JS_SHFL_IDX_U32 JS_SHFL_IDX_V
+{bits}
+/* the shuffle intrinsics take every scalar type: values, head words, tuple fields */
+#define JS_SHFL_UP_V JS_SHFL_UP_FIELD
+#define JS_SHFL_IDX_V JS_SHFL_IDX_FIELD
+#define JS_SHFL_UP_U32 JS_SHFL_UP_FIELD
+#define JS_SHFL_IDX_U32 JS_SHFL_IDX_FIELD
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__)
-#define JS_SHFL_UP_V(x, d) __shfl_up((x), (d), JS_SG)
-#define JS_SHFL_IDX_V(x, s) __shfl((x), (s), JS_SG)
+#define JS_SHFL_UP_FIELD(x, d) __shfl_up((x), (d), JS_SG)
+#define JS_SHFL_IDX_FIELD(x, s) __shfl((x), (s), JS_SG)
 #define JS_SPIN_PAUSE() __builtin_amdgcn_s_sleep(1)
 #else
-#define JS_SHFL_UP_V(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
-#define JS_SHFL_IDX_V(x, s) __shfl_sync(0xffffffffu, (x), (s))
+#define JS_SHFL_UP_FIELD(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
+#define JS_SHFL_IDX_FIELD(x, s) __shfl_sync(0xffffffffu, (x), (s))
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 #define JS_SPIN_PAUSE() __nanosleep(32)
 #else
 #define JS_SPIN_PAUSE() ((void)0)
 #endif
 #endif
-{vload}
-{vstore}
+{moves}
 {vload_u8}
 {self.load_input(spec)}
 """

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dtypes import INPUTS, VECTOR_BYTES, DType, loaded_as, lookup
+from ..dtypes import INPUTS, VECTOR_BYTES, DType, Record, loaded_as, value_type
 from ..operators import Monoid
 
 KINDS = ("inclusive", "exclusive", "reduce")
@@ -53,7 +53,9 @@ class ScanSpec:
         The algorithm (a name in ``jitscan.variants``'s registry, which checks what
         each variant supports).
     dtype : str
-        NumPy name of the element type.
+        NumPy name of the element type, or a tuple value's ``"(float32, int32)"``
+        (``dtypes.Record``: a struct of fields, read from and written to an array per
+        field).
     monoid : Monoid
     threads, vectors, vector_width : int
         Tile shape: a tile is ``threads * vectors * vector_width`` elements.
@@ -96,6 +98,11 @@ class ScanSpec:
         NumPy name of the input's type where it differs from ``dtype``: the kernels
         read it and convert as they load (``dtypes.loaded_as`` says which pairs), which
         saves a conversion pass over the data. Empty: the input is of ``dtype``.
+    index_fields : tuple of int
+        Fields of a tuple value that are the element's index (``jitscan.index``): computed
+        as loaded, never read from memory.
+    outputs : tuple of int
+        Fields of a tuple value that are written (each to its own array); empty: all.
     """
 
     variant: str
@@ -116,13 +123,29 @@ class ScanSpec:
     deterministic: bool = False
     unrolled: bool = True
     in_dtype: str = ""
+    index_fields: tuple[int, ...] = ()
+    outputs: tuple[int, ...] = ()
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
-    dtype_info: DType = field(init=False, compare=False, repr=False)
-    input_info: DType = field(init=False, compare=False, repr=False)
+    dtype_info: DType | Record = field(init=False, compare=False, repr=False)
+    input_info: DType | Record = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype_info", lookup(self.dtype))
+        object.__setattr__(self, "dtype_info", value_type(self.dtype))
+        if isinstance(self.dtype_info, Record):
+            arity = len(self.dtype_info.fields)
+            if self.in_dtype:
+                raise ValueError("tuple values are loaded in their fields' types (in_dtype is for scalars)")
+            if not set(self.index_fields) | set(self.outputs) <= set(range(arity)):
+                raise ValueError(f"index_fields and outputs name fields of 0..{arity - 1}")
+            if len(self.index_fields) == arity:
+                raise ValueError("a tuple value needs at least one field read from an array")
+            if not self.outputs:
+                object.__setattr__(self, "outputs", tuple(range(arity)))
+            if getattr(self.monoid, "arity", 0) != arity:
+                raise TypeError(f"{self.dtype} values need an operator written in Python on {arity} fields")
+        elif self.index_fields or self.outputs:
+            raise ValueError("index_fields and outputs are for tuple values")
         if self.in_dtype:
             d = INPUTS.get(self.in_dtype)
             if d is None or loaded_as(np.dtype(self.in_dtype), self.dtype_info) is None:
@@ -134,11 +157,12 @@ class ScanSpec:
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)
         itemsize = self.dtype_info.itemsize
-        if self.vector_width * itemsize > VECTOR_BYTES:
+        if self.vector_width * self.dtype_info.vector_itemsize > VECTOR_BYTES:
             # the kernels move whole vectors; the backends guarantee only this alignment
             raise ValueError(
                 f"vector_width={self.vector_width} of {self.dtype} is "
-                f"{self.vector_width * itemsize} bytes; at most {VECTOR_BYTES} are supported"
+                f"{self.vector_width * self.dtype_info.vector_itemsize} bytes; at most {VECTOR_BYTES} "
+                "are supported"
             )
         items = self.vectors * self.vector_width
         if self.segmented and items > 64 and items % 64:
@@ -183,9 +207,16 @@ class ScanSpec:
         return max(1, self.vectors * self.vector_width // 64)
 
     @property
+    def record(self) -> bool:
+        """Whether values are tuples (``dtypes.Record``)."""
+        return isinstance(self.dtype_info, Record)
+
+    @property
     def element_bytes(self) -> int:
         """Bytes of one scanned element T: a (value, head) pair when segmented."""
         size = self.dtype_info.itemsize
+        if self.record and self.segmented:  # struct { js_val v; js_u32 h; }, C-aligned
+            return np.dtype([("v", self.dtype_info.numpy), ("h", np.uint32)], align=True).itemsize
         return 2 * size if self.segmented else size
 
 

@@ -69,4 +69,4 @@ def of(encoding: str, value_bytes: int) -> TileState:
 
 def of_spec(spec: ScanSpec) -> TileState:
     """The tile state of a spec's descriptors (they hold values; a segment head rides in the tag)."""
-    return of(spec.tile_state, spec.dtype_info.itemsize)
+    return of(spec.tile_state, spec.dtype_info.packed_bytes)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType, lookup
+from ..dtypes import DType, Record, lookup
 from .monoid import Monoid
 
 #: pairs and triples a check samples
@@ -38,6 +38,11 @@ def _numba():
 def value_fields(value: DType | tuple[DType, ...]) -> tuple[DType, ...]:
     """The fields of a value type (one for a scalar)."""
     return value if isinstance(value, tuple) else (value,)
+
+
+def _plain(dtype: DType | Record | tuple[DType, ...]) -> DType | tuple[DType, ...]:
+    """A value type as the methods below take it: a DType, or a tuple of them."""
+    return dtype.fields if isinstance(dtype, Record) else dtype
 
 
 def numba_type(value: DType | tuple[DType, ...]) -> Any:
@@ -102,6 +107,7 @@ class Operator(Monoid):
     # -- types -----------------------------------------------------------------------
     def check_dtype(self, dtype: DType | tuple[DType, ...]) -> None:
         """Type the function for ``dtype`` with Numba; raise TypeError where it fails."""
+        dtype = _plain(dtype)
         fields = value_fields(dtype)
         if len(fields) != self.arity:
             what = "numbers" if self.arity == 1 else f"tuples of {self.arity}"
@@ -111,6 +117,7 @@ class Operator(Monoid):
 
     def identity_for(self, dtype: DType | tuple[DType, ...]) -> Any:
         """The identity in ``dtype``: a NumPy scalar, or a tuple of them."""
+        dtype = _plain(dtype)
         fields = value_fields(dtype)
         values = self.identity if isinstance(self.identity, tuple) else (self.identity,)
         if len(values) != len(fields):
@@ -122,6 +129,7 @@ class Operator(Monoid):
 
     def compiled(self, dtype: DType | tuple[DType, ...]) -> Compiled:
         """Numba's function and the C of this operator on ``dtype`` (made once)."""
+        dtype = _plain(dtype)
         key = tuple(d.name for d in value_fields(dtype)) if isinstance(dtype, tuple) else dtype.name
         done = self._compiled.get(key)
         if done is None:
@@ -154,6 +162,7 @@ class Operator(Monoid):
         Runs once per value type (later calls return at once), and not at all for an
         operator made with ``check=False``. Raises ValueError with a counterexample.
         """
+        dtype = _plain(dtype)
         key = tuple(d.name for d in value_fields(dtype))
         if not self.check or key in self._checked:
             return

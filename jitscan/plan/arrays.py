@@ -194,8 +194,15 @@ def to_host(x: Any) -> np.ndarray:
     return b.to_host(b.contiguous(x)) if b is not None else np.asarray(x)
 
 
-def sample(x: Any, k: int = 96) -> np.ndarray:
-    """Up to ``3 * k`` values of ``x`` on the host: runs from its start, middle and end.
+def sample_runs(n: int, k: int = 96) -> list[tuple[int, int]]:
+    """Where an operator's check samples ``n`` values: runs of ``k`` at the start, middle and end."""
+    if n <= 3 * k:
+        return [(0, n)]
+    return [(a, a + k) for a in (0, (n - k) // 2, n - k)]
+
+
+def sample(x: Any, runs: list[tuple[int, int]]) -> np.ndarray:
+    """The values of ``x`` (flattened) in ``runs``, on the host.
 
     What an operator's check (``Operator.verify``) runs on; a device array's runs are
     copied back, not the array.
@@ -205,11 +212,7 @@ def sample(x: Any, k: int = 96) -> np.ndarray:
     else:
         b = backends.for_array(x)
         flat = b.contiguous(x).reshape(-1) if b is not None else np.asarray(x).reshape(-1)
-    n = int(flat.shape[0])
-    if n <= 3 * k:
-        return to_host(flat)
-    runs = [flat[a : a + k] for a in (0, (n - k) // 2, n - k)]
-    return np.concatenate([to_host(r) for r in runs])
+    return np.concatenate([to_host(flat[a:b]) for a, b in runs])
 
 
 def check_offsets(offsets: Any, n: int) -> np.ndarray:

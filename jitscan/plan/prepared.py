@@ -17,9 +17,10 @@ import numpy as np
 
 from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
-from ..dtypes import INPUTS, loaded_as, lookup
+from ..dtypes import INPUTS, Record, loaded_as, value_type
 from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
+from ..variants.base import Fields
 from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuning
 
@@ -81,6 +82,8 @@ class PreparedScan:
         device: Any = None,
         segmented: str = "",
         stats: bool = False,
+        index_fields: tuple[int, ...] = (),
+        outputs: tuple[int, ...] = (),
         **knobs: Any,
     ) -> None:
         check_knobs(knobs)
@@ -89,7 +92,13 @@ class PreparedScan:
         self._variant = variants.get(variant)
         self.segmented = check_choice("segmented mode", segmented, SEGMENTED)
         self.monoid = resolve(op)
-        self.dtype = lookup(dtype)
+        self.dtype = value_type(dtype)
+        #: a tuple value (dtypes.Record): which fields are the index, which are written
+        self._record = isinstance(self.dtype, Record)
+        if self._record and not isinstance(self.monoid, Operator):
+            raise TypeError("tuple values are combined by an operator written in Python (jitscan.operator)")
+        self.index_fields = tuple(index_fields)
+        self.outputs = tuple(outputs) or (tuple(range(len(self.dtype.fields))) if self._record else ())
         self.stats = bool(stats)
         self.knobs = dict(knobs)
         if kind == "reduce" and segmented not in ("", "offsets"):
@@ -118,15 +127,18 @@ class PreparedScan:
         for cls in _CLASSES:
             self._variant.check(self.spec(info, cls))
         self._np = self.dtype.numpy
-        self._itemsize = self.dtype.itemsize
+        self._itemsize = self.dtype.packed_bytes
         #: the input dtypes the kernels take as they are: this scan's, and those they
         #: convert as they load, each with the name of its programs' ``in_dtype``
-        self._loads = {self._np: ""} | {
-            np.dtype(name): name for name in INPUTS if loaded_as(np.dtype(name), self.dtype) is not None
-        }
+        self._loads = (
+            {}
+            if self._record
+            else {self._np: ""}
+            | {np.dtype(name): name for name in INPUTS if loaded_as(np.dtype(name), self.dtype) is not None}
+        )
         #: tuning.SIZE_BOUNDS in elements: bisect_left(self._class_sizes, n) is n's size class
         self._class_sizes = tuple(bound // self._itemsize for bound in tuning.SIZE_BOUNDS)
-        self._plain = not segmented
+        self._plain = not segmented and not self._record
         self._reduce = kind == "reduce"
         #: where NumPy arrays are scanned in place (a CPU device), else None
         self._host_queue = None if info.is_gpu else self._queue
@@ -151,10 +163,12 @@ class PreparedScan:
                 dtype=self.dtype,
                 monoid=self.monoid,
                 stats=self.stats,
-                n=tuning.class_elements(cls, self.dtype.itemsize),
+                n=tuning.class_elements(cls, self.dtype.packed_bytes),
                 segmented="" if row_tiles else self.segmented,
                 row_tiles=row_tiles,
                 in_dtype=loads,
+                index_fields=self.index_fields,
+                outputs=self.outputs,
                 **self._program_knobs,
             )
             self._specs[key] = spec
@@ -256,8 +270,20 @@ class PreparedScan:
         return self._call(x, out, flags, offsets, row_len, stats)
 
     def verify(self, x: Any) -> None:
-        """Check a Python operator's identity and associativity on values of ``x``."""
-        self.monoid.verify(self.dtype, (arrays.sample(x),))  # type: ignore[attr-defined]
+        """Check a Python operator's identity and associativity on values of ``x``.
+
+        ``x`` is a tuple of arrays for a tuple value; its index fields are sampled as the
+        positions they stand for.
+        """
+        if self._record:
+            n = next(int(np.prod(a.shape)) for k, a in enumerate(x) if k not in self.index_fields)
+            runs = arrays.sample_runs(n)
+            at = np.concatenate([np.arange(a, b) for a, b in runs]) if runs else np.zeros(0, np.int64)
+            samples = tuple(at if k in self.index_fields else arrays.sample(a, runs) for k, a in enumerate(x))
+            self.monoid.verify(self.dtype.fields, samples)  # type: ignore[attr-defined]
+        else:
+            n = int(np.prod(getattr(x, "shape", np.shape(x))))
+            self.monoid.verify(self.dtype, (arrays.sample(x, arrays.sample_runs(n)),))  # type: ignore[attr-defined]
         self._unverified = False
 
     def _launcher(self, queue: Any, n: int, loads: str = "") -> Any:
@@ -274,6 +300,8 @@ class PreparedScan:
         """Every other call: host input, conversions, segments, in-place, counters."""
         if stats is not None and not self.stats:
             raise ValueError("stats= needs a scan made with stats=True")
+        if self._record:
+            return self._call_fields(x, out, flags, offsets, row_len, stats)
         b = self.backend
         _, on_device = arrays.pick_backend(x, b.name)  # raises for another backend's array
         queue = None if on_device else b.queue_for(self._device)
@@ -302,6 +330,111 @@ class PreparedScan:
             return result.reshape(()) if inp.on_device else result[0]
         return result
 
+    def _call_fields(
+        self, xs: Any, out: Any, flags: Any, offsets: Any, row_len: int, stats: dict | None
+    ) -> tuple[Any, ...]:
+        """A scan of tuple values: an array per field in (None at index fields), per output out.
+
+        Returns one result per field of ``outputs``: arrays of ``x``'s kind, or for a plain
+        reduction NumPy scalars (host input) or 0-d device arrays.
+        """
+        fields = self.dtype.fields
+        if not isinstance(xs, (tuple, list)) or len(xs) != len(fields):
+            raise TypeError(f"a scan of {self.dtype.name} values takes a tuple of {len(fields)} arrays")
+        b = self.backend
+        given = [x for k, x in enumerate(xs) if k not in self.index_fields]
+        _, on_device = arrays.pick_backend(given[0], b.name)
+        for x in given[1:]:
+            if arrays.pick_backend(x, b.name)[1] != on_device:
+                raise TypeError("the arrays of a tuple value must all be device arrays or all host arrays")
+        queue = b.queue_of(given[0]) if on_device else b.queue_for(self._device)
+        data: list[Any] = []
+        first = None
+        for k, (x, d) in enumerate(zip(xs, fields, strict=True)):
+            if k in self.index_fields:
+                data.append(None)
+                continue
+            inp = arrays.to_input(x, b, on_device, d, queue)
+            if first is None:
+                first = inp
+            elif inp.n != first.n:
+                raise ValueError(f"the arrays of a tuple value differ in size: {first.n} and {inp.n}")
+            data.append(inp.data)
+        assert first is not None
+        seg, length, unchecked = self._segments(first, flags, offsets, row_len)
+        reduce, n = self._reduce, first.n
+        shape = (1,) if reduce and not self.segmented else (length,)
+        outs = self._field_outs(out, b, on_device, shape)
+        if n == 0 or length == 0:
+            # nothing to scan: empty results, or the identity for every (empty) reduction
+            ident = self.monoid.identity_for(fields)
+            res = []
+            for k, o in zip(self.outputs, outs, strict=True):
+                host = np.full(shape if reduce else (0,), ident[k] if reduce else 0, fields[k].numpy)
+                if o is not None:
+                    if on_device:
+                        b.copy(o, b.to_device(host, queue))
+                    else:
+                        o[...] = host
+                    res.append(o)
+                else:
+                    res.append(b.to_device(host, queue) if on_device else host)
+            return self._field_results(res, on_device, out)
+        if unchecked is not None:
+            bound = self.bound(queue, n, False)
+            if not offsets_ok(bound, queue, unchecked, n):
+                arrays.check_offsets(offsets, n)
+                raise ValueError("offsets failed the device check (values beyond int64?)")
+        seg = self._whole_rows(seg, queue, n)
+        dsts = [None] * len(fields)
+        for k, o in zip(self.outputs, outs, strict=True):
+            ok = (
+                o is not None
+                and on_device
+                and b.aligned(o)
+                and not any(b.shares_memory(o, a) for a in data if a is not None)
+            )
+            dsts[k] = o if ok else b.empty(shape, fields[k].numpy, queue)
+        counters = self.launch(Fields(tuple(data)), Fields(tuple(dsts)), n, seg, queue=queue)
+        res = []
+        for k, o in zip(self.outputs, outs, strict=True):
+            r = dsts[k] if on_device else b.to_host(dsts[k])
+            if o is not None and r is not o:
+                if on_device:
+                    b.copy(o, r)
+                else:
+                    o[...] = r
+                r = o
+            res.append(r)
+        if stats is not None and counters is not None:
+            stats.clear()
+            stats.update(counters)
+        return self._field_results(res, on_device, out)
+
+    def _field_outs(self, out: Any, b: Backend, on_device: bool, shape: tuple[int, ...]) -> list[Any]:
+        """``out=`` of a tuple scan: an array per output field (or None each)."""
+        if out is None:
+            return [None] * len(self.outputs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outs) != len(self.outputs):
+            raise ValueError(f"out= takes {len(self.outputs)} arrays, one per output field, not {len(outs)}")
+        for k, o in zip(self.outputs, outs, strict=True):
+            arrays.check_out(o, b, on_device, self.dtype.fields[k], shape)
+        return outs
+
+    def _field_results(self, res: list[Any], on_device: bool, out: Any) -> tuple[Any, ...]:
+        if self._reduce and not self.segmented and out is None:
+            res = [r.reshape(()) if on_device else r[0] for r in res]
+        return tuple(res)
+
+    def _whole_rows(self, seg: Segments, queue: Any, n: int) -> Segments:
+        """Rows of whole tiles need no heads: the plain chained scan restarts at each row."""
+        if seg.row_len and self._variant.rows_ok:
+            tile = self.spec(self.backend.device_info(queue), self.size_class(n), True).tile
+            if seg.row_len % tile == 0:
+                return Segments(row_tiles=seg.row_len // tile)
+        return seg
+
     def _segments(
         self, inp: arrays.Input, flags: Any, offsets: Any, row_len: int
     ) -> tuple[Segments, int, Any]:
@@ -329,11 +462,7 @@ class PreparedScan:
 
     def _run(self, inp: arrays.Input, seg: Segments, length: int, out: Any, stats: dict | None) -> Any:
         b, queue = inp.backend, inp.queue
-        if seg.row_len and self._variant.rows_ok:
-            # rows of whole tiles need no heads: the plain chained scan restarts at each row
-            tile = self.spec(b.device_info(queue), self.size_class(inp.n), True).tile
-            if seg.row_len % tile == 0:
-                seg = Segments(row_tiles=seg.row_len // tile)
+        seg = self._whole_rows(seg, queue, inp.n)
         if inp.on_device:
             dst = out
             if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):

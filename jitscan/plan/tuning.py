@@ -51,7 +51,7 @@ def geometry(
     16-byte loads per thread keep enough bytes in flight; more threads per SM did
     not (register-limited to 2 blocks).
     """
-    vector_width = VECTOR_BYTES // dtype.itemsize  # the widest accesses
+    vector_width = VECTOR_BYTES // dtype.vector_itemsize  # the widest accesses (of the widest field)
     min_blocks, window = 0, 0
     if info.is_gpu and info.shuffle_width:
         # NVIDIA through CUDA or OpenCL (PTX shuffles; min_blocks becomes .minnctapersm,
@@ -64,7 +64,7 @@ def geometry(
         # blocks per SM finishes each tile sooner (experiments/mid_sweep.py, H100, int32:
         # 217-220 Ge/s at 2^22 against 210-211 for 128 x 16 and 213-214 for CUB;
         # 128 x 16 is ahead again from 2^23, 250 against 240-242)
-        nbytes = math.inf if n is None else n * dtype.itemsize  # unknown size: the large shape
+        nbytes = math.inf if n is None else n * dtype.packed_bytes  # unknown size: the large shape
         if nbytes <= 1 << 19:
             threads, vectors, min_blocks = 256, 4, 0
         elif nbytes <= 1 << 24:
@@ -101,8 +101,11 @@ def geometry(
         # EPYC, device arrays; experiments/cpu_kernel.py).
         # Segmented scans too: their thread's head bits are words (ScanSpec.head_words)
         threads = 1
-        vectors = 256 if n is not None and n * dtype.itemsize <= 1 << 19 else 1024
+        vectors = 256 if n is not None and n * dtype.packed_bytes <= 1 << 19 else 1024
     threads = min(threads, info.max_threads)
+    if dtype.packed_bytes > dtype.vector_itemsize:
+        # a tuple value: as many bytes a thread as a scalar tile holds, in fewer vectors
+        vectors = 1 << max(0, (vectors * dtype.vector_itemsize // dtype.packed_bytes).bit_length() - 1)
     geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
     return geo | {"lookback_width": lookback_window(info, threads, window)}
 
@@ -133,7 +136,7 @@ def deterministic_window(n: int | None, dtype: DType, threads: int) -> int:
     at 0.45-0.66x the ordinary scan at mean length 10^7, 128 at 0.87-1.10x), and their
     looks read the first subgroup alone first, which is where most walks end at a head.
     """
-    nbytes = math.inf if n is None else n * dtype.itemsize
+    nbytes = math.inf if n is None else n * dtype.packed_bytes
     return threads if 1 << 19 < nbytes <= 1 << 24 else 64
 
 
@@ -167,6 +170,8 @@ def spec_for(
     row_tiles: bool = False,
     deterministic: bool = False,
     in_dtype: str = "",
+    index_fields: tuple[int, ...] = (),
+    outputs: tuple[int, ...] = (),
 ) -> ScanSpec:
     """The program for one kind of call: device defaults, overridden by the caller's knobs.
 
@@ -175,7 +180,9 @@ def spec_for(
     normalized away so that, for example, every ``rts`` call of one dtype and op shares
     a compiled program, and ``deterministic`` reaches only the chained scans of values
     that round (not the built-in ops on integers, which are exact in any order).
-    ``in_dtype`` names an input type the kernels convert as they load (``ScanSpec``).
+    ``in_dtype`` names an input type the kernels convert as they load; ``index_fields`` and
+    ``outputs`` say which fields of a tuple value are the index and which are written
+    (``ScanSpec``).
     """
     geo = geometry(info, dtype, n, segmented, variant, kind)
     if threads is not None:
@@ -188,7 +195,7 @@ def spec_for(
         geo["min_blocks"] = min_blocks
     if geo["threads"] > info.max_threads:
         raise ValueError(f"threads={geo['threads']} exceeds the device's workgroup limit {info.max_threads}")
-    if dtype.name == "float64" and not info.fp64:
+    if dtype.has_f64 and not info.fp64:
         raise TypeError(f"device {info.name} has no float64 support")
     sg = info.shuffle_width or geo["threads"]
     chained = variant in CHAINED
@@ -233,6 +240,8 @@ def spec_for(
         # threads whose vectors are walked in loops between barriers
         unrolled=info.is_gpu or geo["threads"] > 1,
         in_dtype=in_dtype,
+        index_fields=index_fields,
+        outputs=outputs,
     )
 
 

@@ -20,6 +20,40 @@ from . import segments
 
 
 @dataclass(frozen=True)
+class Fields:
+    """A tuple value's arrays, as kernels take them: one device array per field.
+
+    ``arrays[k]`` is None where field k is not in memory: an index field of the input,
+    or a field the scan does not write.
+    """
+
+    arrays: tuple[Any, ...]
+
+    @property
+    def first(self) -> Any:
+        return next(a for a in self.arrays if a is not None)
+
+
+def operands(backend: Backend, x: Any) -> list[Any]:
+    """The kernel arguments of an input or output: (buffer, offset) per array."""
+    if isinstance(x, Fields):
+        return [v for a in x.arrays if a is not None for v in backend.buffer(a)]
+    return list(backend.buffer(x))
+
+
+def expand(spec: ScanSpec, kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """Argument kinds with "src" / "dst" spelled out: a buffer and an offset per array."""
+    if spec.record:
+        arrays = {"src": len(spec.dtype_info.fields) - len(spec.index_fields), "dst": len(spec.outputs)}
+    else:
+        arrays = {"src": 1, "dst": 1}
+    out: list[str] = []
+    for kind in kinds:
+        out += ["buf", "size"] * arrays[kind] if kind in arrays else [kind]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Bound:
     """A variant's compiled program on one backend: what a launch needs besides its arrays.
 
@@ -44,7 +78,8 @@ class Variant(ABC):
 
     name: str
     files: tuple[str, ...]
-    #: entry point -> argument kinds ("buf", "size", "u32"), before any segment arguments
+    #: entry point -> argument kinds ("buf", "size", "u32"; "src" and "dst": the input's and
+    #: the output's arrays, see :func:`expand`), before any segment arguments
     signatures: dict[str, tuple[str, ...]]
     #: entry points launched as one workgroup (declared JS_KERNEL_SINGLE)
     single: frozenset[str] = frozenset()
@@ -68,7 +103,7 @@ class Variant(ABC):
         """Every kernel entry point compiled for ``spec``, with its argument kinds."""
         extra = segments.PARAMS[spec.segmented]
         out = {
-            name: sig + extra if name in self.segmented_entries else sig
+            name: expand(spec, sig + extra if name in self.segmented_entries else sig)
             for name, sig in self.signatures.items()
         }
         out.update(segments.ENTRIES[spec.segmented])

@@ -22,7 +22,7 @@ from ..errors import DeadlockError
 from ..kernels import tile_state
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
-from .base import Bound, Variant
+from .base import Bound, Variant, operands
 
 KERNEL = "js_chained"
 
@@ -51,7 +51,7 @@ def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
 
 class Chained(Variant):
     files = ("tile.h", "tile_state.h", "lookback.h", "deterministic.h", "chained.c")
-    signatures = {KERNEL: ("buf", "size", "buf", "size", "size", "buf", "u32", "u32", "u32", "u32", "u32")}
+    signatures = {KERNEL: ("src", "dst", "size", "buf", "u32", "u32", "u32", "u32", "u32")}
     segmented_entries = (KERNEL,)
     rows_ok = True
 
@@ -80,21 +80,20 @@ class Chained(Variant):
         Returns the scratch buffer.
         """
         b, state = bound.backend, bound.state
-        in_buf, in_off = b.buffer(src)
-        out_buf, out_off = b.buffer(dst)
+        ins, outs = operands(b, src), operands(b, dst)
         with LOCK:
             scratch = b.scratch(state.nbytes(tiles), queue, state.encoding)
             epoch = next_epoch(b, scratch, queue, state.epoch_limit)
             ctrl = scratch.buf
             if bound.spec.stats:
                 b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
-            args = [in_buf, in_off, out_buf, out_off, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
+            args = [*ins, *outs, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)
         return ctrl
 
     def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[[Any, Any, int], None]:
-        if not self.fallback or bound.spec.stats:
+        if not self.fallback or bound.spec.stats or bound.spec.record:
             # look-back reads its deadlock flag back; counting reads its counters
             return super().plain_launcher(bound, queue, launch)
         # _launch of a plain scan, with what does not depend on the arrays looked up once

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..kernels.spec import LaunchArgs
 from . import segments
-from .base import Bound, Variant
+from .base import Bound, Variant, operands
 
 KERNEL = "js_memcpy"
 
@@ -17,7 +17,7 @@ KERNEL = "js_memcpy"
 class Memcpy(Variant):
     name = "memcpy"
     files = ("tile.h", "memcpy.c")
-    signatures = {KERNEL: ("buf", "size", "buf", "size", "size")}
+    signatures = {KERNEL: ("src", "dst", "size")}
     segments_ok = False
 
     def run(
@@ -32,9 +32,8 @@ class Memcpy(Variant):
         check: bool = True,
     ) -> None:
         b = bound.backend
-        in_buf, in_off = b.buffer(src)
-        out_buf, out_off = b.buffer(dst)
-        bound.program.launch(KERNEL, -(-n // bound.spec.tile), [in_buf, in_off, out_buf, out_off, n], queue)
+        args = [*operands(b, src), *operands(b, dst), n]
+        bound.program.launch(KERNEL, -(-n // bound.spec.tile), args, queue)
 
 
 MEMCPY = Memcpy()

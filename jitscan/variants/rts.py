@@ -13,20 +13,20 @@ from typing import Any
 
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
-from .base import Bound, Variant
+from .base import Bound, Variant, expand, operands
 
 REDUCE, SPINE, SCAN, FIXUP = "js_rts_reduce", "js_rts_spine", "js_rts_scan", "js_rts_seg_fixup"
-#: js_rts_reduce of a segmented reduction also takes (out, out_off, carry)
-STAGE_PARAMS = ("buf", "size", "buf")
+#: js_rts_reduce of a segmented reduction also takes (out, carry)
+STAGE_PARAMS = ("dst", "buf")
 
 
 class ReduceThenScan(Variant):
     name = "rts"
     files = ("tile.h", "rts.c")
     signatures = {
-        REDUCE: ("buf", "size", "size", "buf"),
-        SPINE: ("buf", "size", "buf", "size", "u32"),
-        SCAN: ("buf", "size", "buf", "size", "size", "buf", "u32"),
+        REDUCE: ("src", "size", "buf"),
+        SPINE: ("buf", "size", "dst", "u32"),
+        SCAN: ("src", "dst", "size", "buf", "u32"),
     }
     # the spine runs as one workgroup: no occupancy bound, every register
     single = frozenset({SPINE})
@@ -35,8 +35,10 @@ class ReduceThenScan(Variant):
     def entries(self, spec: ScanSpec) -> dict[str, tuple[str, ...]]:
         out = super().entries(spec)
         if spec.stages_tile:
-            out[REDUCE] = self.signatures[REDUCE] + STAGE_PARAMS + segments.PARAMS[spec.segmented]
-            out[FIXUP] = ("buf", "buf", "buf", "size", "size", "buf")
+            out[REDUCE] = expand(
+                spec, self.signatures[REDUCE] + STAGE_PARAMS + segments.PARAMS[spec.segmented]
+            )
+            out[FIXUP] = expand(spec, ("buf", "buf", "dst", "size", "buf"))
         return out
 
     def run(
@@ -51,26 +53,21 @@ class ReduceThenScan(Variant):
         check: bool = True,
     ) -> None:
         spec, b, prog = bound.spec, bound.backend, bound.program
-        in_buf, in_off = b.buffer(src)
-        out_buf, out_off = b.buffer(dst)
+        ins, outs = operands(b, src), operands(b, dst)
         tiles = -(-n // spec.tile)
         extra = segments.args(bound, queue, seg, src, tiles, n)
         spine = b.scratch(tiles * spec.element_bytes, queue, "spine").buf
         stage: list[Any] = []
         if spec.stages_tile:
             carry = b.scratch(tiles * spec.dtype_info.itemsize, queue, "carry").buf
-            stage = [out_buf, out_off, carry]
-        prog.launch(REDUCE, tiles, [in_buf, in_off, n, spine, *stage, *extra], queue)
-        prog.launch(SPINE, 1, [spine, tiles, out_buf, out_off, launch.kind_code], queue)
+            stage = [*outs, carry]
+        prog.launch(REDUCE, tiles, [*ins, n, spine, *stage, *extra], queue)
+        prog.launch(SPINE, 1, [spine, tiles, *outs, launch.kind_code], queue)
         if spec.stages_tile:
             # extra[1] is each tile's first segment, from the offsets pre-pass
-            prog.launch(
-                FIXUP, -(-tiles // spec.threads), [spine, carry, out_buf, out_off, tiles, extra[1]], queue
-            )
+            prog.launch(FIXUP, -(-tiles // spec.threads), [spine, carry, *outs, tiles, extra[1]], queue)
         elif launch.kind != "reduce":
-            prog.launch(
-                SCAN, tiles, [in_buf, in_off, out_buf, out_off, n, spine, launch.kind_code, *extra], queue
-            )
+            prog.launch(SCAN, tiles, [*ins, *outs, n, spine, launch.kind_code, *extra], queue)
 
 
 RTS = ReduceThenScan()

@@ -71,6 +71,8 @@ def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) 
         bound.program.launch(SEG_FIRST, groups, [off_buf, nseg, n, first], queue)
         return [off_buf, first, nseg]
     # with row_len the heads buffer is never read; the input's will do
+    if seg.heads is None:
+        src = getattr(src, "first", src)  # a tuple value's first array (variants.base.Fields)
     return [backend.buffer(seg.heads if seg.heads is not None else src)[0], seg.row_len]
 
 

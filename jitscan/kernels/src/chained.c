@@ -12,14 +12,13 @@
  * inlined copies of the workgroup scan. Elsewhere the own tile is scanned before the
  * loop, which keeps the loop small and the own tile's registers out of it. */
 
-JS_KERNEL void js_chained(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
-                          js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
+JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
     js_u32 lid = JS_LID;
-    in += in_off;
-    out += out_off;
+    js_src in = JS_SRC_AT;
+    js_dst out = JS_DST_AT;
 
     /* Tiles are numbered in the order workgroups start, not by group id: a tile's
      * predecessors have then all been started, which is what look-back waits on. */
@@ -188,7 +187,7 @@ JS_UNROLL
         js_store_segment_totals(out, base, own, own_left, prefix, tile > row_first, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
         if (lid == 0 && base + JS_TILE >= n)
-            out[0] = JS_VALUE_OF(tile ? js_op(prefix, agg) : agg);
+            JS_DST_ITEM(out, 0, JS_VALUE_OF(tile ? js_op(prefix, agg) : agg));
 #endif
     } else {
         js_store_output(out, base, n, own, own_left, prefix, tile > row_first, kind == JS_KIND_EXCLUSIVE, own_heads);

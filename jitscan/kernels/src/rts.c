@@ -6,9 +6,9 @@
  *    tile also stores the totals of the segments it holds whole, and the local total
  *    of a segment it continues into carry; after the spine scan, js_rts_seg_fixup
  *    completes those segments with their tiles' prefixes. */
-JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_in* in, js_size in_off, js_size n, JS_GLOBAL T* spine
+JS_KERNEL void js_rts_reduce(JS_SRC_PARAMS, js_size n, JS_GLOBAL T* spine
 #if JS_SEG_STAGE
-                             , JS_GLOBAL js_val* out, js_size out_off, JS_GLOBAL js_val* carry
+                             , JS_DST_PARAMS, JS_GLOBAL js_val* carry
 #endif
                              JS_SEG_PARAMS)
 {
@@ -18,11 +18,11 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_in* in, js_size in_off, js_size 
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    T agg = js_load_scan(in + in_off, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
+    T agg = js_load_scan(JS_SRC_AT, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
     if (JS_LID == 0)
         spine[tile] = agg;
 #if JS_SEG_STAGE
-    js_store_segment_totals(out + out_off, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
+    js_store_segment_totals(JS_DST_AT, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
 #endif
 }
 
@@ -30,7 +30,7 @@ JS_KERNEL void js_rts_reduce(JS_GLOBAL const js_in* in, js_size in_off, js_size 
  *    for a plain reduction the grand total goes to out[0] instead. Alone on the
  *    device, it has no occupancy to protect, so it is not held to the tile kernels'
  *    register budget (JS_KERNEL_SINGLE; under it the segmented spine spilled). */
-JS_KERNEL_SINGLE void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_GLOBAL js_val* out, js_size out_off, js_u32 kind)
+JS_KERNEL_SINGLE void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_DST_PARAMS, js_u32 kind)
 {
     JS_LOCAL_DECL js_shared sh;
     T run = JS_IDENTITY;
@@ -63,13 +63,13 @@ JS_UNROLL
      * preprocessor test, not a constant operand of &&, which clang warns about */
 #if !JS_SEG_OFFSETS
     if (kind == JS_KIND_REDUCE && JS_LID == 0)
-        out[out_off] = JS_VALUE_OF(run);
+        JS_DST_ITEM(JS_DST_AT, 0, JS_VALUE_OF(run));
 #endif
 }
 
 /* 3. every tile scanned again, seeded with its prefix from the spine */
-JS_KERNEL void js_rts_scan(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL js_val* out, js_size out_off,
-                           js_size n, JS_GLOBAL const T* spine, js_u32 kind JS_SEG_PARAMS)
+JS_KERNEL void js_rts_scan(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL const T* spine, js_u32 kind
+                           JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
@@ -77,21 +77,21 @@ JS_KERNEL void js_rts_scan(JS_GLOBAL const js_in* in, js_size in_off, JS_GLOBAL 
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_scan(in + in_off, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
-    js_store_output(out + out_off, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
+    js_load_scan(JS_SRC_AT, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
+    js_store_output(JS_DST_AT, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }
 
 #if JS_SEG_STAGE
 /* one thread per tile: the segment continued into tile t ends there (seg_first[t] <
  * seg_first[t + 1]); its total is the tile's exclusive prefix combined with the carry */
-JS_KERNEL void js_rts_seg_fixup(JS_GLOBAL const T* spine, JS_GLOBAL const js_val* carry, JS_GLOBAL js_val* out,
-                                js_size out_off, js_size ntiles, JS_GLOBAL const js_size* seg_first)
+JS_KERNEL void js_rts_seg_fixup(JS_GLOBAL const T* spine, JS_GLOBAL const js_val* carry, JS_DST_PARAMS,
+                                js_size ntiles, JS_GLOBAL const js_size* seg_first)
 {
     js_size t = (js_size)JS_GROUP_ID * JS_T + JS_LID;
     if (t == 0 || t >= ntiles)
         return;
     js_size lo = seg_first[t];  /* >= 1: offsets[0] == 0 lies before tile t */
     if (lo < seg_first[t + 1])
-        out[out_off + lo - 1] = js_vop(JS_VALUE_OF(spine[t]), carry[t]);
+        JS_DST_ITEM(JS_DST_AT, lo - 1, js_vop(JS_VALUE_OF(spine[t]), carry[t]));
 }
 #endif

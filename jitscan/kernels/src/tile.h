@@ -286,12 +286,12 @@ JS_UNROLL
  * Values in, values out. Segmented scans also learn their heads: from a uint8 array,
  * from the position when row_len != 0, or from CSR offsets (JS_SEG_OFFSETS). */
 
-JS_DEVICE_FN void js_store_values(JS_GLOBAL js_val* out, js_size base, js_size n, js_val y[JS_P][JS_V])
+JS_DEVICE_FN void js_store_values(js_dst out, js_size base, js_size n, js_val y[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
-            JS_VSTORE(y[j], out + base, js_vec_index(j));
+            JS_DST_VSTORE(y[j], out, base, js_vec_index(j));
     } else {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
@@ -299,7 +299,7 @@ JS_UNROLL
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 if (first + e < n)
-                    out[first + e] = y[j][e];
+                    JS_DST_ITEM(out, first + e, y[j][e]);
         }
     }
 }
@@ -307,20 +307,19 @@ JS_UNROLL
 /* Vector j of the tile at base, its items (js_in) converted to values as they load (a
  * conversion costs no pass of its own); items past n read as the identity. Callers pass
  * `full` as a constant where they can, so each branch compiles alone. */
-JS_DEVICE_FN void js_load_vector(JS_GLOBAL const js_in* in, js_size base, js_size n, int full, js_u32 j,
-                                 js_val v[JS_V])
+JS_DEVICE_FN void js_load_vector(js_src in, js_size base, js_size n, int full, js_u32 j, js_val v[JS_V])
 {
     if (full) {
-        JS_VLOAD_IN(v, in + base, js_vec_index(j));
+        JS_SRC_VLOAD(v, in, base, js_vec_index(j));
     } else {
         js_size first = base + js_vec_index(j) * JS_V;
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
-            v[e] = first + e < n ? (js_val)in[first + e] : JS_VIDENTITY;
+            v[e] = first + e < n ? JS_SRC_ITEM(in, first + e) : JS_VIDENTITY;
     }
 }
 
-JS_DEVICE_FN void js_load_values(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V])
+JS_DEVICE_FN void js_load_values(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
     if (base + JS_TILE <= n) {
 JS_UNROLL
@@ -395,7 +394,7 @@ JS_DEVICE_FN js_u32 js_vector_heads(js_size base, js_size n, int full, js_u32 j 
 #endif
 
 /* Loads values; *own receives this thread's head bits. */
-JS_DEVICE_FN void js_load_input(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_load_input(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_LOAD_PARAMS)
 {
     js_load_values(in, base, n, x);
@@ -418,8 +417,8 @@ JS_UNROLL
  * both in one pass over its vectors, with the same expressions: on a CPU the tile is an
  * array in memory, and a pass of its own is a write and a read of it. */
 #if JS_T == 1
-JS_DEVICE_FN T js_load_scan(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
-                            T left[JS_P], js_heads* own, JS_LOCAL_PTR js_shared* tile_sh JS_SEG_LOAD_PARAMS)
+JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V], T left[JS_P],
+                            js_heads* own, JS_LOCAL_PTR js_shared* tile_sh JS_SEG_LOAD_PARAMS)
 {
     (void)tile_sh;
     int full = base + JS_TILE <= n;
@@ -443,8 +442,8 @@ JS_UNROLL
     return carry;
 }
 #else
-JS_DEVICE_FN T js_load_scan(JS_GLOBAL const js_in* in, js_size base, js_size n, js_val x[JS_P][JS_V],
-                            T left[JS_P], js_heads* own, JS_LOCAL_PTR js_shared* tile_sh JS_SEG_LOAD_PARAMS)
+JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V], T left[JS_P],
+                            js_heads* own, JS_LOCAL_PTR js_shared* tile_sh JS_SEG_LOAD_PARAMS)
 {
     js_load_input(in, base, n, x, own JS_SEG_LOAD_FWD);
     return js_scan_tile(x, left, *own, tile_sh);
@@ -492,7 +491,7 @@ JS_DEVICE_FN void js_output_vector(js_val y[JS_V], js_val v[JS_V], js_val l, js_
  * has_prefix is 0, as for the first tile). The carry l into vector j only reaches
  * the items before the vector's first head; exclusive scans start a head from the
  * identity. */
-JS_DEVICE_FN void js_store_output(JS_GLOBAL js_val* out, js_size base, js_size n, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_store_output(js_dst out, js_size base, js_size n, js_val x[JS_P][JS_V],
                                   T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads heads)
 {
     (void)heads;
@@ -504,7 +503,7 @@ JS_UNROLL
             js_val y[JS_V];
             js_output_vector(y, x[j], JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]),
                              JS_VBITS(heads, j), exclusive);
-            JS_VSTORE(y, out + base, js_vec_index(j));
+            JS_DST_VSTORE(y, out, base, js_vec_index(j));
         }
     } else {
 JS_UNROLL
@@ -516,7 +515,7 @@ JS_UNROLL
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
                 if (first + e < n)
-                    out[first + e] = y[e];
+                    JS_DST_ITEM(out, first + e, y[e]);
         }
     }
 }
@@ -530,7 +529,7 @@ JS_UNROLL
  * ones get the identity.
  * Only the first of them can have begun before the tile; without a prefix (carry
  * given) its local total goes to carry[t] for js_rts_seg_fixup to complete. */
-JS_DEVICE_FN void js_store_segment_totals(JS_GLOBAL js_val* out, js_size base, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_store_segment_totals(js_dst out, js_size base, js_val x[JS_P][JS_V],
                                           T left[JS_P], T prefix, int has_prefix, js_heads heads,
                                           JS_GLOBAL js_val* carry JS_SEG_LOAD_PARAMS)
 {
@@ -557,7 +556,7 @@ JS_UNROLL
         if (carry && s == lo)
             carry[t] = v;
         else
-            out[s - 1] = v;
+            JS_DST_ITEM(out, s - 1, v);
     }
 }
 #endif

@@ -4,6 +4,9 @@
  * Every word carries a tag in its top bits and JS_PART_BITS bits of the value below:
  *   packed: 64-bit words, 32 value bits and a 32-bit tag (one word for a 32-bit type);
  *   split:  32-bit words, 16 value bits and a 16-bit tag (the SPAA 2025 encoding).
+ * A value wider than one word (64 bits split, tuples) is cut into parts by JS_BITS_PART
+ * and put together by JS_BITS_SET, whatever js_bits is: an integer, or for a tuple value
+ * a struct of 32-bit words holding its fields back to back (no padding).
  * The tag is (epoch << 3 | extra << 2 | flag), extra being the head bit of a segmented
  * scan's (head, value) pair. The host passes a new epoch to every launch, so
  * descriptors left by earlier launches read as NOT_READY and need no clearing: the
@@ -21,7 +24,7 @@
 JS_DEVICE_FN js_sw js_state_word(js_u32 epoch, js_u32 flag, js_u32 extra, js_bits bits, js_u32 part)
 {
     js_u32 tag = epoch << 3 | extra << 2 | flag;
-    return ((js_sw)tag << JS_FLAG_SHIFT) | ((js_sw)(bits >> (part * JS_PART_BITS)) & JS_PART_MASK);
+    return ((js_sw)tag << JS_FLAG_SHIFT) | JS_BITS_PART(bits, part);
 }
 
 /* flag and extra bit (extra << 2 | flag) of a word in this launch; words of earlier
@@ -45,7 +48,7 @@ JS_DEVICE_FN void js_post(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, js_
  * in the middle of an update disagree on the flag and read as NOT_READY. */
 JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T* value)
 {
-    js_bits bits = 0;
+    js_bits bits = JS_BITS_ZERO;
     js_u32 flag = 0;
 #pragma unroll
     for (js_u32 p = 0; p < JS_NPARTS; ++p) {
@@ -55,7 +58,7 @@ JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T
             flag = f;
         else if (f != flag)
             flag = JS_NOT_READY;
-        bits |= (js_bits)(w & JS_PART_MASK) << (p * JS_PART_BITS);
+        JS_BITS_SET(bits, p, w & JS_PART_MASK);
     }
     *value = JS_STATE_MAKE(bits, flag >> 2);
     return flag & 3u;
@@ -67,7 +70,7 @@ JS_DEVICE_FN js_u32 js_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T
 JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T value, int* inclusive,
                            T* found)
 {
-    js_bits bits = JS_STATE_BITS(value), old_bits = 0;
+    js_bits bits = JS_STATE_BITS(value), old_bits = JS_BITS_ZERO;
     js_u32 extra = JS_STATE_EXTRA(value), first = 0;
     int all_inclusive = 1;
 #pragma unroll
@@ -79,7 +82,7 @@ JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T 
             first = f;
         if ((f & 3u) != JS_INCLUSIVE)
             all_inclusive = 0;
-        old_bits |= (js_bits)(old & JS_PART_MASK) << (p * JS_PART_BITS);
+        JS_BITS_SET(old_bits, p, old & JS_PART_MASK);
     }
     *inclusive = all_inclusive;
     *found = JS_STATE_MAKE(old_bits, first >> 2);
