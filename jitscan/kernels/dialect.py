@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
-from ..dtypes import INPUTS, DType
+from ..dtypes import INPUTS, VECTOR_BYTES, DType
 from . import tile_state
 from .spec import KIND_CODES, ScanSpec
 
@@ -383,13 +384,13 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 at = "(base) + (js_size)(vi) * JS_V + _e"
                 loads.append(f"for (js_u32 _e = 0; _e < JS_V; ++_e) (v)[_e].f{k} = ({c[k]})({at});")
             else:
-                lines.append(self.vector_load(f"JS_VLOAD_F{k}", fields[k], v))
+                lines += self.field_moves(f"JS_VLOAD_F{k}", fields[k], v, self.vector_load)
                 loads.append(
                     f"{{ {c[k]} _f[JS_V]; JS_VLOAD_F{k}(_f, (s).f{k} + (base), vi); "
                     f"for (js_u32 _e = 0; _e < JS_V; ++_e) (v)[_e].f{k} = _f[_e]; }}"
                 )
             if k in out:
-                lines.append(self.vector_store(f"JS_VSTORE_F{k}", fields[k], v))
+                lines += self.field_moves(f"JS_VSTORE_F{k}", fields[k], v, self.vector_store)
                 stores.append(
                     f"{{ {c[k]} _f[JS_V]; for (js_u32 _e = 0; _e < JS_V; ++_e) _f[_e] = (y)[_e].f{k}; "
                     f"JS_VSTORE_F{k}(_f, (d).f{k} + (base), vi); }}"
@@ -397,6 +398,19 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
         lines.append(f"#define JS_SRC_VLOAD(v, s, base, vi) do {{ {' '.join(loads)} }} while (0)")
         lines.append(f"#define JS_DST_VSTORE(y, d, base, vi) do {{ {' '.join(stores)} }} while (0)")
         return lines
+
+    def field_moves(self, macro: str, d: DType, width: int, move: Any) -> list[str]:
+        """A tuple field's vector load or store (``move``) of ``width`` items, as 16-byte pieces.
+
+        The vector width of a tuple value is set by its narrowest moved field, so a wider
+        field's vector spans several of the 16-byte accesses the arrays are aligned for.
+        """
+        piece = max(1, VECTOR_BYTES // d.itemsize)
+        if width <= piece:
+            return [move(macro, d, width)]
+        k = width // piece
+        pieces = " ".join(f"{macro}_PIECE((a) + {c * piece}, ptr, (vi) * {k} + {c});" for c in range(k))
+        return [move(f"{macro}_PIECE", d, piece), f"#define {macro}(a, ptr, vi) do {{ {pieces} }} while (0)"]
 
     def element_moves(self) -> str:
         """JS_VLOAD / JS_VSTORE of a tuple value's struct (the spine of reduce-then-scan): item by item."""

@@ -157,7 +157,7 @@ class ScanSpec:
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)
         itemsize = self.dtype_info.itemsize
-        if self.vector_width * self.dtype_info.vector_itemsize > VECTOR_BYTES:
+        if self.vector_width * self.dtype_info.vector_itemsize > VECTOR_BYTES and not self.record:
             # the kernels move whole vectors; the backends guarantee only this alignment
             raise ValueError(
                 f"vector_width={self.vector_width} of {self.dtype} is "

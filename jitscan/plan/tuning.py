@@ -10,7 +10,7 @@ import math
 from bisect import bisect_left
 
 from ..backends.base import DeviceInfo
-from ..dtypes import VECTOR_BYTES, DType
+from ..dtypes import VECTOR_BYTES, DType, Record
 from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
 from ..operators import BUILTIN, Monoid
 
@@ -103,11 +103,22 @@ def geometry(
         threads = 1
         vectors = 256 if n is not None and n * dtype.packed_bytes <= 1 << 19 else 1024
     threads = min(threads, info.max_threads)
-    if dtype.packed_bytes > dtype.vector_itemsize:
-        # a tuple value: as many bytes a thread as a scalar tile holds, in fewer vectors
-        vectors = 1 << max(0, (vectors * dtype.vector_itemsize // dtype.packed_bytes).bit_length() - 1)
     geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
     return geo | {"lookback_width": lookback_window(info, threads, window)}
+
+
+def record_shape(dtype: Record, vectors: int, index_fields: tuple[int, ...] = ()) -> dict[str, int]:
+    """vectors and vector_width of a tuple value's tile, from the scalar shape's ``vectors``.
+
+    Vectors are 16-byte loads of the narrowest field read from memory (wider fields and
+    stores take several 16-byte pieces, dialect.field_moves), and a thread holds as many
+    32-bit words of values as a scalar int32 tile of ``vectors`` vectors: each item is
+    ``packed_bytes / 4`` words, index fields included (they live in registers too).
+    """
+    loaded = [d for k, d in enumerate(dtype.fields) if k not in index_fields] or list(dtype.fields)
+    width = VECTOR_BYTES // min(d.itemsize for d in loaded)
+    words = vectors * (VECTOR_BYTES // 4) // (width * (dtype.packed_bytes // 4))
+    return {"vectors": 1 << max(0, words.bit_length() - 1), "vector_width": width}
 
 
 def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
@@ -185,6 +196,8 @@ def spec_for(
     (``ScanSpec``).
     """
     geo = geometry(info, dtype, n, segmented, variant, kind)
+    if isinstance(dtype, Record):
+        geo.update(record_shape(dtype, geo["vectors"], index_fields))
     if threads is not None:
         geo["threads"] = threads
     if vectors is not None:
