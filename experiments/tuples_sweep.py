@@ -94,9 +94,8 @@ def main() -> None:
                     rows.append((t, threads, vectors, blocks))
         rows.sort()
         for t, threads, vectors, blocks in rows[:6]:
-            print(
-                f"{name} | {threads} | {vectors} | {blocks} | {t * 1e6:.0f} | {per * n / t / 1e9:.0f} | {base / t:.3f}"
-            )
+            rate = per * n / t / 1e9
+            print(f"{name} | {threads} | {vectors} | {blocks} | {t * 1e6:.0f} | {rate:.0f} | {base / t:.3f}")
         print(f"{name} | default | | | {base * 1e6:.0f} | {per * n / base / 1e9:.0f} | 1.000", flush=True)
 
 
