@@ -157,7 +157,7 @@ def cuda_compute_recurrence(
 #: the same bytes as each scan moves, in CuPy elementwise kernels: the memcpy rate to compare with
 SAME_BYTES = {
     "recurrence": ("float32 a, float32 b", "float32 h", "h = a + b"),
-    "argmax": ("float32 x", "int64 i", "i = (long long)x"),
+    "argmax": ("float32 x", "int64 k", "k = (long long)x"),
     "welford": ("float32 c, float32 x, float32 z", "float32 m, float32 q", "m = c + x; q = z + x"),
 }
 

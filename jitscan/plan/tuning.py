@@ -107,17 +107,31 @@ def geometry(
     return geo | {"lookback_width": lookback_window(info, threads, window)}
 
 
-def record_shape(dtype: Record, vectors: int, index_fields: tuple[int, ...] = ()) -> dict[str, int]:
-    """vectors and vector_width of a tuple value's tile, from the scalar shape's ``vectors``.
+def record_shape(
+    dtype: Record, vectors: int, index_fields: tuple[int, ...] = (), large_gpu: bool = False
+) -> dict[str, int]:
+    """The tile shape of a tuple value, from the scalar shape's ``vectors``.
 
     Vectors are 16-byte loads of the narrowest field read from memory (wider fields and
     stores take several 16-byte pieces, dialect.field_moves), and a thread holds as many
     32-bit words of values as a scalar int32 tile of ``vectors`` vectors: each item is
     ``packed_bytes / 4`` words, index fields included (they live in registers too).
+
+    Large inputs on GPUs with shuffles (``large_gpu``) take the shapes measured best on
+    the H100 (experiments/tuples_sweep.py at 2^26, float32 fields): a pair, the linear
+    recurrence, 128 threads x 16 vectors without a blocks-per-SM bound (1.05x the
+    register rule's 8 vectors with 3 blocks); three words or more, argmax (float32, int64)
+    and Welford's triple, 256 threads x 4 vectors with 2 blocks per SM (1.42x the rule on
+    their running forms, 1.91x on argmax's reduction).
     """
     loaded = [d for k, d in enumerate(dtype.fields) if k not in index_fields] or list(dtype.fields)
     width = VECTOR_BYTES // min(d.itemsize for d in loaded)
-    words = vectors * (VECTOR_BYTES // 4) // (width * (dtype.packed_bytes // 4))
+    words_per_item = dtype.packed_bytes // 4
+    if large_gpu and width == 4:
+        if words_per_item >= 3:
+            return {"threads": 256, "vectors": 4, "min_blocks": 2, "vector_width": width}
+        return {"vectors": vectors, "min_blocks": 0, "vector_width": width}
+    words = vectors * (VECTOR_BYTES // 4) // (width * words_per_item)
     return {"vectors": 1 << max(0, words.bit_length() - 1), "vector_width": width}
 
 
@@ -197,7 +211,9 @@ def spec_for(
     """
     geo = geometry(info, dtype, n, segmented, variant, kind)
     if isinstance(dtype, Record):
-        geo.update(record_shape(dtype, geo["vectors"], index_fields))
+        large = info.is_gpu and info.shuffle_width is not None and not segmented and geo["min_blocks"] == 3
+        geo.update(record_shape(dtype, geo["vectors"], index_fields, large))
+        geo["lookback_width"] = lookback_window(info, geo["threads"]) if large else geo["lookback_width"]
     if threads is not None:
         geo["threads"] = threads
     if vectors is not None:
