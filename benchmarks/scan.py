@@ -403,3 +403,73 @@ class PerCall:
     def time_prepared_out(self, backend: str, n: int) -> None:
         """``p(x, out=y)`` of a prepared scan."""
         self.scan(self.x, out=self.y)
+
+
+class Tuples:
+    """Tuple values and Python operators, end to end on device float32 arrays (host clock,
+    waited for): the linear recurrence ``scan((a, b), op=affine, output=1, out=h)``, argmax
+    and Welford reductions with ``jitscan.index`` and (ones, x, zeros), and a Python sum
+    against ``op="add"`` (the operators of :mod:`jitscan.bench.tuples`)."""
+
+    params = (BACKENDS, [SIZES[-1]])
+    param_names = ("backend", "n")
+    timeout = 600
+
+    def setup(self, backend: str, n: int) -> None:
+        import numpy as np
+
+        b = _available(backend)
+        rng = np.random.default_rng(n)
+        self.queue = b.queue_of(None)
+
+        def put(values: Any) -> Any:
+            return b.to_device(np.ascontiguousarray(values, np.float32), self.queue)
+
+        self.a, self.x = put(rng.uniform(0.5, 1.0, n)), put(rng.standard_normal(n))
+        self.ones, self.zeros = put(np.ones(n)), put(np.zeros(n))
+        self.h, self.y = (
+            b.empty((n,), np.dtype(np.float32), self.queue),
+            b.empty((n,), np.dtype(np.float32), self.queue),
+        )
+        for run in (
+            self.time_recurrence,
+            self.time_argmax,
+            self.time_welford,
+            self.time_python_add,
+            self.time_add,
+        ):
+            run(backend, n)  # compile (and check the operators) outside the timing
+
+    def time_recurrence(self, backend: str, n: int) -> None:
+        import jitscan
+        from jitscan.bench.tuples import affine
+
+        jitscan.scan((self.a, self.x), op=affine, output=1, out=self.h)
+        _sync(self.queue)
+
+    def time_argmax(self, backend: str, n: int) -> None:
+        import jitscan
+        from jitscan.bench.tuples import argmax
+
+        jitscan.reduce((self.x, jitscan.index), op=argmax)
+        _sync(self.queue)
+
+    def time_welford(self, backend: str, n: int) -> None:
+        import jitscan
+        from jitscan.bench.tuples import welford
+
+        jitscan.reduce((self.ones, self.x, self.zeros), op=welford)
+        _sync(self.queue)
+
+    def time_python_add(self, backend: str, n: int) -> None:
+        import jitscan
+        from jitscan.bench.tuples import python_add
+
+        jitscan.scan(self.x, op=python_add, out=self.y)
+        _sync(self.queue)
+
+    def time_add(self, backend: str, n: int) -> None:
+        import jitscan
+
+        jitscan.scan(self.x, op="add", out=self.y)
+        _sync(self.queue)

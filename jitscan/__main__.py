@@ -123,6 +123,14 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     b.add_argument(
+        "--tuples",
+        action="store_true",
+        help=(
+            "also tuple values and Python operators as a user calls them (linear recurrence, argmax, "
+            "Welford, a Python sum) against CuPy, at every size (the 'Tuple values' table)"
+        ),
+    )
+    b.add_argument(
         "--no-calls",
         action="store_true",
         help="skip the per-call figures in a device-time run (the 'Per call' table)",
@@ -250,6 +258,7 @@ def bench_command(args: argparse.Namespace) -> int:
             total=progress.total,
             calls=not args.no_calls,
             latency=args.latency,
+            tuples=args.tuples,
             pipeline=args.pipeline,
             **({"deterministic": True} if args.deterministic else {}),
         )

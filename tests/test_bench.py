@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from jitscan import backends, bench
+from jitscan.bench import tuples
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
@@ -328,6 +329,9 @@ def test_asv_benchmarks_dry_run(opencl_queue):
         method("opencl", n)
     per_call.teardown("opencl", n)
 
+    tuples = scan.Tuples()
+    tuples.setup("opencl", n)  # runs every timed call once
+
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
@@ -449,6 +453,44 @@ def test_bench_latency_writes_the_per_call_table(tmp_path):
     assert len(rows) == len(data["results"])
     if HAS_MPL:
         assert (out / "latency.png").stat().st_size > 0 and not (out / "throughput.png").exists()
+
+
+def test_bench_tuples_adds_the_tuple_table(tmp_path):
+    """``--tuples``: each tuple call's four figures per size, and the Python sum's ratio to the built-in."""
+    _opencl()
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable,
+        "-m",
+        "jitscan",
+        "bench",
+        "--backend",
+        "opencl",
+        "--variants",
+        "memcpy",
+        "--tuples",
+    ]
+    cmd += [
+        "--sizes",
+        "10",
+        "--reps",
+        "3",
+        "--pipeline",
+        "5",
+        "--no-calls",
+        "--no-peers",
+        "--blocking-rates",
+        "none",
+    ]
+    cmd += ["--no-progress", "--no-plots", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "## Tuple values and Python operators" in proc.stdout, proc.stdout
+    data = json.loads((out / "bench.json").read_text())
+    got = {(r["name"], r["timing"]) for r in data["results"] if r["category"] == "tuples"}
+    for name in (tuples.RECURRENCE, tuples.ARGMAX, tuples.WELFORD, tuples.PYTHON_ADD, tuples.BUILTIN_ADD):
+        assert {(name, f) for f in bench.CALL_FIGURES} <= got, name
+    assert f"| speed, pipelined | {tuples.PYTHON_ADD} / {tuples.BUILTIN_ADD} |" in proc.stdout
 
 
 def test_asv_run_quick(tmp_path):

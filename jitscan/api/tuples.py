@@ -17,7 +17,7 @@ import numpy as np
 from ..dtypes import lookup
 from ..operators import Monoid, Operator
 from ..plan import PreparedScan, arrays, check_knobs
-from .cache import LIMIT, host_tag, shortcut
+from .cache import LIMIT, host_tag, remember, shortcut
 from .conventions import move_axis, normalize_axis
 
 
@@ -52,6 +52,8 @@ index = Index()
 
 #: prepared tuple scans by call signature (emptied by jitscan.api.clear_cache)
 _PREPARED: dict[tuple, PreparedScan] = shortcut()
+#: the prepared scan of a common call (no axis) and whether it returns one array
+_CALLS: dict[tuple, tuple[PreparedScan, bool]] = shortcut()
 
 
 def is_fields(x: Any) -> bool:
@@ -77,6 +79,19 @@ def scan(
     offsets: Any = None,
 ) -> Any:
     """A scan or reduction of tuple values (see :func:`jitscan.scan`)."""
+    key: tuple | None = None
+    if axis is None:
+        # the common call: one lookup, keyed on what can differ between such calls
+        head = xs[0] if xs and not isinstance(xs[0], Index) else None
+        key = (op, kind, variant, backend, dtype, output, segmented, stats is not None, *knobs.items())
+        key += (*((type(x), getattr(x, "dtype", None)) for x in xs), *host_tag(head))
+        try:
+            hit = _CALLS.get(key)
+        except TypeError:  # an unhashable argument: the long way
+            hit = key = None
+        if hit is not None:
+            res = hit[0](xs, out, flags=flags, offsets=offsets, stats=stats)
+            return res[0] if hit[1] else res
     op = _operator(op, xs)
     outputs, single = _outputs(output, len(xs))
     given = [x for x in xs if not isinstance(x, Index)]
@@ -98,6 +113,8 @@ def scan(
     index_fields = tuple(k for k, x in enumerate(xs) if isinstance(x, Index))
     p = _prepared(op, kind, variant, b.name, fields, index_fields, outputs, segmented, stats, knobs, xs)
     res = p(xs, out, flags=flags, offsets=offsets, stats=stats)
+    if key is not None:
+        remember(_CALLS, key, (p, single))
     return res[0] if single else res
 
 

@@ -121,6 +121,20 @@ def measure_calls(
     found, why = contenders(timer, dtype, n, rng, peers)
     if skipped is not None:
         skipped.extend(f"{p} ({timer.name}, {dtype}, 2^{log2_label(n)})" for p in why)
+    return measure_contenders(timer, found, dtype, n, reps, calls, warmup)
+
+
+def measure_contenders(
+    timer: Timer,
+    found: list[Contender],
+    dtype: str,
+    n: int,
+    reps: int,
+    calls: int = PIPELINE_CALLS,
+    warmup: int = 3,
+    category: str = "call",
+) -> list[Result]:
+    """The four per-call figures of each of ``found``, taken in turns (see :func:`measure_calls`)."""
     for c in found:
         for i in range(warmup):
             c.call(i)
@@ -153,7 +167,9 @@ def measure_calls(
         for figure in CALL_FIGURES:
             med, spread, times = summary(samples[c.name][figure])
             results.append(
-                Result(timer.name, c.name, dtype, n, med, spread, category="call", timing=figure, times=times)
+                Result(
+                    timer.name, c.name, dtype, n, med, spread, category=category, timing=figure, times=times
+                )
             )
     return results
 
@@ -167,4 +183,5 @@ __all__ = [
     "Contender",
     "contenders",
     "measure_calls",
+    "measure_contenders",
 ]

@@ -43,10 +43,11 @@ class Result:
     stats : dict
         Look-back counters averaged over instrumented runs (chained variants only):
         ``spins``, ``lookback_steps``, ``fallbacks``, ``insertions``, ``tiles``.
-    category : {"variant", "peer", "blocking", "call", "numpy"}
+    category : {"variant", "peer", "blocking", "call", "numpy", "tuples"}
         A jitscan variant's device time, a peer's, the simulated-blocking sweep, a
         figure of a call as a user makes it, or (on a CPU) a call from NumPy to NumPy
-        beside NumPy's own (:mod:`jitscan.bench.host`).
+        beside NumPy's own (:mod:`jitscan.bench.host`), or the per-call figures of tuple
+        values and Python operators (:mod:`jitscan.bench.tuples`).
     block_every : int
         Simulated blocking, 1 in ``block_every`` tiles never posts; 0 for none.
     timing : {"device", "host", "isolated", "pipelined"}

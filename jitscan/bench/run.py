@@ -49,6 +49,7 @@ def run(
     calls: bool = True,
     latency: bool = False,
     pipeline: int = PIPELINE_CALLS,
+    tuples: bool = False,
     **knobs: Any,
 ) -> Report:
     """Measure variants, peers and calls at every dtype and size, then the blocking sweep.
@@ -90,6 +91,9 @@ def run(
         (no device-time sweep, no blocking).
     pipeline : int
         Calls back to back in one pipelined measurement.
+    tuples : bool
+        Also tuple values and Python operators as a user calls them, against CuPy
+        (:mod:`jitscan.bench.tuples`), at every size.
     **knobs
         Passed to every variant (``tile_state``, ``spin_limit``, ...).
 
@@ -116,6 +120,7 @@ def run(
         "calls": calls or latency,
         "latency": latency,
         "pipeline": pipeline,
+        "tuples": tuples,
         "knobs": knobs,
         "sizes": {},
         "reps": {},
@@ -153,6 +158,7 @@ def run(
             calls=calls or latency,
             pipeline=pipeline,
             device_time=not latency,
+            tuples=tuples,
         )
         report.config["dtypes"][name] = plan.dtypes
         report.config["sizes"][name] = plan.sizes

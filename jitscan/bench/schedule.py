@@ -12,6 +12,7 @@ from .host import measure_host_calls
 from .peers import measure_numpy, measure_peers
 from .results import Result, Unsupported, log2_label
 from .timing import Timer
+from .tuples import measure_tuples
 
 #: simulated-blocking rates of the paper's figure: 1 in k tiles never posts
 BLOCKING_RATES = (512, 256, 128, 64, 32, 16, 8, 4, 2)
@@ -83,6 +84,7 @@ class Plan:
     Per dtype and size: each variant's device time, the peers' (and NumPy's, once per
     dtype and size over all backends), the per-call figures and, on a device that works
     in host memory (a CPU), NumPy to NumPy against NumPy (:mod:`jitscan.bench.host`);
+    with ``tuples``, per size, the tuple values' calls (:mod:`jitscan.bench.tuples`);
     then the blocking sweep on the first dtype. Without ``device_time`` (``--latency``), only the
     per-call figures.
     """
@@ -101,6 +103,7 @@ class Plan:
     calls: bool = True
     pipeline: int = PIPELINE_CALLS
     device_time: bool = True
+    tuples: bool = False
     said: set[str] = field(default_factory=set)
 
     def _once(self, key: str, msg: str) -> None:
@@ -178,6 +181,21 @@ class Plan:
 
         return Task(f"{self.timer.name} numpy {dtype} 2^{log2_label(n)}", go)
 
+    def tuples_at(self, n: int) -> Task:
+        """Tuple values and Python operators as a user calls them (:mod:`jitscan.bench.tuples`)."""
+        where = f"({self.timer.name}, 2^{log2_label(n)})"
+
+        def go() -> list[Result]:
+            try:
+                return measure_tuples(self.timer, n, self.reps, self.pipeline)
+            except Unsupported as exc:
+                self._once(f"tuples {where}", f"tuple values {where}: skipped, {exc}")
+            except Exception as exc:  # noqa: BLE001 - one failure must not lose the run
+                self.note(f"tuple values {where}: {type(exc).__name__}: {exc}")
+            return []
+
+        return Task(f"{self.timer.name} tuples 2^{log2_label(n)}", go)
+
     def tasks(self) -> list[Task]:
         """Every step, in the order they run."""
         tasks = []
@@ -197,6 +215,8 @@ class Plan:
                     tasks.append(self.calls_at(dtype, n))
                 if self.device_time and self.peers and not self.timer.info.is_gpu:
                     tasks.append(self.host_at(dtype, n))
+        if self.tuples:
+            tasks.extend(self.tuples_at(n) for n in self.sizes)
         if self.device_time and self.rates and self.dtypes:
             dtype, n = self.dtypes[0], self.blocking_size
             tasks.append(self.variant("memcpy", dtype, n, "blocking"))

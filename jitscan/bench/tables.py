@@ -11,6 +11,7 @@ from .host import PAIRS
 from .peers import baseline
 from .results import CALL_FIGURES, Report, Result, log2_label
 from .schedule import table_size
+from .tuples import PAIRS as TUPLE_PAIRS
 
 
 def _ge(v: float) -> str:
@@ -240,6 +241,39 @@ def numpy_table(report: Report) -> str:
     return "\n\n".join(blocks)
 
 
+def tuples_table(report: Report) -> str:
+    """Tuple values and Python operators (:mod:`jitscan.bench.tuples`): microseconds per call
+    by figure, then each jitscan call's pipelined speed over what it is compared with."""
+    rows = [r for r in report.results if r.category == "tuples"]
+    blocks = []
+    for backend in sorted({r.backend for r in rows}):
+        mine = [r for r in rows if r.backend == backend]
+        sizes = sorted({r.n for r in mine})
+        names = list(dict.fromkeys(r.name for r in mine))
+        value = {(r.name, r.timing, r.n): r.seconds for r in mine}
+        lines = [
+            f"**{report.devices.get(backend, backend)}** ({backend}), float32: microseconds per call",
+            "",
+            "| figure | call | " + " | ".join(f"2^{log2_label(n)}" for n in sizes) + " |",
+            "|---|---|" + "---:|" * len(sizes),
+        ]
+        for figure in CALL_FIGURES:
+            for name in names:
+                cells = [_us(value[(name, figure, n)]) if (name, figure, n) in value else "" for n in sizes]
+                lines.append(f"| {figure} | {name} | " + " | ".join(cells) + " |")
+        for mine_, peer in TUPLE_PAIRS:
+            if mine_ in names and peer in names:
+                cells = [
+                    _num(value[(peer, "pipelined", n)] / value[(mine_, "pipelined", n)], ".2f")
+                    if (peer, "pipelined", n) in value and (mine_, "pipelined", n) in value
+                    else ""
+                    for n in sizes
+                ]
+                lines.append(f"| speed, pipelined | {mine_} / {peer} | " + " | ".join(cells) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def markdown(report: Report, n: int | None = None) -> str:
     """All tables of a report (those with something to show), as Markdown to paste into the README."""
     parts: list[str] = []
@@ -256,6 +290,9 @@ def markdown(report: Report, n: int | None = None) -> str:
     host = numpy_table(report)
     if host:
         parts += ["## NumPy to NumPy (a CPU device)", host]
+    tuples = tuples_table(report)
+    if tuples:
+        parts += ["## Tuple values and Python operators", tuples]
     if not parts:
         parts += ["(nothing measured)"]
     if report.skipped:
@@ -290,4 +327,5 @@ __all__ = [
     "paper_table",
     "table",
     "throughput_table",
+    "tuples_table",
 ]

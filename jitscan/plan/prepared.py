@@ -344,25 +344,37 @@ class PreparedScan:
         b = self.backend
         given = [x for k, x in enumerate(xs) if k not in self.index_fields]
         _, on_device = arrays.pick_backend(given[0], b.name)
-        for x in given[1:]:
-            if arrays.pick_backend(x, b.name)[1] != on_device:
-                raise TypeError("the arrays of a tuple value must all be device arrays or all host arrays")
+        if any(b.owns(x) != on_device for x in given[1:]):
+            raise TypeError("the arrays of a tuple value must all be device arrays or all host arrays")
+        shapes = {tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape) for x in given}
+        if len(shapes) > 1:
+            raise ValueError(f"the arrays of a tuple value differ in shape: {sorted(shapes)}")
         queue = b.queue_of(given[0]) if on_device else b.queue_for(self._device)
         data: list[Any] = []
-        first = None
+        first: arrays.Input | None = None
+        n = -1
         for k, (x, d) in enumerate(zip(xs, fields, strict=True)):
             if k in self.index_fields:
                 data.append(None)
                 continue
-            inp = arrays.to_input(x, b, on_device, d, queue)
-            if first is None:
-                first = inp
-            elif inp.n != first.n:
-                raise ValueError(f"the arrays of a tuple value differ in size: {first.n} and {inp.n}")
-            data.append(inp.data)
-        assert first is not None
-        seg, length, unchecked = self._segments(first, flags, offsets, row_len)
-        reduce, n = self._reduce, first.n
+            flat = on_device and len(x.shape) == 1 and x.flags.c_contiguous
+            if flat and x.dtype == d.numpy and b.aligned(x):
+                m, arr = int(x.shape[0]), x  # as the kernels take it: no view to make
+            else:
+                inp = arrays.to_input(x, b, on_device, d, queue)
+                m, arr = inp.n, inp.data
+                first = first or inp
+            if n >= 0 and m != n:
+                raise ValueError(f"the arrays of a tuple value differ in size: {n} and {m}")
+            n = m
+            data.append(arr)
+        if self.segmented and first is None:  # what _segments reads the call's side from
+            first = arrays.Input(b, queue, on_device, given[0], n, fields[0])
+        if first is None:
+            seg, length, unchecked = NONE, 1 if self._reduce else n, None
+        else:
+            seg, length, unchecked = self._segments(first, flags, offsets, row_len)
+        reduce = self._reduce
         shape = (1,) if reduce and not self.segmented else (length,)
         outs = self._field_outs(out, b, on_device, shape)
         if n == 0 or length == 0:
