@@ -9,9 +9,10 @@ import pytest
 import jitscan
 from jitscan import backends
 from jitscan.api import flat, running, segmented
+from jitscan.operators import python
 from jitscan.plan import prepared
 
-MODULES = [jitscan, flat, running, segmented, prepared]
+MODULES = [jitscan, flat, running, segmented, prepared, python]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
@@ -38,6 +39,7 @@ def test_every_public_function_has_an_example():
         "segmented_cumsum",
         "segmented_reduce",
         "plan",
+        "operator",
     ]
     missing = [n for n in names if ">>> " not in (getattr(jitscan, n).__doc__ or "")]
     assert not missing, f"no example in the docstrings of {missing}"

@@ -309,10 +309,15 @@ def operator(
 
     Examples
     --------
+    >>> import numpy as np, jitscan
     >>> ffill = jitscan.operator(lambda x, y: y if y != 0 else x, identity=0)
+    >>> jitscan.scan(np.array([0, 3, 0, 5, 0], np.int32), op=ffill)
+    array([0, 3, 3, 5, 5], dtype=int32)
     >>> @jitscan.operator(identity=(1.0, 0.0))
     ... def affine(x, y):  # h = a * h + b as pairs (a, b)
     ...     return (x[0] * y[0], x[1] * y[0] + y[1])
+    >>> jitscan.scan((np.array([0.5, 0.5, 2.0]), np.array([1.0, 1.0, 1.0])), op=affine, output=1)
+    array([1. , 1.5, 4. ])
     """
 
     def make(f: Callable[[Any, Any], Any]) -> Operator:
