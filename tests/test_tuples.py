@@ -204,3 +204,21 @@ def test_a_non_associative_tuple_operator_is_refused_before_it_runs(rng):
     a, b = coefficients(rng, 1_000)
     with pytest.raises(ValueError, match=r"operator 'drift' is not associative on \(float64, float64\)"):
         jitscan.scan((a, b), op=drift)
+
+
+def test_deterministic_tuple_scans_give_the_same_bits_whatever_the_timing(rng):
+    a, b = coefficients(rng, 200_000, "float32")
+    runs = [
+        jitscan.scan((a, b), op=affine, output=1, deterministic=True, simulate_blocking=k, spin_limit=2)
+        for k in (0, 3, 7)
+        for _ in range(2)
+    ]
+    assert len({r.tobytes() for r in runs}) == 1
+    np.testing.assert_allclose(runs[0], recurrence(a, b), rtol=1e-3, atol=1e-3)
+
+
+def test_an_exclusive_segmented_scan_starts_each_segment_from_the_identity(rng):
+    a, b = coefficients(rng, 1_000)
+    H = jitscan.segmented_scan((a, b), offsets=[0, 5, 1_000], op=affine, kind="exclusive", output=1)
+    want = np.concatenate([[0.0], recurrence(a[:4], b[:4]), [0.0], recurrence(a[5:999], b[5:999])])
+    np.testing.assert_allclose(H, want, rtol=1e-12, atol=1e-12)
