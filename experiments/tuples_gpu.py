@@ -27,30 +27,14 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import cupy
 import numpy as np
 
 import jitscan
-
-
-def per_call(fn: Callable[[], object]) -> tuple[float, float]:
-    """(host µs, pipelined µs) of one warm call."""
-    host = []
-    for _ in range(50):
-        t = time.perf_counter()
-        fn()
-        host.append(time.perf_counter() - t)
-    cupy.cuda.get_current_stream().synchronize()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(20):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return statistics.median(host) * 1e6, cupy.cuda.get_elapsed_time(start, stop) * 1e3 / 20
+from jitscan.bench.studies import host_and_piped
+from jitscan.bench.tuples import affine, argmax, welford
 
 
 def race(case: str, e: int, fns: dict[str, Callable[[], object]], nbytes: int, base: str) -> None:
@@ -60,32 +44,13 @@ def race(case: str, e: int, fns: dict[str, Callable[[], object]], nbytes: int, b
     names = list(fns)
     for r in range(5):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            rounds[name].append(per_call(fns[name]))
+            rounds[name].append(host_and_piped(fns[name], 50, 20))
     med = {
         k: (statistics.median(h for h, _ in v), statistics.median(p for _, p in v)) for k, v in rounds.items()
     }
     for name, (h, p) in med.items():
         gbs = nbytes / (p * 1e-6) / 1e9
         print(f"{case} | 2^{e} | {name} | {h:.1f} | {p:.1f} | {gbs:.0f} | {med[base][1] / p:.3f}", flush=True)
-
-
-@jitscan.operator(identity=(1.0, 0.0))
-def affine(x, y):
-    return (x[0] * y[0], x[1] * y[0] + y[1])
-
-
-@jitscan.operator(identity=(-np.inf, -1))
-def argmax(x, y):
-    return y if y[0] > x[0] else x
-
-
-@jitscan.operator(identity=(0.0, 0.0, 0.0))
-def welford(x, y):
-    n = x[0] + y[0]
-    if n == 0:
-        return x
-    d = y[1] - x[1]
-    return (n, x[1] + d * (y[0] / n), x[2] + y[2] + d * d * x[0] * y[0] / n)
 
 
 #: the affine map and the read of ``b`` in C++, for cuda.compute's RawOp (see the module text)

@@ -16,28 +16,9 @@ import sys
 from collections.abc import Callable
 
 import cupy
-import numpy as np
 
 import jitscan
-
-
-@jitscan.operator(identity=(1.0, 0.0))
-def affine(x, y):
-    return (x[0] * y[0], x[1] * y[0] + y[1])
-
-
-@jitscan.operator(identity=(-np.inf, -1))
-def argmax(x, y):
-    return y if y[0] > x[0] else x
-
-
-@jitscan.operator(identity=(0.0, 0.0, 0.0))
-def welford(x, y):
-    n = x[0] + y[0]
-    if n == 0:
-        return x
-    d = y[1] - x[1]
-    return (n, x[1] + d * (y[0] / n), x[2] + y[2] + d * d * x[0] * y[0] / n)
+from jitscan.bench.tuples import affine, argmax, welford
 
 
 def piped(fn: Callable[[], object]) -> float:

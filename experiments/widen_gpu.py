@@ -16,31 +16,13 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
-from collections.abc import Callable
 
 import cupy
 import numpy as np
 import torch
 
 import jitscan
-
-
-def per_call(fn: Callable[[], object]) -> tuple[float, float]:
-    """(host µs, pipelined µs) of one warm call."""
-    host = []
-    for _ in range(100):
-        t = time.perf_counter()
-        fn()
-        host.append(time.perf_counter() - t)
-    cupy.cuda.get_current_stream().synchronize()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(50):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return statistics.median(host) * 1e6, cupy.cuda.get_elapsed_time(start, stop) * 1e3 / 50
+from jitscan.bench.studies import host_and_piped
 
 
 def main() -> None:
@@ -65,7 +47,7 @@ def main() -> None:
         names = list(fns)
         for r in range(5):
             for name in names[r % len(names) :] + names[: r % len(names)]:
-                rounds[name].append(per_call(fns[name]))
+                rounds[name].append(host_and_piped(fns[name]))
         med = {
             k: (statistics.median(h for h, _ in v), statistics.median(p for _, p in v))
             for k, v in rounds.items()

@@ -47,6 +47,23 @@ def _segment_params(mode: str) -> list[str]:
     ]
 
 
+def _pointer_struct(name: str, macro: str, arg: str, fields: list[tuple[int, str]]) -> list[str]:
+    """A struct of one global pointer per field (``(k, element type)``) and how kernels get it:
+    ``{macro}_PARAMS`` (a pointer and an element offset per field), ``{macro}_AT`` (the struct,
+    offsets applied) and the ``{name}_at`` that makes it."""
+    members = " ".join(f"JS_GLOBAL {t}* f{k};" for k, t in fields)
+    params = ", ".join(f"JS_GLOBAL {t}* {arg}{k}, js_size {arg}_off{k}" for k, t in fields)
+    at = ", ".join(f"{arg}{k} + {arg}_off{k}" for k, _ in fields)
+    ptrs = ", ".join(f"JS_GLOBAL {t}* p{k}" for k, t in fields)
+    sets = " ".join(f"r.f{k} = p{k};" for k, _ in fields)
+    return [
+        f"typedef struct {{ {members} }} {name};",
+        f"#define {macro}_PARAMS {params}",
+        f"#define {macro}_AT {name}_at({at})",
+        f"JS_DEVICE_FN {name} {name}_at({ptrs}) {{ {name} r; {sets} return r; }}",
+    ]
+
+
 class Dialect(ABC):
     """Base of the backend dialects; subclasses fill in the target-specific text."""
 
@@ -347,24 +364,8 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
         out = list(spec.outputs)
         c = [self.ctype(d) for d in fields]
         lines = [
-            f"typedef struct {{ {' '.join(f'JS_GLOBAL const {c[k]}* f{k};' for k in loaded)} }} js_src;",
-            f"typedef struct {{ {' '.join(f'JS_GLOBAL {c[k]}* f{k};' for k in out)} }} js_dst;",
-            "#define JS_SRC_PARAMS "
-            + ", ".join(f"JS_GLOBAL const {c[k]}* in{k}, js_size in_off{k}" for k in loaded),
-            "#define JS_SRC_AT js_src_at(" + ", ".join(f"in{k} + in_off{k}" for k in loaded) + ")",
-            "JS_DEVICE_FN js_src js_src_at("
-            + ", ".join(f"JS_GLOBAL const {c[k]}* p{k}" for k in loaded)
-            + ") { js_src s; "
-            + " ".join(f"s.f{k} = p{k};" for k in loaded)
-            + " return s; }",
-            "#define JS_DST_PARAMS "
-            + ", ".join(f"JS_GLOBAL {c[k]}* out{k}, js_size out_off{k}" for k in out),
-            "#define JS_DST_AT js_dst_at(" + ", ".join(f"out{k} + out_off{k}" for k in out) + ")",
-            "JS_DEVICE_FN js_dst js_dst_at("
-            + ", ".join(f"JS_GLOBAL {c[k]}* p{k}" for k in out)
-            + ") { js_dst d; "
-            + " ".join(f"d.f{k} = p{k};" for k in out)
-            + " return d; }",
+            *_pointer_struct("js_src", "JS_SRC", "in", [(k, f"const {c[k]}") for k in loaded]),
+            *_pointer_struct("js_dst", "JS_DST", "out", [(k, c[k]) for k in out]),
             "/* item i: the loaded fields read, the index fields its position */",
             "JS_DEVICE_FN js_val js_src_item(js_src s, js_size i) { js_val v; "
             + " ".join(
