@@ -78,13 +78,13 @@ def test_exclusive_starts_from_the_identity_and_reduce_is_the_last_value(rng):
     np.testing.assert_allclose(total, (A[-1], H[-1]), rtol=1e-12)
 
 
-def test_argmax_takes_the_index_as_a_virtual_input(rng):
+def test_argmax_takes_the_index_as_a_virtual_input(backend, rng):
     x = rng.normal(size=20_001).astype(np.float32)
-    v, i = jitscan.scan((x, jitscan.index), op=argmax)
+    v, i = jitscan.scan((x, jitscan.index), op=argmax, backend=backend)
     np.testing.assert_array_equal(v, np.maximum.accumulate(x))
     np.testing.assert_array_equal(i, first_argmax(x))
     assert i.dtype == np.int64
-    best, at = jitscan.reduce((x, jitscan.index.astype("int32")), op=argmax)
+    best, at = jitscan.reduce((x, jitscan.index.astype("int32")), op=argmax, backend=backend)
     assert at == np.argmax(x) and at.dtype == np.int32 and best == x.max()
 
 
@@ -104,17 +104,19 @@ def test_welford_gives_mean_and_variance(rng):
 
 
 @pytest.mark.parametrize("variant", ["fallback", "rts"])
-def test_segmented_scans_restart_the_recurrence_at_each_segment(rng, variant):
+def test_segmented_scans_restart_the_recurrence_at_each_segment(backend, rng, variant):
     a, b = coefficients(rng, 12_000)
     offsets = np.array([0, 1, 1, 4_000, 11_999, 12_000])
-    H = jitscan.segmented_scan((a, b), offsets=offsets, op=affine, output=1, variant=variant)
+    H = jitscan.segmented_scan((a, b), offsets=offsets, op=affine, output=1, variant=variant, backend=backend)
     want = np.concatenate(
         [recurrence(a[s:e], b[s:e]) for s, e in zip(offsets[:-1], offsets[1:], strict=True)]
     )
     np.testing.assert_allclose(H, want, rtol=1e-9, atol=1e-9)
     flags = np.zeros(a.size, np.uint8)
     flags[offsets[:-1][offsets[:-1] < a.size]] = 1
-    H_flags = jitscan.segmented_scan((a, b), flags=flags, op=affine, output=1, variant=variant)
+    H_flags = jitscan.segmented_scan(
+        (a, b), flags=flags, op=affine, output=1, variant=variant, backend=backend
+    )
     np.testing.assert_allclose(H_flags, want, rtol=1e-9, atol=1e-9)
 
 
@@ -138,7 +140,7 @@ def test_scans_and_reductions_along_an_axis(rng):
 
 
 @pytest.mark.parametrize("tile_state", ["packed", "split"])
-def test_wide_values_post_and_read_in_both_tile_state_encodings(rng, tile_state):
+def test_wide_values_post_and_read_in_both_tile_state_encodings(backend, rng, tile_state):
     z = rng.normal(size=50_000)
     count, mean, m2 = jitscan.scan(
         (np.ones_like(z), z, np.zeros_like(z)),
@@ -146,6 +148,7 @@ def test_wide_values_post_and_read_in_both_tile_state_encodings(rng, tile_state)
         tile_state=tile_state,
         simulate_blocking=3,
         spin_limit=4,
+        backend=backend,
     )
     np.testing.assert_allclose(mean, np.cumsum(z) / np.arange(1, z.size + 1), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(m2[-1] / count[-1], z.var(), rtol=1e-9)

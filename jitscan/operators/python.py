@@ -76,6 +76,8 @@ class Operator(Monoid):
 
     fn: Callable[[Any, Any], Any] | None = None
     check: bool = True
+    #: what makes two operators the same (see _identity_key); their compilations and checks
+    _key: Any = field(default=None, init=False, repr=False, compare=False)
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _checked: set = field(default_factory=set, init=False, repr=False, compare=False)
 
@@ -92,12 +94,18 @@ class Operator(Monoid):
             object.__setattr__(self, "_identity_items", (("*", ident),))
         else:
             raise TypeError(f"an operator's identity is a number or a tuple of numbers, got {ident!r}")
+        key = _identity_key(self)
+        object.__setattr__(self, "_key", key)
+        # operators made again from the same code (a lambda in a loop) share their work
+        shared = _SHARED.setdefault(key, ({}, set())) if key[0] != "id" else ({}, set())
+        object.__setattr__(self, "_compiled", shared[0])
+        object.__setattr__(self, "_checked", shared[1])
 
     def __eq__(self, other: object) -> bool:
-        return self is other
+        return isinstance(other, Operator) and self._key == other._key
 
     def __hash__(self) -> int:
-        return id(self)
+        return hash(self._key)
 
     @property
     def arity(self) -> int:
@@ -195,6 +203,26 @@ class Operator(Monoid):
                         "in any grouping; make the operator with check=False to scan anyway"
                     )
         self._checked.add(key)
+
+
+#: the compilations and checks of operators by identity key, shared between equal operators
+_SHARED: dict[tuple, tuple[dict, set]] = {}
+
+
+def _identity_key(op: Operator) -> tuple:
+    """Equal for operators made from the same code with the same captured values, identity,
+    name and check: ``jitscan.operator(lambda x, y: ..., identity=0)`` written inside a loop
+    makes one operator, not one per iteration (each would be typed and compiled again).
+    Functions whose captured values cannot be compared are only equal to themselves."""
+    fn = op.fn
+    code = getattr(fn, "__code__", None)
+    try:
+        cells = tuple(c.cell_contents for c in (getattr(fn, "__closure__", None) or ()))
+        key = ("code", code, getattr(fn, "__defaults__", None), cells, op._identity_items, op.name, op.check)
+        hash(key)
+    except (TypeError, ValueError):  # unhashable or empty cells
+        return ("id", id(op))
+    return key if code is not None else ("id", id(op))
 
 
 def _is_number(v: object) -> bool:
