@@ -56,9 +56,34 @@ def test_bitwise_ops_refuse_floats():
 
 
 def test_user_monoid_that_does_not_compile_shows_the_compiler_message():
-    bad = jitscan.Monoid("bad", combine="a + c", identity=0)
-    with pytest.raises(jitscan.CompileError, match="""(?s)bad.*["']c["']"""):
+    bad = jitscan.Monoid("bad", combine="a + (b", identity=0)
+    with pytest.raises(jitscan.CompileError, match=r"(?s)op 'bad'.*a \+ \(b"):
         jitscan.scan(X, op=bad)
+
+
+@pytest.mark.parametrize(
+    "combine, culprit",
+    [
+        ("a + c", "the name 'c'"),
+        ("foo(a, b)", "the name 'foo'"),
+        ("a + b); } __kernel void evil() { (0", "may not hold ';'"),
+        ("a\n#define JS_BARRIER()", "may not hold '#'"),
+        ('a + *(int*)"x"', "may not hold '\"'"),
+        ("a[1] + b", r"may not hold '\['"),
+        ("a /* */ + b", "may not hold a comment"),
+        ("a + b" * 500, "over 2000"),
+    ],
+)
+def test_a_monoid_combine_is_an_expression_over_a_and_b_or_refused_naming_the_token(combine, culprit):
+    with pytest.raises(ValueError, match=culprit):
+        jitscan.Monoid("m", combine=combine, identity=0)
+
+
+@pytest.mark.parametrize("identity", [1.5, float("nan"), float("inf")])
+def test_an_integer_scan_refuses_an_identity_that_is_not_an_integer(identity):
+    m = jitscan.Monoid("m", combine="a * b", identity=identity)
+    with pytest.raises(ValueError, match="is not an integer, for int32"):
+        jitscan.scan(X, op=m)
 
 
 @pytest.mark.parametrize(
@@ -100,3 +125,32 @@ def test_vectors_wider_than_16_bytes():
     # the kernels move whole vectors, and arrays are only guaranteed 16-byte alignment
     with pytest.raises(ValueError, match="at most 16"):
         jitscan.cumsum(X, vector_width=8)
+
+
+@pytest.mark.parametrize(
+    "knob, value, message",
+    [
+        ("threads", 64.0, "threads must be an integer, got 64.0"),
+        ("threads", "64", "threads must be an integer, got '64'"),
+        ("threads", True, "threads must be an integer, got True"),
+        ("vectors", -4, "vectors must not be negative"),
+        ("spin_limit", 1.5, "spin_limit must be an integer"),
+        ("spin_limit", "8", "spin_limit must be an integer"),
+        ("spin_limit", 2**32, r"spin_limit must be between 0 and 2\*\*32 - 1"),
+        ("simulate_blocking", 2.5, "simulate_blocking must be an integer"),
+        ("tile_state", 1, "tile_state must be a str"),
+    ],
+)
+def test_knobs_of_the_wrong_type_are_refused_naming_the_knob(knob, value, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        jitscan.scan(X, **{knob: value})
+
+
+def test_flags_of_any_shape_with_one_entry_per_value_are_read_in_c_order():
+    flags = np.zeros((2, X.size // 2), np.uint8)
+    flags[1, 0] = 1
+    got = jitscan.segmented_scan(X, flags=flags)
+    half = X.size // 2
+    np.testing.assert_array_equal(got, np.r_[np.cumsum(X[:half]), np.cumsum(X[half:])])
+    with pytest.raises(ValueError, match=r"flags has 3 entries \(shape \(3,\)\); the values have"):
+        jitscan.segmented_scan(X, flags=np.zeros(3, np.uint8))

@@ -15,7 +15,7 @@ from jitscan.backends import cupy as cupy_backend
 from jitscan.backends import opencl
 from jitscan.backends.base import Build, build_failure
 
-BAD = ("a +* b", "foo(a, b)")
+BAD = ("a +* b", "a ? b")
 #: a generated source whose second line does not compile, and the column of the culprit
 SRC = "/* prelude */\nJS_DEVICE_FN js_val js_vop(js_val a, js_val b) { return (a + c); }\n"
 COL = SRC.splitlines()[1].index("c)") + 1
@@ -35,8 +35,6 @@ def test_a_monoid_that_does_not_compile_shows_its_expression_and_the_first_error
     assert "op 'bad'" in head
     error = head.split(" failed: ", 1)[1]
     assert error and msg.count(error) == 1, msg  # the compiler's first error, once
-    if "foo" in combine:
-        assert "foo" in error, msg
     assert combine in "\n".join(rest), msg  # the generated line holding the user's expression
     assert "BUILD_PROGRAM_FAILURE" not in msg, msg
     assert not re.search(r"tempfile|/tmp/|\.cl:\d|\.cu\(\d", msg), msg  # no temporary file

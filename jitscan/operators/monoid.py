@@ -7,6 +7,8 @@ need not be commutative: ``a`` always stands for the elements before ``b``.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -15,6 +17,57 @@ import numpy as np
 from ..dtypes import DType, lookup
 
 Number = int | float
+
+#: the longest ``combine`` expression accepted
+COMBINE_LIMIT = 2000
+#: the names a ``combine`` expression may use: the operands, the preludes' helpers, casts
+#: to the value types, and the math functions both dialects have (C's, overloaded)
+COMBINE_NAMES = frozenset(
+    (
+        "a b JS_ISNAN JS_C64 JS_C64_RE JS_C64_IM "
+        "js_val int unsigned long float double short char signed js_i64 js_u64 js_u32 "
+        "min max fmin fmax fabs abs sqrt exp log log1p expm1 log2 log10 sin cos tan asin acos "
+        "atan atan2 sinh cosh tanh floor ceil trunc round pow hypot copysign fmod isnan isinf "
+        "isfinite erf erfc"
+    ).split()
+)
+_TOKEN = re.compile(
+    r"\s+"
+    r"|(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[uUlLfF]*"
+    r"|(?P<name>[A-Za-z_]\w*)"
+    r"|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>?:(),]"
+)
+
+
+def check_combine(name: str, combine: str) -> None:
+    """Refuse a ``combine`` that is not an expression over ``a`` and ``b`` (ValueError).
+
+    The text is pasted into the kernels' C, so it may hold only what an expression needs:
+    the operands, number literals, C's operators and parentheses, ``?:``, casts to the
+    value types, ``JS_ISNAN`` / ``JS_C64*`` and the math functions of
+    :data:`COMBINE_NAMES`. Anything else (another name, a brace, a semicolon, a ``#``, a
+    string, a member access) could end the function or reach outside the kernel.
+    """
+    if len(combine) > COMBINE_LIMIT:
+        raise ValueError(f"monoid {name!r}: combine is {len(combine)} characters, over {COMBINE_LIMIT}")
+    for comment in ("//", "/*"):
+        if comment in combine:
+            raise ValueError(f"monoid {name!r}: combine may not hold a comment ({comment!r} in {combine!r})")
+    at = 0
+    while at < len(combine):
+        m = _TOKEN.match(combine, at)
+        if m is None:
+            raise ValueError(
+                f"monoid {name!r}: combine may not hold {combine[at]!r} (at {at} of {combine!r}); it is an "
+                "expression over a and b"
+            )
+        word = m.group("name")
+        if word is not None and word not in COMBINE_NAMES:
+            raise ValueError(
+                f"monoid {name!r}: combine uses the name {word!r}; an expression over a and b may use "
+                f"only {', '.join(sorted(COMBINE_NAMES))}"
+            )
+        at = m.end()
 
 
 @dataclass(frozen=True)
@@ -56,10 +109,13 @@ class Monoid:
             raise ValueError(f"monoid name must be a C identifier, got {self.name!r}")
         if not isinstance(self.combine, str) or not self.combine.strip():
             raise ValueError("monoid combine must be a non-empty C expression over a and b")
+        check_combine(self.name, self.combine)
         if isinstance(self.identity, Mapping):
             # "*": every dtype not named
             items = tuple(sorted((k if k == "*" else lookup(k).name, v) for k, v in self.identity.items()))
-        elif isinstance(self.identity, (int, float, np.integer, np.floating)):
+        elif isinstance(self.identity, (int, float, np.integer, np.floating)) and not isinstance(
+            self.identity, (bool, np.bool_)
+        ):
             items = (("*", self.identity),)
         else:
             raise TypeError(f"monoid identity must be a number or a mapping, got {self.identity!r}")
@@ -88,6 +144,9 @@ class Monoid:
         if dtype.is_float:
             return dtype.numpy.type(value)
         info = np.iinfo(dtype.numpy)
+        integral = math.isfinite(value) and float(value).is_integer()
+        if isinstance(value, (float, np.floating)) and not integral:
+            raise ValueError(f"identity {value} of monoid {self.name!r} is not an integer, for {dtype.name}")
         value = int(value)
         if not info.min <= value <= info.max:
             raise ValueError(f"identity {value} of monoid {self.name!r} does not fit {dtype.name}")

@@ -243,19 +243,24 @@ def check_offsets(offsets: Any, n: int) -> np.ndarray:
 
 
 def heads_from_flags(flags: Any, inp: Input) -> Any:
-    """Head flags as the contiguous uint8 device array the kernels read (None when empty)."""
+    """Head flags as the contiguous uint8 device array the kernels read (None when empty).
+
+    Flags of any shape with one entry per value are read in C order, as the values are.
+    """
     b, n = inp.backend, inp.n
     if inp.on_device and b.owns(flags):
-        if flags.ndim != 1 or flags.size != n:
-            raise ValueError(f"flags must have one entry per value: {flags.size} flags for {n} values")
+        if flags.size != n:
+            shape = tuple(flags.shape)
+            raise ValueError(f"flags has {flags.size} entries (shape {shape}); the values have {n}")
         if np.dtype(flags.dtype).kind not in "biu":
             raise ValueError(f"flags must be bool or integer, got {flags.dtype}")
         if np.dtype(flags.dtype).itemsize == 1:  # the kernels test each byte against 0
-            return b.contiguous(flags)
-        return b.contiguous((flags != 0).astype(np.uint8))
+            return b.contiguous(flags).reshape(n)
+        return b.contiguous((flags != 0).astype(np.uint8)).reshape(n)
     host = np.asarray(to_host(flags))
-    if host.ndim != 1 or host.size != n:
-        raise ValueError(f"flags must have one entry per value: {host.size} flags for {n} values")
+    if host.size != n:
+        raise ValueError(f"flags has {host.size} entries (shape {host.shape}); the values have {n}")
+    host = host.reshape(n)
     if host.dtype.kind not in "biu":
         raise ValueError(f"flags must be bool or integer, got {host.dtype}")
     if host.dtype.itemsize == 1 and host.flags.c_contiguous:

@@ -11,6 +11,7 @@ the same path.
 from __future__ import annotations
 
 from bisect import bisect_left
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -42,10 +43,32 @@ LAUNCH_KNOBS = ("spin_limit", "simulate_blocking")
 _CLASSES = range(len(tuning.SIZE_BOUNDS) + 1)
 
 
+#: knobs that take an integer (None: the default)
+INTEGER_KNOBS = (
+    "spin_limit",
+    "simulate_blocking",
+    "lookback_width",
+    "threads",
+    "vectors",
+    "vector_width",
+    "min_blocks",
+)
+
+
 def check_knobs(knobs: dict[str, Any]) -> None:
+    """Refuse unknown knobs, and knob values of the wrong type (before anything reaches a compiler)."""
     unknown = set(knobs) - set(KNOBS)
     if unknown:
         raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; tuning knobs: {', '.join(KNOBS)}")
+    for name, value in knobs.items():
+        if value is None:
+            continue
+        if name in INTEGER_KNOBS and (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)):
+            raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        if name in INTEGER_KNOBS and value < 0:
+            raise ValueError(f"{name} must not be negative, got {value}")
+        if name == "tile_state" and not isinstance(value, str):
+            raise TypeError(f"tile_state must be a str ('packed' or 'split'), got {value!r}")
 
 
 class PreparedScan:
@@ -477,8 +500,10 @@ class PreparedScan:
         seg = self._whole_rows(seg, queue, inp.n)
         if inp.on_device:
             dst = out
-            if dst is None or b.shares_memory(dst, inp.data) or not b.aligned(dst):
-                # in place: a fallback may re-read a tile after its owner wrote it
+            read = [a for a in (inp.data, seg.heads, seg.offsets) if a is not None]
+            if dst is None or any(b.shares_memory(dst, a) for a in read) or not b.aligned(dst):
+                # in place: a fallback may re-read a tile after its owner wrote it, and
+                # tiles read the heads or offsets others may have overwritten
                 dst = b.empty((length,), self._np, queue)
             counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
             if out is not None and dst is not out:
