@@ -80,6 +80,11 @@ def _build(program: Any, device: Any) -> Any:
     return built
 
 
+#: scratch buffers kept (one per queue and use); beyond it the oldest queue's go
+SCRATCH_LIMIT = 64
+#: result memory pools kept (one per queue); beyond it the oldest queue's frees its blocks
+POOL_LIMIT = 16
+
 class _CLProgram(Program):
     def __init__(self, program: Any, build: Build) -> None:
         self.program = program
@@ -194,7 +199,10 @@ class OpenCLBackend(Backend):
     def __init__(self) -> None:
         self._queue: Any = None
         self._programs: dict[tuple, _CLProgram] = {}
-        self._scratch: dict[tuple, Scratch] = {}
+        #: (queue pointer, slot) -> (the queue, its scratch): the queue is held so that its
+        #: pointer cannot name another queue while the entry lives; the oldest entries go
+        #: beyond SCRATCH_LIMIT (a program making queue after queue must not grow without end)
+        self._scratch: dict[tuple, tuple[Any, Scratch]] = {}
         self._info: dict[Any, DeviceInfo] = {}
         self._utility: dict[tuple, Any] = {}
         self._available: bool | None = None
@@ -378,6 +386,11 @@ class OpenCLBackend(Backend):
         # work ordered after that read. Like CuPy's pool it keeps freed blocks: free_pools()
         pool = self._pools.get(queue.int_ptr)
         if pool is None:
+            while len(self._pools) >= POOL_LIMIT:
+                # the oldest queue's pool: its free blocks go back now; blocks still in
+                # use keep it alive until they are freed (the pool holds its queue, so
+                # the pointer keys no other queue meanwhile)
+                self._pools.pop(next(iter(self._pools))).free_held()
             pool = self._pools[queue.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
         return cl_array.empty(queue, shape, dtype, allocator=pool)
 
@@ -435,9 +448,13 @@ class OpenCLBackend(Backend):
 
     def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
         key = (queue.int_ptr, slot)
-        s = self._scratch.get(key)
-        if s is None:
-            s = self._scratch[key] = Scratch()
+        held = self._scratch.get(key)
+        if held is None:
+            while len(self._scratch) >= SCRATCH_LIMIT:
+                # OpenCL keeps a released buffer until the commands using it finish
+                del self._scratch[next(iter(self._scratch))]
+            held = self._scratch[key] = (queue, Scratch())
+        s = held[1]
         if s.nbytes < nbytes:
             buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
             s.replace(buf, buf.size)

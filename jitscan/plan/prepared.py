@@ -71,6 +71,16 @@ def check_knobs(knobs: dict[str, Any]) -> None:
             raise TypeError(f"tile_state must be a str ('packed' or 'split'), got {value!r}")
 
 
+#: programs and launch functions a prepared scan keeps (per queue and size class)
+QUEUE_ENTRIES = 64
+
+
+def _make_room(cache: dict) -> None:
+    """Drop the oldest entries of a per-queue cache that is full (the backend keeps the program)."""
+    while len(cache) >= QUEUE_ENTRIES:
+        del cache[next(iter(cache))]
+
+
 class PreparedScan:
     """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
 
@@ -143,6 +153,8 @@ class PreparedScan:
         )
         self._program_knobs = {k: v for k, v in knobs.items() if k not in LAUNCH_KNOBS}
         self._specs: dict[tuple, ScanSpec] = {}
+        #: compiled programs and launch functions by queue (and size class): at most
+        #: QUEUE_ENTRIES, the oldest dropped first, so that queue after queue stays bounded
         self._bounds: dict[tuple, variants.Bound] = {}
         #: the common call's launch functions (Variant.plain_launcher), by queue and size class
         self._plain_launchers: dict[tuple, Any] = {}
@@ -204,6 +216,7 @@ class PreparedScan:
         bound = self._bounds.get(key)
         if bound is None:
             spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads)
+            _make_room(self._bounds)
             bound = self._bounds[key] = self._variant.bind(spec, self.backend, queue)
         return bound
 
@@ -314,6 +327,7 @@ class PreparedScan:
         key = (queue, bisect_left(self._class_sizes, n), loads)
         go = self._plain_launchers.get(key)
         if go is None:
+            _make_room(self._plain_launchers)
             go = self._plain_launchers[key] = self._variant.plain_launcher(
                 self.bound(queue, n, False, loads), queue, self.launch_args
             )
