@@ -47,3 +47,45 @@ def test_calls_on_fresh_queues_keep_memory_flat():
     assert len(p._plain_launchers) <= prepared.QUEUE_ENTRIES and len(p._bounds) <= prepared.QUEUE_ENTRIES
     # unbounded, each queue kept a pool block and a scratch buffer: about 0.4 MiB, 120 MiB here
     assert grown < 40, f"{grown:.0f} MiB more after 300 calls on fresh queues"
+
+
+def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend):
+    """Eight threads at once, each its own dtype, op and variant (look-back, fallback, and
+    reduce-then-scan, whose spine is the queue's scratch), with the interpreter switching
+    threads as often as it can."""
+    import threading
+
+    rng = np.random.default_rng(7)
+    cases = [
+        ("int32", "add", "fallback"),
+        ("int64", "max", "lookback"),
+        ("float32", "add", "rts"),
+        ("float64", "min", "fallback"),
+        ("uint32", "add", "lookback"),
+        ("uint64", "max", "rts"),
+        ("int32", "xor", "rts"),
+        ("int64", "add", "fallback"),
+    ]
+    ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum, "xor": np.bitwise_xor}
+    xs = [rng.integers(0, 100, 40_000 + 1_000 * k).astype(dt) for k, (dt, _, _) in enumerate(cases)]
+    wrong: list[tuple] = []
+
+    def work(k: int) -> None:
+        dt, op, variant = cases[k]
+        want = ufunc[op].accumulate(xs[k])
+        for i in range(30):
+            got = jitscan.scan(xs[k], op=op, variant=variant, backend=backend)
+            if not np.array_equal(got, want):
+                wrong.append((cases[k], i))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(len(cases))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, wrong[:5]

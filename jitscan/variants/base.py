@@ -8,6 +8,7 @@ name through the registry in ``jitscan.variants``.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,15 @@ from ..backends.base import Backend, Build, Program
 from ..kernels import render
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
+
+#: held while a launch sequence uses a queue's scratch (chained: from the choice of an epoch
+#: to the launch, and through a read-back of its flags; reduce-then-scan: its three
+#: launches; the offsets pre-pass and check). Threads sharing a queue share its scratch:
+#: another thread's launch in between would overwrite a spine, a tile's first segments or
+#: descriptors of the same epoch. Launches are queued, not waited for, so it is held briefly
+#: (a read-back waits, and only look-back and counting scans read back). Reentrant: a
+#: variant's run holds it around helpers that take it too.
+LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)

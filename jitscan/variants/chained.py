@@ -12,7 +12,6 @@ deadlock flag back (a synchronization); so does a counting one.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -22,15 +21,9 @@ from ..errors import DeadlockError
 from ..kernels import tile_state
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
-from .base import Bound, Variant, operands
+from .base import LOCK, Bound, Variant, operands
 
 KERNEL = "js_chained"
-
-
-#: held from the choice of an epoch to the launch that uses it: threads sharing a queue
-#: share its scratch buffer, and two launches with one epoch would read each other's
-#: descriptors as their own
-LOCK = threading.Lock()
 
 
 def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
@@ -129,21 +122,21 @@ class Chained(Variant):
     ) -> dict[str, int] | None:
         spec, b = bound.spec, bound.backend
         tiles = -(-n // spec.tile)
-        extra = segments.args(bound, queue, seg, src, tiles, n)
-        ctrl = self._launch(bound, queue, launch, src, dst, n, tiles, (seg.row_tiles, *extra))
-        if not ((check and not self.fallback) or spec.stats):
-            return None
-        words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
-        if words[tile_state.CTRL_DEADLOCK]:
-            # an aborted launch leaves the counter and flag set: clear before the next
-            with LOCK:
+        with LOCK:  # the offsets pre-pass, the launch and its read-back: no other launch between
+            extra = segments.args(bound, queue, seg, src, tiles, n)
+            ctrl = self._launch(bound, queue, launch, src, dst, n, tiles, (seg.row_tiles, *extra))
+            if not ((check and not self.fallback) or spec.stats):
+                return None
+            words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
+            if words[tile_state.CTRL_DEADLOCK]:
+                # an aborted launch leaves the counter and flag set: clear before the next
                 b.zero(ctrl, None, queue)
                 b.scratch(0, queue, bound.state.encoding).epoch = 0
-            raise DeadlockError(
-                f"look-back deadlock: a workgroup spun {launch.spin_limit} times on a predecessor "
-                "that never posted. This device gives no forward-progress guarantee; use "
-                "variant='fallback'."
-            )
+                raise DeadlockError(
+                    f"look-back deadlock: a workgroup spun {launch.spin_limit} times on a predecessor "
+                    "that never posted. This device gives no forward-progress guarantee; use "
+                    "variant='fallback'."
+                )
         if not spec.stats:
             return None
         first = tile_state.CTRL_STATS

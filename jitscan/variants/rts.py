@@ -13,7 +13,7 @@ from typing import Any
 
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
-from .base import Bound, Variant, expand, operands
+from .base import LOCK, Bound, Variant, expand, operands
 
 REDUCE, SPINE, SCAN, FIXUP = "js_rts_reduce", "js_rts_spine", "js_rts_scan", "js_rts_seg_fixup"
 #: js_rts_reduce of a segmented reduction also takes (out, carry)
@@ -52,9 +52,25 @@ class ReduceThenScan(Variant):
         seg: segments.Segments,
         check: bool = True,
     ) -> None:
-        spec, b, prog = bound.spec, bound.backend, bound.program
+        spec, b = bound.spec, bound.backend
         ins, outs = operands(b, src), operands(b, dst)
         tiles = -(-n // spec.tile)
+        with LOCK:  # the spine (and carry, first segments) of this queue, through the last launch
+            self._run(bound, queue, launch, ins, outs, src, n, tiles, seg)
+
+    def _run(
+        self,
+        bound: Bound,
+        queue: Any,
+        launch: LaunchArgs,
+        ins: list[Any],
+        outs: list[Any],
+        src: Any,
+        n: int,
+        tiles: int,
+        seg: segments.Segments,
+    ) -> None:
+        spec, b, prog = bound.spec, bound.backend, bound.program
         extra = segments.args(bound, queue, seg, src, tiles, n)
         spine = b.scratch(tiles * spec.element_bytes, queue, "spine").buf
         stage: list[Any] = []

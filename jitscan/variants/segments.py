@@ -81,10 +81,13 @@ def offsets_ok(bound: Bound, queue: Any, offsets: Any, n: int) -> bool:
 
     Runs on the device (``bound`` must be compiled for ``offsets``) and reads back one word.
     """
+    from .base import LOCK
+
     backend = bound.backend
-    bad = backend.scratch(4, queue, "offsets-check").buf
-    backend.zero(bad, 4, queue)
-    nseg = int(offsets.shape[0]) - 1
-    groups = -(-(nseg + 1) // bound.spec.threads)
-    bound.program.launch(CHECK_OFFSETS, groups, [backend.buffer(offsets)[0], nseg, n, bad], queue)
-    return int(backend.read_u32(bad, 1, queue)[0]) == 0
+    with LOCK:  # the flag word is the queue's, until it is read back
+        bad = backend.scratch(4, queue, "offsets-check").buf
+        backend.zero(bad, 4, queue)
+        nseg = int(offsets.shape[0]) - 1
+        groups = -(-(nseg + 1) // bound.spec.threads)
+        bound.program.launch(CHECK_OFFSETS, groups, [backend.buffer(offsets)[0], nseg, n, bad], queue)
+        return int(backend.read_u32(bad, 1, queue)[0]) == 0
