@@ -89,3 +89,22 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
     finally:
         sys.setswitchinterval(interval)
     assert not wrong, wrong[:5]
+
+
+def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():
+    b = backends.get("cupy")
+    if not b.available():
+        pytest.skip(f"CuPy unavailable: {b.unavailable_reason()}")
+    import cupy
+
+    from jitscan.backends import cupy as cupy_backend
+
+    x = cupy.arange(1 << 16, dtype=cupy.int32)
+    want = cupy.cumsum(x)
+    for _ in range(cupy_backend.QUEUE_LIMIT + 40):
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            y = jitscan.cumsum(x, dtype=cupy.int32, variant="rts")  # rts: a spine in the stream's scratch
+            assert bool((y == want).all())
+        stream.synchronize()
+    assert len(b._queues) <= cupy_backend.QUEUE_LIMIT and len(b._scratch) <= cupy_backend.QUEUE_LIMIT

@@ -36,6 +36,10 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     )
 
 
+#: streams (queues) and scratch buffers kept; beyond it the oldest are dropped
+QUEUE_LIMIT = 64
+
+
 class CudaQueue:
     """A device and the stream to launch on (one object per pair, reused)."""
 
@@ -157,7 +161,9 @@ class CupyBackend(Backend):
 
     def __init__(self) -> None:
         self._programs: dict[tuple, _CudaProgram] = {}
-        self._scratch: dict[tuple, Scratch] = {}
+        #: (device, stream, slot) -> (the queue, its scratch): the queue holds its stream, so
+        #: the pointer names no other stream while the entry lives; bounded like _queues
+        self._scratch: dict[tuple, tuple[CudaQueue, Scratch]] = {}
         self._sizes: dict[int, int] = {}  # bytes of each scratch allocation, by pointer
         self._info: dict[int, DeviceInfo] = {}
         self._queues: dict[tuple[int, int], CudaQueue] = {}
@@ -215,6 +221,8 @@ class CupyBackend(Backend):
         key = (device, stream.ptr)
         q = self._queues.get(key)
         if q is None:
+            while len(self._queues) >= QUEUE_LIMIT:  # streams made one after another
+                del self._queues[next(iter(self._queues))]
             q = self._queues[key] = CudaQueue(device, stream)
         q.stream = stream
         return q
@@ -296,9 +304,12 @@ class CupyBackend(Backend):
 
     def scratch(self, nbytes: int, queue: CudaQueue, slot: str) -> Scratch:
         key = (queue.device, queue.ptr, slot)
-        s = self._scratch.get(key)
-        if s is None:
-            s = self._scratch[key] = Scratch()
+        held = self._scratch.get(key)
+        if held is None or held[0] is not queue:  # a new stream at an old stream's address
+            while len(self._scratch) >= QUEUE_LIMIT:
+                del self._scratch[next(iter(self._scratch))]
+            held = self._scratch[key] = (queue, Scratch())
+        s = held[1]
         if s.nbytes < nbytes:
             with cupy.cuda.Device(queue.device):
                 held = cupy.empty(max(nbytes, 64), np.uint8)
