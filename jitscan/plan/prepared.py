@@ -44,15 +44,7 @@ _CLASSES = range(len(tuning.SIZE_BOUNDS) + 1)
 
 
 #: knobs that take an integer (None: the default)
-INTEGER_KNOBS = (
-    "spin_limit",
-    "simulate_blocking",
-    "lookback_width",
-    "threads",
-    "vectors",
-    "vector_width",
-    "min_blocks",
-)
+INTEGER_KNOBS = tuple(k for k in KNOBS if k not in ("tile_state", "deterministic"))
 
 
 def check_knobs(knobs: dict[str, Any]) -> None:
