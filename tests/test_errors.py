@@ -154,3 +154,8 @@ def test_flags_of_any_shape_with_one_entry_per_value_are_read_in_c_order():
     np.testing.assert_array_equal(got, np.r_[np.cumsum(X[:half]), np.cumsum(X[half:])])
     with pytest.raises(ValueError, match=r"flags has 3 entries \(shape \(3,\)\); the values have"):
         jitscan.segmented_scan(X, flags=np.zeros(3, np.uint8))
+
+
+def test_a_tile_larger_than_the_devices_local_memory_is_refused_before_it_is_compiled():
+    with pytest.raises(ValueError, match=r"needs about \d+ bytes of local memory; .* gives a workgroup \d+"):
+        jitscan.scan(X, threads=256, vectors=4096, backend="opencl")

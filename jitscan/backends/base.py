@@ -37,6 +37,8 @@ class DeviceInfo:
     int64_atomics : bool
         64-bit atomic max available (the packed tile state needs it).
     fp64 : bool
+    local_memory : int or None
+        Bytes of local (shared) memory one workgroup may declare; None where unknown.
     """
 
     name: str
@@ -46,6 +48,7 @@ class DeviceInfo:
     max_threads: int
     int64_atomics: bool
     fp64: bool
+    local_memory: int | None = None
 
 
 @dataclass(frozen=True)

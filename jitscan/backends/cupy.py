@@ -241,6 +241,7 @@ class CupyBackend(Backend):
                 max_threads=int(props["maxThreadsPerBlock"]),
                 int64_atomics=True,
                 fp64=True,
+                local_memory=int(props["sharedMemPerBlock"]),  # the static limit, 48 KiB
             )
         return self._info[dev]
 

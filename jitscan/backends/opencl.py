@@ -271,6 +271,7 @@ class OpenCLBackend(Backend):
                 max_threads=int(dev.max_work_group_size),
                 int64_atomics="cl_khr_int64_extended_atomics" in ext,
                 fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
+                local_memory=int(dev.local_mem_size),
             )
         return self._info[key]
 

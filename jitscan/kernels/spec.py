@@ -207,6 +207,26 @@ class ScanSpec:
         return max(1, self.vectors * self.vector_width // 64)
 
     @property
+    def local_bytes(self) -> int:
+        """An upper estimate of the local memory a workgroup's ``js_shared`` (src/tile.h) takes."""
+        t, sg = self.element_bytes, self.subgroup
+        total = (self.threads // sg + 1) * t  # subgroup totals, the tile total
+        if not self.shuffle and self.threads > 1:
+            total += self.vectors * self.threads * t  # rows scanned in local memory
+        if self.shuffle and self.lookback_width > sg:
+            total += self.lookback_width // sg * (t + 4)  # a wide window's parts
+        elif not (self.shuffle and self.lookback_width == sg):
+            total += self.lookback_width * (t + 4)  # a window walked in local memory
+        if self.deterministic:
+            total += t + 8
+        total += t + 20  # the prefix, the walk's position and steps, the tile
+        if self.segmented == "offsets":
+            total += (self.tile + 31) // 32 * 4  # the tile's head bits
+        if self.stages_tile:
+            total += (self.tile + 1) * self.dtype_info.itemsize
+        return total + 128  # members' alignment
+
+    @property
     def record(self) -> bool:
         """Whether values are tuples (``dtypes.Record``)."""
         return isinstance(self.dtype_info, Record)

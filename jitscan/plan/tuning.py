@@ -248,7 +248,7 @@ def spec_for(
             if deterministic:
                 wide = 128 if segmented else deterministic_window(n, dtype, geo["threads"])
             width = lookback_window(info, geo["threads"], wide)
-    return ScanSpec(
+    spec = ScanSpec(
         variant=variant,
         dtype=dtype.name,
         monoid=monoid,
@@ -272,6 +272,13 @@ def spec_for(
         index_fields=index_fields,
         outputs=outputs,
     )
+    if info.local_memory is not None and variant != "memcpy" and spec.local_bytes > info.local_memory:
+        raise ValueError(
+            f"a tile of {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items of "
+            f"{spec.dtype} needs about {spec.local_bytes} bytes of local memory; {info.name} gives a "
+            f"workgroup {info.local_memory}: use fewer threads or vectors"
+        )
+    return spec
 
 
 def launch_for(
