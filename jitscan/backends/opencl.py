@@ -85,6 +85,7 @@ SCRATCH_LIMIT = 64
 #: result memory pools kept (one per queue); beyond it the oldest queue's frees its blocks
 POOL_LIMIT = 16
 
+
 class _CLProgram(Program):
     def __init__(self, program: Any, build: Build) -> None:
         self.program = program

@@ -171,7 +171,6 @@ class _Lowering:
         self.typemap: dict[str, nt.Type] = ann.typemap
         self.calltypes = ann.calltypes
         self.value_type = value_type
-        self.fn = fn
         self.name = name
         try:
             import inspect

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType, Record, lookup
+from ..dtypes import DType, Record
 from .monoid import Monoid
 
 #: pairs and triples a check samples
@@ -356,7 +356,3 @@ def operator(
         return Operator(label, "", identity, fn=f, check=check)
 
     return make if fn is None else make(fn)
-
-
-def _lookup_fields(dtypes: Any) -> tuple[DType, ...]:
-    return tuple(lookup(d) for d in dtypes)
