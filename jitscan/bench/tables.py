@@ -168,6 +168,25 @@ def figure_notes(calls: int = PIPELINE_CALLS) -> dict[str, str]:
     }
 
 
+def _figure_rows(value: dict, names: list[str], sizes: list[int], base: str | None = None) -> list[str]:
+    """Rows ``| figure | call | µs per size |`` of per-call figures (``value[(name, figure, n)]``
+    in seconds), each cell with its ratio to ``base``'s where that is given; empty rows left out."""
+    lines = []
+    for figure in CALL_FIGURES:
+        for name in names:
+            cells = []
+            for n in sizes:
+                t = value.get((name, figure, n))
+                if t is None:
+                    cells.append("")
+                    continue
+                ref = value.get((base, figure, n)) if base is not None and name != base else None
+                cells.append(f"{_us(t)} ({t / ref:.2f})" if ref else _us(t))
+            if any(cells):
+                lines.append(f"| {figure} | {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def latency_table(report: Report) -> str:
     """The per-call figures: microseconds per call and sizes, and the ratio to the backend's baseline.
 
@@ -195,18 +214,7 @@ def latency_table(report: Report) -> str:
             "| figure | call | " + " | ".join(f"2^{log2_label(n)}" for n in sizes) + " |",
             "|---|---|" + "---:|" * len(sizes),
         ]
-        for figure in CALL_FIGURES:
-            for name in names:
-                cells = []
-                for n in sizes:
-                    t = value.get((name, figure, n))
-                    if t is None:
-                        cells.append("")
-                        continue
-                    ref = value.get((base, figure, n)) if ratio_note and name != base else None
-                    cells.append(f"{_us(t)} ({t / ref:.2f})" if ref else _us(t))
-                if any(cells):
-                    lines.append(f"| {figure} | {name} | " + " | ".join(cells) + " |")
+        lines += _figure_rows(value, names, sizes, base if ratio_note else None)
         blocks.append("\n".join(lines))
     if not blocks:
         return ""
@@ -257,10 +265,7 @@ def tuples_table(report: Report) -> str:
             "| figure | call | " + " | ".join(f"2^{log2_label(n)}" for n in sizes) + " |",
             "|---|---|" + "---:|" * len(sizes),
         ]
-        for figure in CALL_FIGURES:
-            for name in names:
-                cells = [_us(value[(name, figure, n)]) if (name, figure, n) in value else "" for n in sizes]
-                lines.append(f"| {figure} | {name} | " + " | ".join(cells) + " |")
+        lines += _figure_rows(value, names, sizes)
         for mine_, peer in TUPLE_PAIRS:
             if mine_ in names and peer in names:
                 cells = [

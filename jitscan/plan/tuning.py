@@ -211,7 +211,9 @@ def spec_for(
     """
     geo = geometry(info, dtype, n, segmented, variant, kind)
     if isinstance(dtype, Record):
-        large = info.is_gpu and info.shuffle_width is not None and not segmented and geo["min_blocks"] == 3
+        # the large-input class of a GPU with shuffles (geometry's last shape)
+        large = info.is_gpu and info.shuffle_width is not None and not segmented
+        large = large and (n is None or n * dtype.packed_bytes > 1 << 24)
         geo.update(record_shape(dtype, geo["vectors"], index_fields, large))
         geo["lookback_width"] = lookback_window(info, geo["threads"]) if large else geo["lookback_width"]
     if threads is not None:
