@@ -113,7 +113,7 @@ def record_shape(
     """The tile shape of a tuple value, from the scalar shape's ``vectors``.
 
     Vectors are 16-byte loads of the narrowest field read from memory (wider fields and
-    stores take several 16-byte pieces, dialect.field_moves), and a thread holds as many
+    stores take several 16-byte pieces, values.field_moves), and a thread holds as many
     32-bit words of values as a scalar int32 tile of ``vectors`` vectors: each item is
     ``packed_bytes / 4`` words, index fields included (they live in registers too).
 
