@@ -22,7 +22,22 @@ class DeadlockError(JitscanError):
     Decoupled look-back needs a forward-progress guarantee. When the device does
     not give one (or simulated blocking withholds a posting), the kernel stops
     waiting, flags the deadlock, and jitscan raises this instead of hanging.
+
+    Attributes
+    ----------
+    cause : {"spins", "time"}
+        What fired the watchdog: the spin limit ran out (the wait may only have been
+        long: raise ``spin_limit``), or a predecessor posted nothing for ``spin_timeout``
+        seconds (the device did not run it: no forward-progress guarantee).
+    waited : float or None
+        How long the wait that fired it lasted, in seconds; None where the device has
+        no clock the kernel can read.
     """
+
+    def __init__(self, message: str, cause: str = "spins", waited: float | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.waited = waited
 
 
 class BackendUnavailableError(JitscanError):

@@ -138,6 +138,9 @@ def test_vectors_wider_than_16_bytes():
         ("spin_limit", "8", "spin_limit must be an integer"),
         ("spin_limit", 2**32, r"spin_limit must be between 0 and 2\*\*32 - 1"),
         ("simulate_blocking", 2.5, "simulate_blocking must be an integer"),
+        ("spin_timeout", "1", "spin_timeout must be a number of seconds, got '1'"),
+        ("spin_timeout", 0, "spin_timeout must be more than 0 and at most 600 seconds, got 0"),
+        ("spin_timeout", 1e4, "spin_timeout must be more than 0 and at most 600 seconds"),
         ("tile_state", 1, "tile_state must be a str"),
     ],
 )

@@ -177,9 +177,23 @@ def test_chained_scan_is_one_launch_over_the_tiles_with_the_launch_arguments(rb,
     spec = spec_of(variant)
     p = Plan(rb, spec, 7 * spec.tile + 1)
     block_every = 9 if variant == "fallback" else 0
-    p(LaunchArgs("exclusive", spin_limit=77, block_every=block_every), check=False)
+    wait = 5 if variant == "lookback" else 0
+    p(LaunchArgs("exclusive", spin_limit=77, block_every=block_every, wait_limit=wait), check=False)
     ctrl = p.ctrl
-    args = (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n, ctrl, KIND_CODES["exclusive"], 1, 77, block_every, 0)
+    args = (
+        p.src.buf,
+        IN_OFF,
+        p.dst.buf,
+        OUT_OFF,
+        p.n,
+        ctrl,
+        KIND_CODES["exclusive"],
+        1,
+        77,
+        wait,
+        block_every,
+        0,
+    )
     assert rb.launches() == [Launch(chained.KERNEL, 8, args)]
     assert [e[:2] for e in rb.events("scratch")] == [(spec.tile_state, tile_state.of_spec(spec).nbytes(8))]
 
@@ -274,7 +288,7 @@ def test_a_planted_deadlock_flag_raises_and_zeroes_the_scratch_for_a_fresh_start
     p()
     p()
     words = [0] * tile_state.CTRL_WORDS
-    words[tile_state.CTRL_DEADLOCK] = 1
+    words[tile_state.CTRL_DEADLOCK] = 3 << 2 | tile_state.STUCK_SPINS  # the flag of the third launch
     rb.plant(spec.tile_state, words)
     rb.clear()
     with pytest.raises(jitscan.DeadlockError, match="variant='fallback'"):
@@ -291,6 +305,18 @@ def test_a_planted_deadlock_flag_raises_and_zeroes_the_scratch_for_a_fresh_start
     assert p() is None
     assert epochs_launched(rb) == [1]
     assert rb.events("zero") == []
+
+
+def test_a_deadlock_flag_left_by_an_earlier_launch_is_not_this_launchs(rb):
+    # an unchecked launch (a bench's) reads no flag back; its epoch tells it from a new one
+    spec = spec_of("lookback")
+    p = Plan(rb, spec, 1000)
+    p()
+    words = [0] * tile_state.CTRL_WORDS
+    words[tile_state.CTRL_DEADLOCK] = 1 << 2 | tile_state.STUCK_TIME
+    rb.plant(spec.tile_state, words)
+    assert p() is None
+    assert epochs_launched(rb) == [1, 2]
 
 
 def test_an_unchecked_lookback_reads_nothing_back(rb):

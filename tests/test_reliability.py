@@ -108,3 +108,32 @@ def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():
             assert bool((y == want).all())
         stream.synchronize()
     assert len(b._queues) <= cupy_backend.QUEUE_LIMIT and len(b._scratch) <= cupy_backend.QUEUE_LIMIT
+
+
+class _Platform:
+    def __init__(self, name: str, kinds: list[int]) -> None:
+        self.name = name
+        self._devices = [_Device(self, kind) for kind in kinds]
+
+    def get_devices(self) -> list:
+        return self._devices
+
+
+class _Device:
+    def __init__(self, platform: _Platform, kind: int) -> None:
+        self.platform, self.type = platform, kind
+
+
+def test_a_simulator_is_never_the_default_device_while_a_real_one_is_there(monkeypatch):
+    cl = pytest.importorskip("pyopencl")
+    # Oclgrind says it is every kind of device at once, a GPU among them
+    everything = cl.device_type.ALL
+    oclgrind = _Platform("Oclgrind", [everything])
+    pocl = _Platform("Portable Computing Language", [cl.device_type.CPU])
+    monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind, pocl])
+    monkeypatch.setattr(cl, "Context", lambda devices: devices[0])
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    assert opencl._pick_device().platform is pocl
+    # and where it is the only device, it is the one there is
+    monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind])
+    assert opencl._pick_device().platform is oclgrind

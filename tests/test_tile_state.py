@@ -14,6 +14,7 @@ from test_scan import run_on_device
 
 import jitscan
 from jitscan import backends, variants
+from jitscan.backends import clock
 from jitscan.dtypes import lookup
 from jitscan.kernels.spec import LaunchArgs
 from jitscan.kernels.tile_state import of as state_of
@@ -215,16 +216,56 @@ def test_lookback_watchdog_reports_a_deadlock_instead_of_hanging(backend, rng):
     bound = p.bound(q, n)
     x = b.to_device(random_input(rng, n, "int32"), q)
     blocking = LaunchArgs("inclusive", spin_limit=200, block_every=4)
-    with pytest.raises(jitscan.DeadlockError, match="forward-progress"):
+    with pytest.raises(jitscan.DeadlockError, match="forward-progress") as stuck:
         variants.get("lookback").run(
             bound, q, blocking, x, b.empty((n,), np.dtype("int32"), q), n, variants.NONE
         )
+    # the spin limit ran out, and the message says so: the predecessor may only be slow
+    assert stuck.value.cause == "spins" and "raise spin_limit" in str(stuck.value)
     # and the next scan on the same device is fine
     assert_scan_equal(
         b.to_host(jitscan.scan(x, variant="lookback")),
         reference(b.to_host(x), "add", "inclusive"),
         b.to_host(x),
     )
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_lookback_watchdog_bounds_a_wait_in_time_where_the_device_has_a_clock(backend, rng, deterministic):
+    # A spin limit of 2**32 - 1 would keep a CPU device spinning for hours; the device's
+    # clock ends the wait after the time given, and the error names scheduling as the cause.
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    info = b.device_info(q)
+    if not info.clock:
+        pytest.skip(f"{info.name} has no clock its kernels can read: spins alone bound a wait there")
+    p = jitscan.plan("int32", variant="lookback", backend=backend, deterministic=deterministic)
+    n = 20 * tile_size(backend, "int32")
+    bound = p.bound(q, n)
+    x = b.to_device(random_input(rng, n, "int32"), q)
+    endless = LaunchArgs(
+        "inclusive", spin_limit=2**32 - 1, block_every=4, wait_limit=clock.wait_units(info.clock, 0.2)
+    )
+    with pytest.raises(jitscan.DeadlockError, match="posted nothing for") as stuck:
+        variants.get("lookback").run(
+            bound, q, endless, x, b.empty((n,), np.dtype("int32"), q), n, variants.NONE
+        )
+    assert stuck.value.cause == "time"
+    # the longest wait that fired: at least the bound, and far from hours
+    assert 0.2 <= stuck.value.waited < 60
+    np.testing.assert_array_equal(
+        b.to_host(jitscan.scan(x, variant="lookback", dtype=np.int32)),
+        np.cumsum(b.to_host(x), dtype=np.int32),
+    )
+
+
+def test_spin_timeout_is_a_launch_argument_in_units_of_the_devices_clock():
+    src = jitscan.source("int32", variant="lookback", spin_timeout=0.5, backend="opencl")
+    info = device_info("opencl")
+    expect = clock.wait_units(info.clock, 0.5) if info.clock else 0
+    assert f"launch argument wait_limit = {expect}" in src
+    # the fallback scan, which needs no watchdog, reads no clock
+    assert "#define JS_HAVE_CLOCK 0" in jitscan.source("int32", variant="fallback", backend="opencl")
 
 
 def test_spin_limit_and_blocking_are_launch_arguments_of_one_program(backend, rng):

@@ -26,7 +26,9 @@ from .cache import as_array, host_tag, is_device_type, prepared, remember, short
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
 KNOBS_DOC = """
         ``tile_state`` ("packed" or "split"), ``spin_limit`` (spins before a fallback,
-        or the look-back deadlock watchdog), ``simulate_blocking`` (k in 2..512: 1 in k
+        or the look-back deadlock watchdog), ``spin_timeout`` (seconds a look-back waits
+        on one predecessor before its watchdog fires, where the device has a clock;
+        default 1), ``simulate_blocking`` (k in 2..512: 1 in k
         tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
         ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes),
         ``min_blocks`` (CUDA occupancy hint), ``deterministic`` (True: the same bits on
@@ -464,12 +466,14 @@ def source(
         kind=kind,
         spin_limit=knobs.get("spin_limit"),
         simulate_blocking=knobs.get("simulate_blocking"),
+        spin_timeout=knobs.get("spin_timeout"),
     )
     head = "".join(
         f"/* launch argument {k} = {val} */\n"
         for k, val in (
             ("kind", launch.kind_code),
             ("spin_limit", launch.spin_limit),
+            ("wait_limit", launch.wait_limit),
             ("block_every", launch.block_every),
             ("row_tiles", 0),
         )

@@ -60,6 +60,7 @@ def typical_device(name: str) -> DeviceInfo:
         max_threads=1024,
         int64_atomics=True,
         fp64=True,
+        clock="globaltimer" if gpu else "",
     )
 
 

@@ -39,6 +39,8 @@ class DeviceInfo:
     fp64 : bool
     local_memory : int or None
         Bytes of local (shared) memory one workgroup may declare; None where unknown.
+    clock : str
+        The clock its kernels can read (``backends.clock``: "globaltimer", "tsc"), or "".
     """
 
     name: str
@@ -49,6 +51,7 @@ class DeviceInfo:
     int64_atomics: bool
     fp64: bool
     local_memory: int | None = None
+    clock: str = ""
 
 
 @dataclass(frozen=True)

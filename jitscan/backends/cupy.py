@@ -242,6 +242,8 @@ class CupyBackend(Backend):
                 int64_atomics=True,
                 fp64=True,
                 local_memory=int(props["sharedMemPerBlock"]),  # the static limit, 48 KiB
+                # PTX's %globaltimer; HIP's wall clock is not read yet: spins alone there
+                clock="" if cupy.cuda.runtime.is_hip else "globaltimer",
             )
         return self._info[dev]
 

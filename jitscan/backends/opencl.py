@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
+from . import clock
 from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
 
 try:  # optional dependency
@@ -161,10 +162,16 @@ def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
         return program
 
 
+#: platforms that simulate a device for checking kernels, never the default: Oclgrind
+#: reports itself as every device type at once (a GPU among them)
+SIMULATORS = ("Oclgrind",)
+
+
 def _pick_device() -> Any:
     """A GPU if there is one, else the first device (PoCL on a CPU machine).
 
-    PYOPENCL_CTX, if set, chooses as it does for PyOpenCL itself.
+    A simulator (Oclgrind) is taken only when it is the only device. PYOPENCL_CTX, if
+    set, chooses as it does for PyOpenCL itself.
     """
     if os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False)
@@ -172,8 +179,9 @@ def _pick_device() -> Any:
     devices = [d for p in platforms for d in p.get_devices()]
     if not devices:
         raise BackendUnavailableError("no OpenCL device found")
-    gpus = [d for d in devices if d.type & cl.device_type.GPU]
-    return cl.Context([(gpus or devices)[0]])
+    real = [d for d in devices if not d.platform.name.strip().startswith(SIMULATORS)]
+    gpus = [d for d in real if d.type & cl.device_type.GPU]
+    return cl.Context([(gpus or real or devices)[0]])
 
 
 #: PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg". NVIDIA's
@@ -264,17 +272,32 @@ class OpenCLBackend(Backend):
         if key not in self._info:
             ext = dev.extensions
             is_gpu = bool(dev.type & cl.device_type.GPU)
+            shuffle_width = self._ptx_shuffle_width(queue) if is_gpu else None
             self._info[key] = DeviceInfo(
                 name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
                 backend=self.name,
                 is_gpu=is_gpu,
-                shuffle_width=self._ptx_shuffle_width(queue) if is_gpu else None,
+                shuffle_width=shuffle_width,
                 max_threads=int(dev.max_work_group_size),
                 int64_atomics="cl_khr_int64_extended_atomics" in ext,
                 fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
                 local_memory=int(dev.local_mem_size),
+                clock=self._clock(dev, ptx=shuffle_width is not None),
             )
         return self._info[key]
+
+    @staticmethod
+    def _clock(dev: Any, ptx: bool) -> str:
+        """The clock a kernel on ``dev`` can read: PTX's on NVIDIA, the host's TSC in PoCL's CPU device."""
+        if ptx:
+            return "globaltimer"
+        if (
+            dev.type & cl.device_type.CPU
+            and dev.platform.name.strip() == "Portable Computing Language"
+            and clock.host_tsc()
+        ):
+            return "tsc"
+        return ""
 
     @staticmethod
     def _ptx_shuffle_width(queue: Any) -> int | None:

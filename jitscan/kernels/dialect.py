@@ -127,6 +127,28 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
         """Target text that needs T and js_bits (placed after the common defines)."""
         return ""
 
+    def clock(self, spec: ScanSpec) -> list[str]:
+        """JS_HAVE_CLOCK, and JS_CLOCK() reading the spec's clock (a js_u64 of ticks)."""
+        if not spec.clock:
+            return ["#define JS_HAVE_CLOCK 0"]
+        read = {
+            # nanoseconds, the same on every SM (PTX ISA: a 64-bit global timer)
+            "globaltimer": "js_clock_ptx()",
+            # the host CPU's invariant time-stamp counter: a CPU device runs on the host
+            "tsc": "__builtin_readcyclecounter()",
+        }[spec.clock]
+        lines = ["#define JS_HAVE_CLOCK 1", f"#define JS_CLOCK() ((js_u64){read})"]
+        if spec.clock == "globaltimer":
+            lines += [
+                "JS_DEVICE_FN js_u64 js_clock_ptx(void)",
+                "{",
+                "    js_u64 t;",
+                '    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));',
+                "    return t;",
+                "}",
+            ]
+        return lines
+
     def common(self, spec: ScanSpec) -> str:
         """Defines shared by every dialect: geometry, knobs, type, identity, operator."""
         dt = spec.dtype_info
@@ -144,6 +166,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
             f"#define JS_SEG_STAGE {int(spec.stages_tile)}",
             f"#define JS_DETERMINISTIC {int(spec.deterministic)}",
+            *self.clock(spec),
             # the loops over a thread's vectors: unrolled where the tile lives in
             # registers (GPUs), kept as loops where it lives in memory (CPUs: a long
             # unrolled tile only slows the compile); items are always unrolled

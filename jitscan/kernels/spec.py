@@ -26,6 +26,8 @@ STAGE_LIMIT = 48 * 1024
 #: the kind as the kernels take it (JS_KIND_* in the generated source)
 KIND_CODES = {"inclusive": 0, "exclusive": 1, "reduce": 2}
 TILE_STATES = ("packed", "split")
+#: device clocks a kernel can read (backends.clock): none, NVIDIA's %globaltimer, an x86 TSC
+CLOCKS = ("", "globaltimer", "tsc")
 #: variants that carry tile state between workgroups in one pass (they own JS_FALLBACK)
 CHAINED = ("lookback", "fallback")
 BLOCKING_RANGE = (2, 512)
@@ -103,6 +105,9 @@ class ScanSpec:
         as loaded, never read from memory.
     outputs : tuple of int
         Fields of a tuple value that are written (each to its own array); empty: all.
+    clock : {"", "globaltimer", "tsc"}
+        The device clock look-back's watchdog reads to bound a wait in time
+        (``backends.clock``); empty: none, and only the spin limit bounds it.
     """
 
     variant: str
@@ -125,6 +130,7 @@ class ScanSpec:
     in_dtype: str = ""
     index_fields: tuple[int, ...] = ()
     outputs: tuple[int, ...] = ()
+    clock: str = ""
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -192,6 +198,9 @@ class ScanSpec:
             raise ValueError("without shuffles the subgroup is the whole workgroup")
         if self.lookback_width > self.threads:
             raise ValueError("lookback_width cannot exceed threads")
+        check_choice("clock", self.clock, CLOCKS)
+        if self.clock and self.variant != "lookback":
+            raise ValueError("only look-back's watchdog reads a clock")
         if self.deterministic and not self.chained:
             raise ValueError(
                 f"variant {self.variant!r} is deterministic as it is; only chained scans take it"
@@ -253,11 +262,15 @@ class LaunchArgs:
         deadlock watchdog fires (``lookback``); read once per workgroup.
     block_every : int
         Simulated blocking: 1 in ``block_every`` tiles never posts; 0 disables.
+    wait_limit : int
+        Look-back's watchdog also fires once a wait has lasted this many units of 1,024
+        ticks of the spec's clock; 0: no time bound (no clock).
     """
 
     kind: str = "inclusive"
     spin_limit: int = 0
     block_every: int = 0
+    wait_limit: int = 0
     kind_code: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -266,6 +279,8 @@ class LaunchArgs:
         if not 0 <= self.spin_limit < 1 << 32:
             # the kernels take it as a 32-bit launch argument
             raise ValueError(f"spin_limit must be between 0 and 2**32 - 1, got {self.spin_limit}")
+        if not 0 <= self.wait_limit < 1 << 32:
+            raise ValueError(f"wait_limit must be between 0 and 2**32 - 1, got {self.wait_limit}")
         if self.block_every:
             lo, hi = BLOCKING_RANGE
             if not lo <= self.block_every <= hi:

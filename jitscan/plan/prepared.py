@@ -11,7 +11,7 @@ the same path.
 from __future__ import annotations
 
 from bisect import bisect_left
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from .fields import FieldCalls
 KNOBS = (
     "tile_state",
     "spin_limit",
+    "spin_timeout",
     "simulate_blocking",
     "lookback_width",
     "threads",
@@ -38,13 +39,13 @@ KNOBS = (
     "deterministic",
 )
 #: knobs that are launch arguments; the rest shape the compiled program
-LAUNCH_KNOBS = ("spin_limit", "simulate_blocking")
+LAUNCH_KNOBS = ("spin_limit", "spin_timeout", "simulate_blocking")
 #: size classes a prepared scan may meet (tuning.size_class)
 _CLASSES = range(len(tuning.SIZE_BOUNDS) + 1)
 
 
 #: knobs that take an integer (None: the default)
-INTEGER_KNOBS = tuple(k for k in KNOBS if k not in ("tile_state", "deterministic"))
+INTEGER_KNOBS = tuple(k for k in KNOBS if k not in ("tile_state", "deterministic", "spin_timeout"))
 
 
 def check_knobs(knobs: dict[str, Any]) -> None:
@@ -59,6 +60,16 @@ def check_knobs(knobs: dict[str, Any]) -> None:
             raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
         if name in INTEGER_KNOBS and value < 0:
             raise ValueError(f"{name} must not be negative, got {value}")
+        if name == "spin_timeout":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+                raise TypeError(
+                    f"spin_timeout must be a number of seconds, got {value!r} ({type(value).__name__})"
+                )
+            if not 0 < value <= tuning.MAX_SPIN_TIMEOUT:
+                raise ValueError(
+                    f"spin_timeout must be more than 0 and at most {tuning.MAX_SPIN_TIMEOUT:g} seconds, "
+                    f"got {value}"
+                )
         if name == "tile_state" and not isinstance(value, str):
             raise TypeError(f"tile_state must be a str ('packed' or 'split'), got {value!r}")
 
@@ -142,6 +153,7 @@ class PreparedScan(FieldCalls):
             kind=kind,
             spin_limit=knobs.get("spin_limit"),
             simulate_blocking=knobs.get("simulate_blocking"),
+            spin_timeout=knobs.get("spin_timeout"),
         )
         self._program_knobs = {k: v for k, v in knobs.items() if k not in LAUNCH_KNOBS}
         self._specs: dict[tuple, ScanSpec] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
+from ..backends import clock
 from ..backends.base import DeviceInfo
 from ..dtypes import VECTOR_BYTES, DType, Record
 from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
@@ -19,6 +20,12 @@ LOOKBACK_WATCHDOG = 1 << 20
 #: the same on CPUs: a spin there is one load, so 2^20 of them last about a millisecond,
 #: less than the time slice for which the OS may preempt the predecessor's thread
 CPU_LOOKBACK_WATCHDOG = 1 << 31
+#: seconds a look-back waits on one predecessor before its watchdog fires, on devices
+#: with a clock (backends.clock): far beyond any wait of a device that runs every
+#: workgroup it started (an OS time slice on a CPU), far below a user's patience
+LOOKBACK_TIMEOUT = 1.0
+#: the largest spin_timeout taken (the kernel's 32-bit count of 1,024 ticks of a 5 GHz clock)
+MAX_SPIN_TIMEOUT = 600.0
 
 #: input sizes in bytes at which geometry() may change the tile shape or the look-back
 #: window: a prepared scan keeps one program per class it meets
@@ -273,6 +280,7 @@ def spec_for(
         in_dtype=in_dtype,
         index_fields=index_fields,
         outputs=outputs,
+        clock=info.clock if variant == "lookback" else "",
     )
     if info.local_memory is not None and variant != "memcpy" and spec.local_bytes > info.local_memory:
         raise ValueError(
@@ -290,8 +298,13 @@ def launch_for(
     kind: str,
     spin_limit: int | None = None,
     simulate_blocking: int | None = None,
+    spin_timeout: float | None = None,
 ) -> LaunchArgs:
-    """The launch arguments of one kind of call: the device's spin limit unless given."""
+    """The launch arguments of one kind of call: the device's spin limit unless given.
+
+    Look-back's watchdog also gets ``spin_timeout`` seconds (LOOKBACK_TIMEOUT unless
+    given) in the units of the device's clock, where it has one.
+    """
     if simulate_blocking and variant == "lookback":
         raise ValueError(
             "simulated blocking with variant='lookback' would deadlock: look-back waits forever "
@@ -302,4 +315,7 @@ def launch_for(
             raise ValueError(f"simulated blocking applies to variants {CHAINED}, not {variant!r}")
         return LaunchArgs(kind=kind)
     spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
-    return LaunchArgs(kind=kind, spin_limit=spin, block_every=simulate_blocking or 0)
+    wait = 0
+    if variant == "lookback" and info.clock:
+        wait = clock.wait_units(info.clock, LOOKBACK_TIMEOUT if spin_timeout is None else spin_timeout)
+    return LaunchArgs(kind=kind, spin_limit=spin, block_every=simulate_blocking or 0, wait_limit=wait)

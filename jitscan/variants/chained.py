@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..backends import clock
 from ..backends.base import Backend, Scratch
 from ..errors import DeadlockError
 from ..kernels import tile_state
@@ -44,7 +45,7 @@ def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
 
 class Chained(Variant):
     files = ("tile.h", "tile_state.h", "lookback.h", "deterministic.h", "chained.c")
-    signatures = {KERNEL: ("src", "dst", "size", "buf", "u32", "u32", "u32", "u32", "u32")}
+    signatures = {KERNEL: ("src", "dst", "size", "buf", "u32", "u32", "u32", "u32", "u32", "u32")}
     segmented_entries = (KERNEL,)
     rows_ok = True
 
@@ -67,10 +68,10 @@ class Chained(Variant):
         n: int,
         tiles: int,
         tail: tuple,
-    ) -> Any:
+    ) -> tuple[Any, int]:
         """Scratch, epoch and the one launch; ``tail`` ends the arguments (row_tiles, segments).
 
-        Returns the scratch buffer.
+        Returns the scratch buffer and the launch's epoch.
         """
         b, state = bound.backend, bound.state
         ins, outs = operands(b, src), operands(b, dst)
@@ -80,10 +81,10 @@ class Chained(Variant):
             ctrl = scratch.buf
             if bound.spec.stats:
                 b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
-            args = [*ins, *outs, n, ctrl, launch.kind_code, epoch, launch.spin_limit]
+            args = [*ins, *outs, n, ctrl, launch.kind_code, epoch, launch.spin_limit, launch.wait_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)
-        return ctrl
+        return ctrl, epoch
 
     def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[[Any, Any, int], None]:
         if not self.fallback or bound.spec.stats or bound.spec.record:
@@ -105,7 +106,7 @@ class Chained(Variant):
                 if scratch.nbytes < need:
                     b.scratch(need, queue, encoding)
                 epoch = next_epoch(b, scratch, queue, limit)
-                fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, kind, epoch, spin, every, 0)
+                fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, kind, epoch, spin, 0, every, 0)
 
         return go
 
@@ -124,25 +125,49 @@ class Chained(Variant):
         tiles = -(-n // spec.tile)
         with LOCK:  # the offsets pre-pass, the launch and its read-back: no other launch between
             extra = segments.args(bound, queue, seg, src, tiles, n)
-            ctrl = self._launch(bound, queue, launch, src, dst, n, tiles, (seg.row_tiles, *extra))
+            ctrl, epoch = self._launch(bound, queue, launch, src, dst, n, tiles, (seg.row_tiles, *extra))
             if not ((check and not self.fallback) or spec.stats):
                 return None
             words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
-            if words[tile_state.CTRL_DEADLOCK]:
+            flag = int(words[tile_state.CTRL_DEADLOCK])
+            cause = flag & 3 if flag >> 2 == epoch else 0  # a flag of this launch's
+            if cause:
                 # an aborted launch leaves the counter and flag set: clear before the next
                 b.zero(ctrl, None, queue)
                 b.scratch(0, queue, bound.state.encoding).epoch = 0
-                raise DeadlockError(
-                    f"look-back deadlock: a workgroup spun {launch.spin_limit} times on a predecessor "
-                    "that never posted. This device gives no forward-progress guarantee; use "
-                    "variant='fallback'."
-                )
+                raise _deadlock(spec, launch, cause, int(words[tile_state.CTRL_WAITED]))
         if not spec.stats:
             return None
         first = tile_state.CTRL_STATS
         out = {name: int(words[first + i]) for i, name in enumerate(tile_state.STAT_NAMES)}
         out["tiles"] = tiles
         return out
+
+
+def _deadlock(spec: ScanSpec, launch: LaunchArgs, cause: int, waited_units: int) -> DeadlockError:
+    """The error for a look-back launch whose watchdog fired, saying which bound did."""
+    waited = waited_units * 1024 / clock.ticks_per_second(spec.clock) if spec.clock else None
+    lasted = f" after {waited:.3g} s" if waited is not None else ""
+    if cause == tile_state.STUCK_TIME:
+        return DeadlockError(
+            f"look-back deadlock: a predecessor posted nothing for {waited:.3g} s (spin_timeout), so the "
+            "device did not run its workgroup: it gives no forward-progress guarantee to workgroups "
+            "that have started. Use variant='fallback', which needs none.",
+            cause="time",
+            waited=waited,
+        )
+    bound = (
+        "; this device has no clock the kernel can read, so spins alone bound a wait"
+        if not spec.clock
+        else ""
+    )
+    return DeadlockError(
+        f"look-back deadlock: a workgroup spun {launch.spin_limit} times (spin_limit){lasted} on a "
+        f"predecessor that had not posted{bound}. The predecessor may only have been slow: raise "
+        "spin_limit, or use variant='fallback', which needs no forward-progress guarantee.",
+        cause="spins",
+        waited=waited,
+    )
 
 
 FALLBACK = Chained("fallback", fallback=True)

@@ -12,7 +12,7 @@
  * inlined copies of the workgroup scan. Elsewhere the own tile is scanned before the
  * loop, which keeps the loop small and the own tile's registers out of it. */
 
-JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
+JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 wait_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_shared sh;
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
@@ -52,12 +52,12 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     js_u32 row_first = 0u;
     (void)row_tiles;
 #endif
-    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first};
+    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first, 0u, wait_limit, epoch};
     js_i64 cur = (js_i64)tile - 1;
 #if JS_DETERMINISTIC
     /* only anchors post an inclusive prefix (deterministic.h), the row's first tile too */
     js_u32 own_flag = JS_READY;
-    js_det d = {tile, 0xffffffffu, 0u, spin_limit};
+    js_det d = {tile, 0xffffffffu, 0u, spin_limit, 0u, wait_limit, epoch};
     if (lid == 0)
         sh.lb_target = (js_i64)tile;
 #else

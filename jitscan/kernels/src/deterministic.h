@@ -46,6 +46,8 @@ typedef struct {
     js_u32 blocker;  /* the predecessor the last looks waited on */
     js_u32 spins;    /* consecutive looks that waited on it */
     js_u32 limit;
+    js_u64 since;    /* look-back: when the current wait began (JS_CLOCK ticks) */
+    js_u32 wait_limit, epoch;
 } js_det;
 
 JS_DEVICE_FN js_u32 js_det_place(js_i64 tile, js_i64 first)
@@ -107,7 +109,7 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
 #else
     (void)anchor;
     (void)sh;
-    return js_watchdog(d->spins, d->limit, ctrl);
+    return js_watchdog(d->spins, d->limit, &d->since, d->wait_limit, d->epoch, ctrl);
 #endif
 }
 

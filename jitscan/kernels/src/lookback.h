@@ -30,6 +30,9 @@ typedef struct {
     js_u32 spins;   /* consecutive spins on the current predecessor */
     js_u32 limit;   /* spins before a fallback (or, for look-back, the watchdog) */
     js_i64 stop;    /* the first tile the walk may take (of its row, else 0) */
+    js_u64 since;   /* look-back: when the current wait began (JS_CLOCK ticks) */
+    js_u32 wait_limit;  /* look-back: longest wait, in 1,024 ticks; 0 = no time bound */
+    js_u32 epoch;   /* look-back: this launch's, which its deadlock flag carries */
 } js_walk;
 
 JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
@@ -39,16 +42,43 @@ JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
 }
 
 #if !JS_FALLBACK
-/* Look-back's watchdog after `spins` consecutive spins on one predecessor: past the limit
- * this workgroup flags a deadlock and stops waiting; once one has, nobody waits any more
- * (checked now and then: each check is a trip to L2). Else a pause and another look. */
-JS_DEVICE_FN js_u32 js_watchdog(js_u32 spins, js_u32 limit, JS_GLOBAL js_u32* ctrl)
+/* Look-back's watchdog after `spins` consecutive spins on one predecessor. It fires past
+ * the spin limit or, where the device has a clock, once the wait has lasted wait_limit
+ * units of 1,024 ticks: a spin's length varies tenfold with the load on the device (and
+ * a spin of a CPU thread that the OS preempted lasts a time slice), a clock's does not.
+ * Firing flags the deadlock with its cause and how long the wait lasted, and this
+ * workgroup stops waiting; once one has, nobody waits any more (checked every 64 spins:
+ * each check is a trip to L2, each clock read a few cycles). Else a pause and another
+ * look. The flag carries the launch's epoch: a flag an unchecked launch left (a bench
+ * reads none back) is not this launch's and stops nobody. */
+JS_DEVICE_FN js_u32 js_watchdog(js_u32 spins, js_u32 limit, js_u64* since, js_u32 wait_limit, js_u32 epoch,
+                                JS_GLOBAL js_u32* ctrl)
 {
-    if (spins > limit) {
-        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, 1u);
+    js_u32 cause = spins > limit ? JS_STUCK_SPINS : 0u;
+#if JS_HAVE_CLOCK
+    js_u32 waited = 0u;
+    if (spins == 1u)
+        *since = JS_CLOCK();
+    if (cause || (wait_limit && spins && spins % 64u == 0u)) {
+        /* a CPU thread may move to a core whose counter is a little behind */
+        js_u64 now = JS_CLOCK(), t = now > *since ? (now - *since) >> 10 : 0u;
+        waited = t > 0xffffffffu ? 0xffffffffu : (js_u32)t;
+        if (wait_limit && waited >= wait_limit)
+            cause = JS_STUCK_TIME;
+    }
+#else
+    (void)since;
+    (void)wait_limit;
+#endif
+    if (cause) {
+        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_DEADLOCK, epoch << 2 | cause);
+#if JS_HAVE_CLOCK
+        JS_ATOMIC_MAX_U32(ctrl + JS_CTRL_WAITED, waited);
+#endif
         return JS_LB_DONE;
     }
-    if (spins % 64u == 0u && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK))
+    /* (called with no spins too, after a step that took predecessors: no check then) */
+    if (spins && spins % 64u == 0u && JS_LOAD_U32(ctrl + JS_CTRL_DEADLOCK) >> 2 == epoch)
         return JS_LB_DONE;
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
@@ -77,7 +107,7 @@ JS_DEVICE_FN js_u32 js_walk_advance(js_walk* w, js_i64* cur, js_u32 k, T taken, 
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
 #else
-    return js_watchdog(w->spins, w->limit, ctrl);
+    return js_watchdog(w->spins, w->limit, &w->since, w->wait_limit, w->epoch, ctrl);
 #endif
 }
 

@@ -21,13 +21,22 @@
 #define JS_LB_FALLBACK 1u
 #define JS_LB_DONE 2u
 
-/* ctrl[] words, zeroed by the host before every launch */
+/* why look-back's watchdog fired: ctrl[JS_CTRL_DEADLOCK] = epoch << 2 | cause (the larger
+ * kept) */
+#define JS_STUCK_SPINS 1u
+#define JS_STUCK_TIME 2u
+
+/* ctrl[] words: zeroed with the buffer when it is new or the epoch wraps, after a
+ * deadlock, and (the counters) before a counting launch; the last tile of a launch
+ * rewinds the tile counter */
 #define JS_CTRL_TILE 0
 #define JS_CTRL_DEADLOCK 1
 #define JS_CTRL_SPINS 2
 #define JS_CTRL_STEPS 3
 #define JS_CTRL_FALLBACKS 4
 #define JS_CTRL_INSERTIONS 5
+/* look-back's watchdog: how long the wait that fired it lasted, in 1,024 clock ticks */
+#define JS_CTRL_WAITED 6
 /* the tile descriptors follow the control words in the same zeroed buffer */
 #define JS_CTRL_WORDS 8
 
