@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import device_info
 
 import jitscan
 
@@ -159,13 +160,12 @@ def test_flags_of_any_shape_with_one_entry_per_value_are_read_in_c_order():
         jitscan.segmented_scan(X, flags=np.zeros(3, np.uint8))
 
 
-def test_a_tile_larger_than_the_devices_local_memory_is_refused_before_it_is_compiled():
-    from jitscan import backends
-
-    b = backends.get("opencl")
-    if not b.available() or b.device_info(b.queue_of(None)).shuffle_width is not None:
-        # with shuffles the rows stay in registers: this tile would not be refused, and its
-        # 4096 unrolled vectors would take the compiler minutes (a register limit is not checked yet)
-        pytest.skip("needs an OpenCL device that scans rows in local memory (a CPU)")
-    with pytest.raises(ValueError, match=r"needs about \d+ bytes of local memory; .* gives a workgroup \d+"):
-        jitscan.scan(X, threads=256, vectors=4096, backend="opencl")
+def test_a_tile_beyond_the_devices_local_memory_or_registers_is_refused_before_it_is_compiled(backend):
+    # a CPU scans rows in local memory; a GPU keeps a thread's items in registers, where
+    # 4096 unrolled vectors would take its compiler minutes and then spill
+    info = device_info(backend)
+    limit = "registers" if info.is_gpu and info.thread_registers else "local memory"
+    if info.is_gpu and not info.thread_registers:
+        pytest.skip(f"{info.name} does not say how many registers a thread has")
+    with pytest.raises(ValueError, match=f"{limit}.*use fewer"):
+        jitscan.scan(X, threads=256, vectors=4096, backend=backend)

@@ -41,6 +41,10 @@ class DeviceInfo:
         Bytes of local (shared) memory one workgroup may declare; None where unknown.
     clock : str
         The clock its kernels can read (``backends.clock``: "globaltimer", "tsc"), or "".
+    registers : int or None
+        32-bit registers one workgroup's threads may use together; None where unknown.
+    thread_registers : int or None
+        32-bit registers one thread may use; None where unknown.
     """
 
     name: str
@@ -52,6 +56,8 @@ class DeviceInfo:
     fp64: bool
     local_memory: int | None = None
     clock: str = ""
+    registers: int | None = None
+    thread_registers: int | None = None
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,10 @@ class CupyBackend(Backend):
                 local_memory=int(props["sharedMemPerBlock"]),  # the static limit, 48 KiB
                 # PTX's %globaltimer; HIP's wall clock is not read yet: spins alone there
                 clock="" if cupy.cuda.runtime.is_hip else "globaltimer",
+                registers=int(props["regsPerBlock"]),
+                # PTX caps a thread at 255 registers (CUDA's programming guide, "Technical
+                # Specifications"); HIP's cap depends on the wave size: not checked
+                thread_registers=None if cupy.cuda.runtime.is_hip else 255,
             )
         return self._info[dev]
 

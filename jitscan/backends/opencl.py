@@ -283,6 +283,9 @@ class OpenCLBackend(Backend):
                 fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
                 local_memory=int(dev.local_mem_size),
                 clock=self._clock(dev, ptx=shuffle_width is not None),
+                # NVIDIA's cl_nv_device_attribute_query; no other driver says
+                registers=int(dev.registers_per_block_nv) if "cl_nv_device_attribute_query" in ext else None,
+                thread_registers=255 if "cl_nv_device_attribute_query" in ext else None,
             )
         return self._info[key]
 

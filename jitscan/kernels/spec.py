@@ -236,6 +236,11 @@ class ScanSpec:
         return total + 128  # members' alignment
 
     @property
+    def register_words(self) -> int:
+        """32-bit words of the tile one thread holds (its items, in registers on a GPU)."""
+        return self.vectors * self.vector_width * -(-self.element_bytes // 4)
+
+    @property
     def record(self) -> bool:
         """Whether values are tuples (``dtypes.Record``)."""
         return isinstance(self.dtype_info, Record)

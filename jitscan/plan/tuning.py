@@ -288,7 +288,28 @@ def spec_for(
             f"{spec.dtype} needs about {spec.local_bytes} bytes of local memory; {info.name} gives a "
             f"workgroup {info.local_memory}: use fewer threads or vectors"
         )
+    check_registers(info, spec)
     return spec
+
+
+def check_registers(info: DeviceInfo, spec: ScanSpec) -> None:
+    """Refuse a tile whose items alone overfill the registers a thread of ``spec``'s workgroup has.
+
+    On a GPU a thread keeps its items in registers (unrolled loops, constant indices):
+    a tile beyond the register file would live in local memory at a fraction of the speed,
+    and thousands of unrolled vectors take the compiler minutes. Checked where the device
+    says what it has (NVIDIA: 255 a thread, and a workgroup's share of the register file).
+    """
+    if not (spec.unrolled and info.is_gpu and info.thread_registers and info.registers):
+        return
+    have = min(info.thread_registers, info.registers // spec.threads)
+    if spec.register_words > have:
+        raise ValueError(
+            f"a tile of {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items of "
+            f"{spec.dtype} holds {spec.register_words} 32-bit registers of items a thread; {info.name} "
+            f"gives a thread of a {spec.threads}-thread workgroup at most {have}: use fewer vectors "
+            "or threads"
+        )
 
 
 def launch_for(
