@@ -137,3 +137,46 @@ def test_a_simulator_is_never_the_default_device_while_a_real_one_is_there(monke
     # and where it is the only device, it is the one there is
     monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind])
     assert opencl._pick_device().platform is oclgrind
+
+
+def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_entry_was_let_go(monkeypatch):
+    # Other queues' scratch pushes the default queue's entry out of the backend's bounded
+    # cache; a prepared scan's launch function then asks for more tiles. It must launch
+    # on a buffer that holds them (it once grew the backend's new entry and launched on
+    # its own old one: tile descriptors written past its end, heap corruption and hangs)
+    b = backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"OpenCL unavailable: {b.unavailable_reason()}")
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    from jitscan.kernels import tile_state
+
+    monkeypatch.setattr(opencl, "SCRATCH_LIMIT", 2)
+    fired = []
+    real = opencl._CLProgram.launcher
+
+    def launcher(self, entry, queue):
+        fire = real(self, entry, queue)
+
+        def spy(groups, *args):
+            fired.append(args)
+            fire(groups, *args)
+
+        return spy
+
+    monkeypatch.setattr(opencl._CLProgram, "launcher", launcher)
+    q = b.queue_of(None)
+    p = jitscan.plan("int32", backend="opencl", variant="fallback")
+    small = np.arange(1000, dtype=np.int32)
+    p(small)
+    for _ in range(3):
+        other = cl.CommandQueue(q.context)
+        jitscan.cumsum(cla.to_device(other, small), dtype=np.int32)
+        other.finish()
+    big = np.arange(120_000, dtype=np.int32) % 7  # the same size class: the same launch function
+    np.testing.assert_array_equal(p(big), np.cumsum(big, dtype=np.int32))
+    spec = p.bound(q, big.size).spec
+    need = tile_state.of_spec(spec).nbytes(-(-big.size // spec.tile))
+    ctrl = fired[-1][5]  # (in, in offset, out, out offset, n, ctrl, kind, epoch, ...)
+    assert ctrl.size >= need

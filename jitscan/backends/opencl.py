@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import threading
@@ -85,6 +86,10 @@ def _build(program: Any, device: Any) -> Any:
 SCRATCH_LIMIT = 64
 #: result memory pools kept (one per queue); beyond it the oldest queue's frees its blocks
 POOL_LIMIT = 16
+#: free blocks a pool keeps: at most this many bytes, or 4 times the block asked for when
+#: that is more (sizes that change call after call would otherwise leave a block in every
+#: size bin; one size called again and again keeps its blocks)
+POOL_HELD_BYTES = 64 << 20
 
 
 class _CLProgram(Program):
@@ -420,6 +425,10 @@ class OpenCLBackend(Backend):
                 # the pointer keys no other queue meanwhile)
                 self._pools.pop(next(iter(self._pools))).free_held()
             pool = self._pools[queue.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+        elif pool.managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
+            nbytes = math.prod(shape) * dtype.itemsize
+            if pool.managed_bytes - pool.active_bytes > 4 * nbytes:
+                pool.free_held()
         return cl_array.empty(queue, shape, dtype, allocator=pool)
 
     def free_pools(self) -> None:

@@ -98,13 +98,17 @@ class Chained(Variant):
         fire = bound.program.launcher(KERNEL, queue)
 
         def go(src: Any, dst: Any, n: int) -> None:
+            nonlocal scratch
             tiles = -(-n // tile)
             in_buf, in_off = buffer(src)
             out_buf, out_off = buffer(dst)
             need = nbytes(tiles)
             with LOCK:
                 if scratch.nbytes < need:
-                    b.scratch(need, queue, encoding)
+                    # the backend's Scratch of the queue, grown: once the backend has let
+                    # this queue's entry go (its bound on queues), that is a new one, and
+                    # the one held here would stay too small for the tiles
+                    scratch = b.scratch(need, queue, encoding)
                 epoch = next_epoch(b, scratch, queue, limit)
                 fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, kind, epoch, spin, 0, every, 0)
 
