@@ -322,6 +322,11 @@ class OpenCLDialect(Dialect):
             if spec.tile_state == "packed"
             else "atomic_max((volatile __global uint*)(p), (v))"
         )
+        sw_load = (
+            "atom_or((volatile __global ulong*)(p), 0UL)"
+            if spec.tile_state == "packed"
+            else "atomic_or((volatile __global uint*)(p), 0u)"
+        )
         if spec.shuffle:
             lanes = "#define JS_LANE (JS_LID % JS_SG)\n#define JS_SG_ID (JS_LID / JS_SG)"
         else:
@@ -350,10 +355,11 @@ typedef ulong js_size;
 #define JS_ATOMIC_MAX_U32(p, v) atomic_max((volatile __global uint*)(p), (v))
 #define JS_ATOMIC_MAX_SW(p, v) {sw_max}
 #define JS_ATOMIC_OR_LOCAL(p, v) atomic_or((volatile __local uint*)(p), (v))
-/* OpenCL C 1.2 has no atomic load: an aligned volatile word load is the relaxed
-   atomic load every implementation provides (one access, never cached stale) */
-#define JS_LOAD_U32(p) (*(volatile __global js_u32*)(p))
-#define JS_LOAD_SW(p) (*(volatile __global js_sw*)(p))
+/* OpenCL C 1.2 has no atomic load, and a plain (even volatile) load of a word that
+   other workgroups update with atomics is a data race in its memory model (Oclgrind
+   reports it): words written by atomics are read by an atomic that changes nothing */
+#define JS_LOAD_U32(p) atomic_or((volatile __global uint*)(p), 0u)
+#define JS_LOAD_SW(p) {sw_load}
 {bits}
 #define JS_F32_TO_BITS(x) as_uint(x)
 #define JS_F32_FROM_BITS(b) as_float(b)
