@@ -3,7 +3,7 @@
 Usage: python experiments/memory_calls.py [BACKEND] [CALLS]   (default: the default backend, 10000)
 
 The calls change everything a cache could be keyed on: each call a new size (uniform in
-1..2^20, 2^22 on a GPU), a new command queue or CUDA stream every 50 calls, a scan from a
+1..2^20), a new command queue or CUDA stream every 50 calls, a scan from a
 set of 16 specs (dtypes x ops x kinds x variants, segmented ones among them) taken in
 turn, NumPy and device inputs alternately, and every tenth call through a fresh
 ``jitscan.plan``. Every result is checked against NumPy. Process memory (RSS) and, on
@@ -151,7 +151,7 @@ def main(argv: list[str]) -> None:
     calls = int(argv[1]) if len(argv) > 1 else 10_000
     dev = Device(name)
     info = dev.b.device_info(dev.b.queue_of(None))
-    top = (1 << 22) if info.is_gpu else (1 << 20)
+    top = 1 << 20
     rng = np.random.default_rng(7)
     print(f"{calls} calls on {info.name} ({name}), sizes 1..{top}, {len(SPECS)} specs, a new queue every 50")
     print(f"{'calls':>7} {'RSS MiB':>9} {'pool MiB':>9} {'device MiB':>11} {'seconds':>8}")

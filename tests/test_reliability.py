@@ -160,7 +160,7 @@ def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_ent
         fire = real(self, entry, queue)
 
         def spy(groups, *args):
-            fired.append(args)
+            fired.append((queue, args))
             fire(groups, *args)
 
         return spy
@@ -169,14 +169,15 @@ def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_ent
     q = b.queue_of(None)
     p = jitscan.plan("int32", backend="opencl", variant="fallback")
     small = np.arange(1000, dtype=np.int32)
-    p(small)
+    p(cla.to_device(q, small))  # a device array: the prepared scan's launch function
     for _ in range(3):
         other = cl.CommandQueue(q.context)
         jitscan.cumsum(cla.to_device(other, small), dtype=np.int32)
         other.finish()
     big = np.arange(120_000, dtype=np.int32) % 7  # the same size class: the same launch function
-    np.testing.assert_array_equal(p(big), np.cumsum(big, dtype=np.int32))
+    np.testing.assert_array_equal(p(cla.to_device(q, big)).get(), np.cumsum(big, dtype=np.int32))
     spec = p.bound(q, big.size).spec
     need = tile_state.of_spec(spec).nbytes(-(-big.size // spec.tile))
-    ctrl = fired[-1][5]  # (in, in offset, out, out offset, n, ctrl, kind, epoch, ...)
+    last = [args for queue, args in fired if queue is q][-1]
+    ctrl = last[5]  # (in, in offset, out, out offset, n, ctrl, kind, epoch, ...)
     assert ctrl.size >= need

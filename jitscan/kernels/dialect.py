@@ -398,6 +398,7 @@ static inline uint js_shfl_idx_u32(uint v, uint s)
 }
 #define JS_SHFL_UP_U32(x, d) js_shfl_up_u32((x), (d))
 #define JS_SHFL_IDX_U32(x, s) js_shfl_idx_u32((x), (s))
+#define JS_SUBGROUP_SYNC() asm volatile("bar.warp.sync 0xffffffff;" ::: "memory")
 """ + (
             ""
             if spec.record
@@ -515,10 +516,12 @@ typedef unsigned long long js_size;
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__)
 #define JS_SHFL_UP_FIELD(x, d) __shfl_up((x), (d), JS_SG)
 #define JS_SHFL_IDX_FIELD(x, s) __shfl((x), (s), JS_SG)
+#define JS_SUBGROUP_SYNC() __builtin_amdgcn_wave_barrier()
 #define JS_SPIN_PAUSE() __builtin_amdgcn_s_sleep(1)
 #else
 #define JS_SHFL_UP_FIELD(x, d) __shfl_up_sync(0xffffffffu, (x), (d))
 #define JS_SHFL_IDX_FIELD(x, s) __shfl_sync(0xffffffffu, (x), (s))
+#define JS_SUBGROUP_SYNC() __syncwarp()
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 #define JS_SPIN_PAUSE() __nanosleep(32)
 #else

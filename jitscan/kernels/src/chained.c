@@ -139,9 +139,11 @@ JS_UNROLL
                 sh.lb_ctrl[next_slot] = next;
 #elif JS_WARP_WALK
             /* every lane of subgroup 0 takes part in the shuffles; lane 0 moves lb_cur
-             * only after them, and each lane's read of it feeds its first shuffle */
+             * only once every lane has read it: a shuffle waits for the lanes but orders
+             * no memory (CUDA's racecheck saw lane 0's store race the others' loads) */
             if (lid < JS_LB_W) {
                 js_u32 next = js_window_look(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st);
+                JS_SUBGROUP_SYNC();
                 if (lid == 0) {
                     sh.lb_ctrl[next_slot] = next;
                     sh.lb_cur = cur;
