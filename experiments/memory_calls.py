@@ -104,7 +104,8 @@ def one_call(dev: Device, i: int, rng: np.random.Generator, top: int) -> None:
     arg = dev.to_device(x) if on_device else x
 
     def host(y):  # noqa: ANN001, ANN202 - NumPy in, NumPy out; a device array in, a device array out
-        return y if isinstance(y, (np.ndarray, np.generic)) else dev.b.to_host(y)
+        # on the array's stream: a non-blocking stream is not ordered with the default one
+        return y if isinstance(y, (np.ndarray, np.generic)) else dev.call(dev.b.to_host, y)
 
     if fn == "segmented" or fn == "segmented_reduce":
         cuts = np.unique(rng.integers(0, n + 1, max(1, n // 1000)))
