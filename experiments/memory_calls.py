@@ -1,6 +1,6 @@
 """Do host and device memory stay flat over 10,000 calls of every shape a program makes?
 
-Usage: python experiments/memory_calls.py [BACKEND] [CALLS]   (default: the default backend, 10000)
+Usage: python experiments/memory_calls.py [BACKEND] [CALLS] [free]   (default: the default backend, 10000)
 
 The calls change everything a cache could be keyed on: each call a new size (uniform in
 1..2^20), a new command queue or CUDA stream every 50 calls, a scan from a
@@ -10,6 +10,11 @@ turn, NumPy and device inputs alternately, and every tenth call through a fresh
 CUDA, the device memory CuPy's pool holds and the driver reports in use are printed at
 checkpoints; the growth after the first fifth of the calls (when every program and
 cache has been met) is what the reliability table reports.
+
+CuPy's pool keeps the blocks freed on a stream for that stream, so a program that makes
+stream after stream sees the pool grow with any CuPy code; "live MiB" is what is still
+allocated (jitscan's scratch and the arrays alive). With ``free`` the harness returns the
+pool's free blocks at each new stream, as such a program would.
 """
 
 from __future__ import annotations
@@ -86,13 +91,17 @@ class Device:
                 return fn(*args, **kwargs)
         return fn(*args, **kwargs)
 
-    def memory(self) -> tuple[float, float]:
-        """(MiB the CuPy pool holds, MiB in use on the device); zeros where the device is the host."""
+    def memory(self) -> tuple[float, float, float]:
+        """MiB live in CuPy's pool, held by it, in use on the device; zeros where the device is the host."""
         if self.name != "cupy":
-            return 0.0, 0.0
+            return 0.0, 0.0, 0.0
         pool = self.cupy.get_default_memory_pool()
         free, total = self.cupy.cuda.runtime.memGetInfo()
-        return pool.total_bytes() / 2**20, (total - free) / 2**20
+        return pool.used_bytes() / 2**20, pool.total_bytes() / 2**20, (total - free) / 2**20
+
+    def free_held(self) -> None:
+        if self.name == "cupy":
+            self.cupy.get_default_memory_pool().free_all_blocks()
 
 
 def one_call(dev: Device, i: int, rng: np.random.Generator, top: int) -> None:
@@ -150,29 +159,33 @@ def one_call(dev: Device, i: int, rng: np.random.Generator, top: int) -> None:
 def main(argv: list[str]) -> None:
     name = argv[0] if argv else backends.default().name
     calls = int(argv[1]) if len(argv) > 1 else 10_000
+    free = len(argv) > 2 and argv[2] == "free"
     dev = Device(name)
     info = dev.b.device_info(dev.b.queue_of(None))
     top = 1 << 20
     rng = np.random.default_rng(7)
     print(f"{calls} calls on {info.name} ({name}), sizes 1..{top}, {len(SPECS)} specs, a new queue every 50")
-    print(f"{'calls':>7} {'RSS MiB':>9} {'pool MiB':>9} {'device MiB':>11} {'seconds':>8}")
+    print(f"{'calls':>7} {'RSS MiB':>9} {'live MiB':>9} {'pool MiB':>9} {'device MiB':>11} {'seconds':>8}")
     start = time.perf_counter()
     marks = []
     for i in range(calls):
         if i % 50 == 0:
+            if free:
+                dev.free_held()
             dev.new_queue()
         one_call(dev, i, rng, top)
         if (i + 1) % (calls // 10) == 0:
             gc.collect()
-            pool, used = dev.memory()
-            marks.append((i + 1, _rss_mib(), pool, used))
+            live, pool, used = dev.memory()
+            marks.append((i + 1, _rss_mib(), live, pool, used))
             took = time.perf_counter() - start
-            print(f"{i + 1:>7} {marks[-1][1]:>9.1f} {pool:>9.1f} {used:>11.1f} {took:>8.1f}")
+            print(f"{i + 1:>7} {marks[-1][1]:>9.1f} {live:>9.1f} {pool:>9.1f} {used:>11.1f} {took:>8.1f}")
     first = next(m for m in marks if m[0] >= calls // 5)
     last = marks[-1]
     print(
-        f"after call {first[0]}: RSS {last[1] - first[1]:+.1f} MiB, pool {last[2] - first[2]:+.1f} MiB, "
-        f"device {last[3] - first[3]:+.1f} MiB by call {last[0]}; every result right"
+        f"after call {first[0]}: RSS {last[1] - first[1]:+.1f} MiB, live {last[2] - first[2]:+.1f} MiB, "
+        f"pool {last[3] - first[3]:+.1f} MiB, device {last[4] - first[4]:+.1f} MiB by call {last[0]}; "
+        "every result right"
     )
 
 
