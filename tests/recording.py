@@ -230,6 +230,9 @@ class RecordingBackend(Backend):
     def zero(self, buf: Buffer, nbytes: int | None, queue: Any) -> None:
         self.log.append(("zero", buf, nbytes))
 
+    def write_bytes(self, buf: Buffer, offset: int, data: bytes, queue: Any) -> None:
+        self.log.append(("write_bytes", buf, offset, data))
+
     def read_u32(self, buf: Buffer, count: int, queue: Any) -> np.ndarray:
         self.log.append(("read_u32", buf, count))
         words = np.zeros(count, np.uint32)

@@ -19,7 +19,15 @@ from conftest import DTYPES
 from jitscan import backends, kernels, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
-from jitscan.kernels.spec import CHAINED, KIND_CODES, SEGMENTED, TILE_STATES, ScanSpec
+from jitscan.kernels.spec import (
+    CARRY_BYTES,
+    CHAINED,
+    KIND_CARRY,
+    KIND_CODES,
+    SEGMENTED,
+    TILE_STATES,
+    ScanSpec,
+)
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants.chained import Chained
@@ -217,9 +225,18 @@ def test_kernels_compare_the_kind_only_through_its_js_kind_names(name):
         before, after = code[: m.start()].rstrip(), code[m.end() :].lstrip()
         if before.endswith("js_u32"):
             continue  # the parameter
+        if re.match(r"(&|&=\s*~)\s*JS_CARRY_BIT\b", after):
+            continue  # a scan from a carry: its bit, read and cleared first
         cmp = re.match(r"(==|!=)\s*(\w+)", after)
         assert cmp and cmp.group(2) in names, f"{name}: kind used as {code[m.start() : m.end() + 30]!r}"
     assert not re.search(r"\b\d+\s*[!=]=\s*kind\b", code)
+
+
+def test_the_carry_bit_python_sets_is_the_one_the_kernel_reads():
+    tile = defines(kernels.read("tile.h"))
+    assert int(tile["JS_CARRY_BIT"].rstrip("u")) == KIND_CARRY
+    assert int(tile["JS_CTRL_CARRY"]) == tile_state.CTRL_CARRY
+    assert int(tile["JS_CTRL_WORDS"]) * 4 - tile_state.CTRL_CARRY * 4 >= CARRY_BYTES
 
 
 # -- (d) tile-state numbers ------------------------------------------------------------

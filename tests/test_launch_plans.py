@@ -268,7 +268,7 @@ def test_a_counting_scan_zeroes_its_counters_before_the_launch_and_reads_them_af
     counters = p()
     ctrl = p.ctrl
     assert around_launches(rb) == [
-        ("zero", ctrl, tile_state.CTRL_WORDS * 4),
+        ("zero", ctrl, tile_state.CTRL_CARRY * 4),  # the words before the carry
         ("launch", rb.launches()[0]),
         ("read_u32", ctrl, tile_state.CTRL_WORDS),
     ]

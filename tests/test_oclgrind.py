@@ -15,8 +15,9 @@ Faults of Oclgrind 21.10 are worked around, each shown on a minimal kernel by
 * its record of which global memory is initialized is remade at each host store, sized as
   that store, and outlives a released buffer: a buffer zeroed by clEnqueueFillBuffer (4
   bytes a store) reads as uninitialized, and so do a kernel's writes to a buffer that got
-  a released buffer's number. The subprocess zeroes jitscan's scratch by one store of the
-  whole buffer, and fills every array PyOpenCL allocates with 0xA5 bytes in one store
+  a released buffer's number. The subprocess zeroes jitscan's scratch, and writes a
+  scan's carry into it, by one store of the whole buffer, and fills every array PyOpenCL
+  allocates with 0xA5 bytes in one store
   (an element a kernel should write and does not then fails the NumPy check);
 * at -O2, stores of vector literals read as uninitialized, the Uninitialized plugin
   stops at LLVM's ``freeze`` (the strided gather of axis scans then silently does
@@ -244,6 +245,17 @@ def _chained(q) -> Iterator[Case]:
     gaps = np.where(x % 3 == 0, x, 0)
     want = gaps[np.maximum.accumulate(np.where(gaps != 0, np.arange(x.size), 0))]
     yield "ffill", lambda: jitscan.scan(cla.to_device(q, gaps), ffill, **KNOBS), want
+    # a scan from a value (the carry in the control words), with tiles that fall back to the first
+    carried = np.concatenate([[7], gaps])
+    want = carried[np.maximum.accumulate(np.where(carried != 0, np.arange(carried.size), 0))][1:]
+    for every in (0, 2):
+        yield (
+            f"ffill from a value, blocking {every}",
+            lambda e=every: jitscan.scan(
+                cla.to_device(q, gaps), ffill, initial=7, simulate_blocking=e or None, **KNOBS
+            ),
+            want,
+        )
 
 
 def _rts(q) -> Iterator[Case]:
@@ -559,6 +571,18 @@ def _zero_in_one_store(self, buf, nbytes, queue) -> None:
     cl.enqueue_copy(queue, buf, host)
 
 
+def _write_in_one_store(self, buf, offset, data, queue) -> None:
+    # a scan's carry goes into its control words by a host store of a few bytes, after
+    # which Oclgrind's record of the buffer is that store's alone: the same bytes, put in
+    # by one store of the whole buffer
+    import pyopencl as cl
+
+    host = np.empty(buf.size, np.uint8)
+    cl.enqueue_copy(queue, host, buf)
+    host[offset : offset + len(data)] = np.frombuffer(data, np.uint8)
+    cl.enqueue_copy(queue, buf, host)
+
+
 def _allocate_then_poison(init: Callable[..., None]) -> Callable[..., None]:
     """``pyopencl.array.Array.__init__``, which then fills a buffer it allocated with 0xA5 bytes.
 
@@ -598,6 +622,8 @@ def _main(group: str, log: str) -> None:
     # PyOpenCL allocate gets one store of all of it first (see the two functions)
     assert callable(OpenCLBackend.zero)
     OpenCLBackend.zero = _zero_in_one_store
+    assert callable(OpenCLBackend.write_bytes)
+    OpenCLBackend.write_bytes = _write_in_one_store
     cla.Array.__init__ = _allocate_then_poison(cla.Array.__init__)
 
     files = [Path(log), Path(stderr)]

@@ -48,9 +48,12 @@ def scan(
     stats: dict | None = None,
     axis: int | None = None,
     output: Any = None,
+    initial: Any = None,
     **knobs: Any,
 ) -> Any:
     if type(x) is tuple:
+        if initial is not None:
+            raise ValueError("initial= takes one value; tuple values do not take one yet")
         return tuples.scan(
             x,
             op,
@@ -66,6 +69,8 @@ def scan(
         )
     if output is not None:
         raise TypeError("output= selects fields of a tuple value; x is one array")
+    if initial is not None:
+        return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs, initial=initial)
     if axis is None and stats is None and kind != "reduce":
         # the common call: one lookup, keyed on what can differ between such calls
         key = (
@@ -193,17 +198,23 @@ def run(
     knobs: dict[str, Any],
     include_initial: bool = False,
     nan: float | None = None,
+    initial: Any = None,
 ) -> Any:
     """A scan as the public functions define it: dtypes, 0-d input, axis, ``out=`` casts.
 
     ``rule`` chooses the result dtype (``conventions.types``); ``include_initial`` puts
-    the op's zero first; ``nan`` replaces NaN inputs first (``nancumsum``).
+    the op's zero first; ``nan`` replaces NaN inputs first (``nancumsum``); ``initial``
+    is the value the scan starts from (see :meth:`PreparedScan.__call__`).
     """
     if kind == "reduce" and axis is not None:
         raise ValueError("kind='reduce' with axis= is reduce(x, op, axis=...)")
+    if initial is not None and axis is not None:
+        raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
     x = as_array(x)
     if len(x.shape) == 0:
         x = x.reshape((1,))  # as NumPy: a 0-d input is one element
+    if initial is not None and complexes.is_complex(x, dtype):
+        raise ValueError("initial= takes a real number: complex scans do not take one yet")
     if complexes.is_complex(x, dtype):
         return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
     conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
@@ -226,10 +237,10 @@ def run(
     # a float sum's total is not written in place: it takes NumPy's zero first
     direct = t.takes(out) and not include_initial and not (kind == "reduce" and t.result.kind == "f")
     p = prepared(x, op, kind, variant, backend, t.scan.name, stats is not None, knobs)
-    res = p(x, out if direct else None, stats=stats)
+    res = p(x, out if direct else None, stats=stats, initial=initial)
     if direct:
         return res
-    if kind == "reduce":
+    if kind == "reduce" and initial is None:
         res = conventions.numpy_sum_zero(res, op, t.scan.numpy)  # as reduce()
     res = t.finish(res)
     if include_initial:
@@ -301,6 +312,7 @@ def reduce(
     dtype: Any = None,
     stats: dict | None = None,
     output: Any = None,
+    initial: Any = None,
     **knobs: Any,
 ) -> Any:
     """Combine the elements of ``x`` with ``op``: all of them, or along ``axis``.
@@ -322,6 +334,10 @@ def reduce(
         As in :func:`scan`: the result keeps ``x``'s dtype unless ``dtype=`` is given
         (``numpy.sum`` would promote narrow integers); ``stats`` only without ``axis``.
         Along an axis the default variant is ``"rts"`` (see :func:`segmented_reduce`).
+    initial : scalar, optional
+        Start from this value, as NumPy's ``ufunc.reduce(..., initial=)``: the result
+        is ``initial`` combined with every element (``initial`` alone for no elements).
+        A whole-array reduction by a chained variant.
     **knobs
         Tuning knobs as in :func:`scan`: ``tile_state``, ``spin_limit``,
         ``simulate_blocking``, ``lookback_width``, ``threads``, ``vectors``,
@@ -362,6 +378,9 @@ def reduce(
         raise TypeError("output= selects fields of a tuple value; x is one array")
     x = as_array(x)
     shape = tuple(x.shape)
+    whole = axis is None or (isinstance(axis, tuple) and len(axis) == len(shape) and not keepdims)
+    if initial is not None and (not whole or complexes.is_complex(x, dtype)):
+        raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
     if complexes.is_complex(x, dtype):
         if stats is not None:
             raise ValueError("stats= is not available for complex input (it runs as several scans)")
@@ -386,7 +405,9 @@ def reduce(
     if len(axes) == len(shape):
         flat = x.reshape((1,)) if not shape else x
         p = prepared(flat, op, "reduce", variant, backend, t.scan.name, stats is not None, knobs)
-        res = conventions.numpy_sum_zero(p(flat, stats=stats), op, t.scan.numpy)
+        res = p(flat, stats=stats, initial=initial)
+        if initial is None:
+            res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
         res = t.finish(res)
         return res.reshape(full) if keepdims else res
     if stats is not None:

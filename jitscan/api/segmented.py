@@ -37,6 +37,7 @@ def segmented_scan(
     out: Any = None,
     stats: dict | None = None,
     output: Any = None,
+    initial: Any = None,
     **knobs: Any,
 ) -> Any:
     """Scan every segment of ``values`` independently, in one pass over memory.
@@ -110,6 +111,8 @@ def segmented_scan(
         )
     if output is not None:
         raise TypeError("output= selects fields of a tuple value; values is one array")
+    if initial is not None and type(values) is tuple:
+        raise ValueError("initial= takes one value; tuple values do not take one yet")
     ak = awkward.module_of(values)
     if ak is not None:
         if offsets is not None or flags is not None:
@@ -140,7 +143,7 @@ def segmented_scan(
     values, op = conventions.narrowed(values, op, t)
     direct = t.takes(out)
     p = prepared(values, op, kind, variant, backend, t.scan.name, stats is not None, knobs, segmented=which)
-    res = p(values, out if direct else None, flags=flags, offsets=offsets, stats=stats)
+    res = p(values, out if direct else None, flags=flags, offsets=offsets, stats=stats, initial=initial)
     if direct:
         return res
     res = t.finish(res)

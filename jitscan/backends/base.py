@@ -303,6 +303,10 @@ class Backend(ABC):
         """Copy the first ``count`` uint32 of ``buf`` to the host (synchronizes)."""
 
     @abstractmethod
+    def write_bytes(self, buf: Any, offset: int, data: bytes, queue: Any) -> None:
+        """Copy ``data`` into ``buf`` at byte ``offset``, ordered before the queue's next work."""
+
+    @abstractmethod
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         """Arrays of one dtype and queue joined along ``axis``, in a new array."""
 

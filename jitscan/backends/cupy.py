@@ -338,6 +338,13 @@ class CupyBackend(Backend):
         queue.stream.synchronize()
         return host
 
+    def write_bytes(self, buf: int, offset: int, data: bytes, queue: CudaQueue) -> None:
+        host = np.frombuffer(data, np.uint8)
+        # from pageable memory: the call returns once the bytes are staged, so `host` may go
+        cupy.cuda.runtime.memcpyAsync(
+            buf + offset, host.ctypes.data, host.size, cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
+        )
+
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         with cupy.cuda.Device(parts[0].device.id):
             return cupy.concatenate(list(parts), axis=axis)

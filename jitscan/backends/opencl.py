@@ -507,6 +507,9 @@ class OpenCLBackend(Backend):
         cl.enqueue_copy(queue, host, buf, is_blocking=True)
         return host
 
+    def write_bytes(self, buf: Any, offset: int, data: bytes, queue: Any) -> None:
+        cl.enqueue_copy(queue, buf, np.frombuffer(data, np.uint8), dst_offset=offset, is_blocking=True)
+
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         queue = parts[0].queue or self.default_queue()
         if axis == 0:

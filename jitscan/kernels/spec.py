@@ -25,6 +25,10 @@ SEGMENTED = ("", "flags", "rows", "offsets")
 STAGE_LIMIT = 48 * 1024
 #: the kind as the kernels take it (JS_KIND_* in the generated source)
 KIND_CODES = {"inclusive": 0, "exclusive": 1, "reduce": 2}
+#: or'ed into a chained launch's kind for a scan from a carry (JS_CARRY_BIT in tile.h)
+KIND_CARRY = 4
+#: the largest carry: 8 control words (JS_CTRL_CARRY in tile.h)
+CARRY_BYTES = 32
 TILE_STATES = ("packed", "split")
 #: device clocks a kernel can read (backends.clock): none, NVIDIA's %globaltimer, an x86 TSC
 CLOCKS = ("", "globaltimer", "tsc")
@@ -270,17 +274,23 @@ class LaunchArgs:
     wait_limit : int
         Look-back's watchdog also fires once a wait has lasted this many units of 1,024
         ticks of the spec's clock; 0: no time bound (no clock).
+    carry : bytes
+        A chained scan from a value (``initial=``): the value's bits, at most
+        ``CARRY_BYTES``; empty: none. The kernel reads it from its control words.
     """
 
     kind: str = "inclusive"
     spin_limit: int = 0
     block_every: int = 0
     wait_limit: int = 0
+    carry: bytes = b""
     kind_code: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, KINDS)
-        object.__setattr__(self, "kind_code", KIND_CODES[self.kind])
+        object.__setattr__(self, "kind_code", KIND_CODES[self.kind] | (KIND_CARRY if self.carry else 0))
+        if len(self.carry) > CARRY_BYTES:
+            raise ValueError(f"a carry is at most {CARRY_BYTES} bytes, not {len(self.carry)}")
         if not 0 <= self.spin_limit < 1 << 32:
             # the kernels take it as a 32-bit launch argument
             raise ValueError(f"spin_limit must be between 0 and 2**32 - 1, got {self.spin_limit}")

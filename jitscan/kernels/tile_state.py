@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from .spec import ScanSpec
 
 #: control words before the descriptors (JS_CTRL_WORDS in tile.h) and what each holds
-CTRL_WORDS = 8
+CTRL_WORDS = 16
 CTRL_TILE = 0  # the tile counter (rewound by the last tile of each launch)
 CTRL_DEADLOCK = 1  # set by a look-back that hit its watchdog: epoch << 2 | STUCK_SPINS or STUCK_TIME
 CTRL_WAITED = 6  # how long that wait lasted, in units of 1,024 clock ticks (0 without a clock)
+CTRL_CARRY = 8  # a scan from a value: its bits, up to 32 bytes (LaunchArgs.carry)
 #: the watchdog's causes (JS_STUCK_* in tile.h)
 STUCK_SPINS, STUCK_TIME = 1, 2
 #: the instrumentation counters, in the order of the control words after the first two

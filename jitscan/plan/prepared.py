@@ -11,6 +11,7 @@ the same path.
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from .. import backends, variants
 from ..backends.base import Backend, DeviceInfo
 from ..dtypes import INPUTS, Record, loaded_as, value_type
-from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
+from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuning
@@ -245,6 +246,7 @@ class PreparedScan(FieldCalls):
         check: bool = True,
         queue: Any = None,
         loads: str = "",
+        launch_args: LaunchArgs | None = None,
     ) -> dict[str, int] | None:
         """The bare launch: ``n > 0`` elements of ``src`` into ``dst``, no checks.
 
@@ -252,12 +254,14 @@ class PreparedScan(FieldCalls):
         of one element for a reduction, one per segment for a segmented one), not
         overlapping; ``src`` is of dtype ``loads`` where that is given. ``check=False``
         keeps a look-back launch from reading back its deadlock flag (benchmarks:
-        launches stay back to back). Returns the counters of a counting scan.
+        launches stay back to back). ``launch_args`` replaces the scan's own (a carry).
+        Returns the counters of a counting scan.
         """
         if queue is None:
             queue = self.backend.queue_of(src)
         bound = self.bound(queue, n, seg.row_tiles > 0, loads)
-        return self._variant.run(bound, queue, self.launch_args, src, dst, n, seg, check)
+        launch = self.launch_args if launch_args is None else launch_args
+        return self._variant.run(bound, queue, launch, src, dst, n, seg, check)
 
     def __call__(
         self,
@@ -268,6 +272,7 @@ class PreparedScan(FieldCalls):
         offsets: Any = None,
         row_len: int = 0,
         stats: dict | None = None,
+        initial: Any = None,
     ) -> Any:
         """Scan ``x`` (flattened in C order); see :class:`PreparedScan`.
 
@@ -285,10 +290,15 @@ class PreparedScan(FieldCalls):
             Segments of a scan with ``segmented="rows"``: rows of this length.
         stats : dict, optional
             Filled with the look-back counters (a scan made with ``stats=True``).
+        initial : scalar, optional
+            Scan from this value: it goes on the left of every element (of a segmented
+            scan, up to the first segment head), and it is the first element of an
+            exclusive scan and the result of a reduction of nothing. Chained variants
+            (``fallback``, ``lookback``), not deterministic ones.
         """
         if self._unverified:
             self.verify(x)
-        if self._plain and stats is None:
+        if self._plain and stats is None and initial is None:
             loads = self._loads
             common = self.backend.operands(x, out, self._np, self._reduce, loads)
             if common is not None:  # a device array as the kernels take it
@@ -307,7 +317,33 @@ class PreparedScan(FieldCalls):
                     self._launcher(queue, n, loads[x.dtype])(src, dst, n)
                     self.backend.host_done(dst, queue)
                     return result[0] if self._reduce and out is None else result
-        return self._call(x, out, flags, offsets, row_len, stats)
+        return self._call(x, out, flags, offsets, row_len, stats, initial)
+
+    def carry(self, initial: Any) -> LaunchArgs:
+        """This scan's launch arguments for a scan from ``initial`` (refused where unsupported)."""
+        if self.variant not in CHAINED or self.knobs.get("deterministic"):
+            what = "deterministic=True" if self.knobs.get("deterministic") else f"variant={self.variant!r}"
+            raise ValueError(
+                f"initial= needs variant 'fallback' or 'lookback' (not deterministic), got {what}"
+            )
+        if self.segmented in ("offsets", "rows"):
+            # their first element starts a segment, which no carry reaches
+            raise ValueError(
+                f"initial= carries into a segmented scan up to its first head: give flags= (flags[0] == 0 "
+                f"for a segment that goes on from before), not segments by {self.segmented}"
+            )
+        if self._record:
+            raise ValueError("initial= takes one value; tuple values do not take one yet")
+        value = np.asarray(initial)
+        if value.shape != () or value.dtype.kind not in "biuf":
+            raise TypeError(f"initial must be one real number, got {initial!r}")
+        if self._np.kind in "iu":
+            if value.dtype.kind == "f" and not (np.isfinite(value) and value == np.floor(value)):
+                raise ValueError(f"initial={initial!r} is not an integer; a {self.dtype.name} scan takes one")
+            info = np.iinfo(self._np)
+            if not info.min <= int(value) <= info.max:
+                raise ValueError(f"initial={initial!r} is out of {self.dtype.name}'s range")
+        return replace(self.launch_args, carry=value.astype(self._np).tobytes())
 
     def verify(self, x: Any) -> None:
         """Check a Python operator's identity and associativity on values of ``x``.
@@ -337,10 +373,20 @@ class PreparedScan(FieldCalls):
             )
         return go
 
-    def _call(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: int, stats: dict | None) -> Any:
-        """Every other call: host input, conversions, segments, in-place, counters."""
+    def _call(
+        self,
+        x: Any,
+        out: Any,
+        flags: Any,
+        offsets: Any,
+        row_len: int,
+        stats: dict | None,
+        initial: Any = None,
+    ) -> Any:
+        """Every other call: host input, conversions, segments, in-place, counters, a carry."""
         if stats is not None and not self.stats:
             raise ValueError("stats= needs a scan made with stats=True")
+        launch = None if initial is None else self.carry(initial)
         if self._record:
             return self._call_fields(x, out, flags, offsets, row_len, stats)
         b = self.backend
@@ -353,7 +399,7 @@ class PreparedScan(FieldCalls):
             if out is not None:
                 arrays.check_out(out, b, inp.on_device, self.dtype, (1,))
             if inp.n == 0:
-                ident = empty_value(self.monoid, self.dtype)
+                ident = empty_value(self.monoid, self.dtype) if launch is None else self._np.type(initial)
                 return arrays.identity_result(inp, ident, None if out is None else 1, out)
         else:
             arrays.check_out(out, b, inp.on_device, self.dtype, (length,))
@@ -366,7 +412,7 @@ class PreparedScan(FieldCalls):
             if not offsets_ok(bound, inp.queue, unchecked, inp.n):
                 arrays.check_offsets(offsets, inp.n)  # raises, naming the problem
                 raise ValueError("offsets failed the device check (values beyond int64?)")
-        result = self._run(inp, seg, length, out, stats)
+        result = self._run(inp, seg, length, out, stats, launch)
         if reduce and not self.segmented and out is None:
             return result.reshape(()) if inp.on_device else result[0]
         return result
@@ -404,9 +450,18 @@ class PreparedScan(FieldCalls):
         length = int(dev.shape[0]) - 1 if self._reduce else inp.n
         return Segments(offsets=dev), length, None if checked else dev
 
-    def _run(self, inp: arrays.Input, seg: Segments, length: int, out: Any, stats: dict | None) -> Any:
+    def _run(
+        self,
+        inp: arrays.Input,
+        seg: Segments,
+        length: int,
+        out: Any,
+        stats: dict | None,
+        launch: LaunchArgs | None = None,
+    ) -> Any:
         b, queue = inp.backend, inp.queue
-        seg = self._whole_rows(seg, queue, inp.n)
+        if launch is None:  # rows of whole tiles restart at each row: no carry there
+            seg = self._whole_rows(seg, queue, inp.n)
         if inp.on_device:
             dst = out
             read = [a for a in (inp.data, seg.heads, seg.offsets) if a is not None]
@@ -414,7 +469,9 @@ class PreparedScan(FieldCalls):
                 # in place: a fallback may re-read a tile after its owner wrote it, and
                 # tiles read the heads or offsets others may have overwritten
                 dst = b.empty((length,), self._np, queue)
-            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
+            counters = self.launch(
+                inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads, launch_args=launch
+            )
             if out is not None and dst is not out:
                 b.copy(out, dst)
                 dst = out
@@ -422,7 +479,9 @@ class PreparedScan(FieldCalls):
         elif inp.host is not None and (shared := arrays.host_result(inp, length, out)) is not None:
             # a CPU device: the kernels read the NumPy input and write the NumPy result in place
             result, dst, into_out = shared
-            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
+            counters = self.launch(
+                inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads, launch_args=launch
+            )
             b.settle(dst)
             if out is not None:
                 if not into_out:
@@ -430,7 +489,9 @@ class PreparedScan(FieldCalls):
                 result = out
         else:
             dst = b.empty((length,), self._np, queue)
-            counters = self.launch(inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads)
+            counters = self.launch(
+                inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads, launch_args=launch
+            )
             result = b.to_host(dst)
             if out is not None:
                 out[...] = result

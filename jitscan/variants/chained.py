@@ -80,7 +80,9 @@ class Chained(Variant):
             epoch = next_epoch(b, scratch, queue, state.epoch_limit)
             ctrl = scratch.buf
             if bound.spec.stats:
-                b.zero(ctrl, tile_state.CTRL_WORDS * 4, queue)  # the counters only
+                b.zero(ctrl, tile_state.CTRL_CARRY * 4, queue)  # the counters only
+            if launch.carry:
+                b.write_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry, queue)
             args = [*ins, *outs, n, ctrl, launch.kind_code, epoch, launch.spin_limit, launch.wait_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)

@@ -52,7 +52,10 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     js_u32 row_first = 0u;
     (void)row_tiles;
 #endif
-    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first, 0u, wait_limit, epoch};
+    /* a scan from a carry (deterministic and row scans take none: the host says so) */
+    int carry = (kind & JS_CARRY_BIT) != 0u;
+    kind &= ~JS_CARRY_BIT;
+    js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first, 0u, wait_limit, epoch, tile == row_first};
     js_i64 cur = (js_i64)tile - 1;
 #if JS_DETERMINISTIC
     /* only anchors post an inclusive prefix (deterministic.h), the row's first tile too */
@@ -63,13 +66,15 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #else
     js_u32 own_flag = tile == row_first ? JS_INCLUSIVE : JS_READY;
 #endif
+    /* what this tile posts: its aggregate, or the first tile's inclusive prefix from a carry */
+#define JS_OWN_POST(a) (carry && tile == row_first ? js_op(js_carry(ctrl), (a)) : (a))
 
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
     agg = js_load_scan(in, base, n, own, own_left, &own_heads, &sh JS_SEG_LOAD_ARGS);
     if (lid == 0) {
         if (posts)
-            js_post(state, epoch, tile, own_flag, agg);
+            js_post(state, epoch, tile, own_flag, JS_OWN_POST(agg));
         sh.lb_cur = cur;
         sh.lb_ctrl[0] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
     }
@@ -117,7 +122,7 @@ JS_UNROLL
                 own_heads = other_heads;
                 if (lid == 0) {
                     if (posts)
-                        js_post(state, epoch, tile, own_flag, a);
+                        js_post(state, epoch, tile, own_flag, JS_OWN_POST(a));
                     sh.lb_cur = cur;
                     sh.lb_ctrl[next_slot] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
                 }
@@ -176,6 +181,8 @@ JS_UNROLL
         if (posts && js_det_is_anchor((js_i64)tile, (js_i64)row_first))
             js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(sh.lb_prefix, agg) : agg);
 #else
+        if (carry && w.bottom)  /* the walk reached the first tile: the carry goes first */
+            w.prefix = tile == row_first ? js_carry(ctrl) : js_op(js_carry(ctrl), w.prefix);
         if (posts && tile > row_first)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
         sh.lb_prefix = w.prefix;
@@ -183,16 +190,17 @@ JS_UNROLL
     }
     JS_BARRIER();
     T prefix = sh.lb_prefix;
+    int has_prefix = tile > row_first || carry;
 
     if (kind == JS_KIND_REDUCE) {
 #if JS_SEG_STAGE
-        js_store_segment_totals(out, base, own, own_left, prefix, tile > row_first, own_heads, 0 JS_SEG_LOAD_ARGS);
+        js_store_segment_totals(out, base, own, own_left, prefix, has_prefix, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
         if (lid == 0 && base + JS_TILE >= n)
-            JS_DST_ITEM(out, 0, JS_VALUE_OF(tile ? js_op(prefix, agg) : agg));
+            JS_DST_ITEM(out, 0, JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg));
 #endif
     } else {
-        js_store_output(out, base, n, own, own_left, prefix, tile > row_first, kind == JS_KIND_EXCLUSIVE, own_heads);
+        js_store_output(out, base, n, own, own_left, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE, own_heads);
     }
 
 #if JS_STATS

@@ -33,6 +33,8 @@ typedef struct {
     js_u64 since;   /* look-back: when the current wait began (JS_CLOCK ticks) */
     js_u32 wait_limit;  /* look-back: longest wait, in 1,024 ticks; 0 = no time bound */
     js_u32 epoch;   /* look-back: this launch's, which its deadlock flag carries */
+    int bottom;     /* the walk took the row's first tile without an INCLUSIVE value: a
+                       scan from a carry puts the carry on its left */
 } js_walk;
 
 JS_DEVICE_FN void js_walk_take(js_walk* w, T v)
@@ -95,8 +97,10 @@ JS_DEVICE_FN js_u32 js_walk_advance(js_walk* w, js_i64* cur, js_u32 k, T taken, 
         js_walk_take(w, taken);
     st->steps += k;
     *cur -= k;
-    if (done || *cur < w->stop)
+    if (done || *cur < w->stop) {
+        w->bottom = !done;
         return JS_LB_DONE;
+    }
     w->spins = k ? 0 : w->spins + 1;
     st->spins += k ? 0 : 1;
 #if JS_FALLBACK
@@ -259,5 +263,6 @@ JS_DEVICE_FN js_u32 js_fallback_take(JS_GLOBAL js_sw* state, js_u32 epoch, js_i6
     js_walk_take(w, inclusive ? found : agg);
     w->spins = 0;
     *cur -= 1;
+    w->bottom = !inclusive && *cur < w->stop;
     return (inclusive || *cur < w->stop || JS_PREFIX_DONE(w->prefix)) ? JS_LB_DONE : JS_LB_LOOK;
 }

@@ -37,8 +37,13 @@
 #define JS_CTRL_INSERTIONS 5
 /* look-back's watchdog: how long the wait that fired it lasted, in 1,024 clock ticks */
 #define JS_CTRL_WAITED 6
+/* a scan that starts from a value (the host's initial=, kind | JS_CARRY_BIT): its bits,
+ * up to 32 bytes, written by the host before the launch */
+#define JS_CTRL_CARRY 8
 /* the tile descriptors follow the control words in the same zeroed buffer */
-#define JS_CTRL_WORDS 8
+#define JS_CTRL_WORDS 16
+/* the launch argument `kind`: a JS_KIND_* code, or'ed with this for a scan from a carry */
+#define JS_CARRY_BIT 4u
 
 /* Items always hold plain values (js_val). A segmented scan carries its head flags
  * beside them as one bit per item (bit j*JS_V+e of a js_heads mask) and lifts only
@@ -610,3 +615,15 @@ JS_KERNEL void js_seg_first(JS_GLOBAL const js_size* offsets, js_size nseg, js_s
     seg_first[t] = lo;
 }
 #endif
+
+/* The carry of a scan from a value: it goes on the left of everything, and of a segmented
+ * scan up to its first head (as a pair without a head, the lifted operator does that). */
+JS_DEVICE_FN T js_carry(JS_GLOBAL js_u32* ctrl)
+{
+    js_val v = *(JS_GLOBAL const js_val*)(ctrl + JS_CTRL_CARRY);
+#if JS_SEGMENTED
+    return js_pair(0u, v);
+#else
+    return v;
+#endif
+}
