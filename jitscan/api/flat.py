@@ -20,7 +20,7 @@ from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.prepared import LAUNCH_KNOBS
 from . import axis as _axis
-from . import complexes, conventions, tuples
+from . import chunked, complexes, conventions, tuples
 from .cache import as_array, host_tag, is_device_type, prepared, remember, shortcut
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
@@ -208,6 +208,10 @@ def run(
     """
     if kind == "reduce" and axis is not None:
         raise ValueError("kind='reduce' with axis= is reduce(x, op, axis=...)")
+    if chunked.is_dask(x):
+        return chunked.scan(
+            x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan, initial
+        )
     if initial is not None and axis is not None:
         raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
     x = as_array(x)
@@ -376,6 +380,10 @@ def reduce(
         return tuples.scan(x, op, kind="reduce", out=None, output=output, knobs=knobs, **kw)
     if output is not None:
         raise TypeError("output= selects fields of a tuple value; x is one array")
+    if chunked.is_dask(x):
+        if stats is not None:
+            raise ValueError("stats= does not apply to a Dask array: its chunks run as separate tasks")
+        return chunked.reduce(x, op, axis, keepdims, variant, backend, dtype, knobs, initial)
     x = as_array(x)
     shape = tuple(x.shape)
     whole = axis is None or (isinstance(axis, tuple) and len(axis) == len(shape) and not keepdims)

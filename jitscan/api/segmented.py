@@ -15,7 +15,7 @@ from ..kernels.spec import KINDS, check_choice
 from ..operators import Monoid, resolve
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
-from . import awkward, conventions, tuples
+from . import awkward, chunked, conventions, tuples
 from .cache import as_array, prepared
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
@@ -113,6 +113,12 @@ def segmented_scan(
         raise TypeError("output= selects fields of a tuple value; values is one array")
     if initial is not None and type(values) is tuple:
         raise ValueError("initial= takes one value; tuple values do not take one yet")
+    if chunked.is_dask(values):
+        if variant is not None:
+            check_choice("variant", variant, SEGMENTED_VARIANTS)
+        return chunked.segmented_scan(
+            values, offsets, flags, op, kind, variant, backend, dtype, out, stats, knobs, initial
+        )
     ak = awkward.module_of(values)
     if ak is not None:
         if offsets is not None or flags is not None:
@@ -258,6 +264,11 @@ def segmented_reduce(
         )
     if output is not None:
         raise TypeError("output= selects fields of a tuple value; values is one array")
+    if chunked.is_dask(values):
+        if offsets is None:
+            raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
+        variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
+        return chunked.segmented_reduce(values, offsets, op, variant, backend, dtype, knobs)
     ak = awkward.module_of(values)
     lists = None
     if ak is not None:

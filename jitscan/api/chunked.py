@@ -1,0 +1,590 @@
+"""Dask arrays: a scan of a chunked array is a lazy Dask graph with jitscan on every chunk.
+
+The plan reads each element twice and writes it once, whatever the number of chunks:
+
+1. each chunk but the last is reduced to one value (its total: one read);
+2. one small task folds the totals in order into each chunk's carry (the combination
+   of every chunk before it, and of ``initial=``);
+3. each chunk is scanned from its carry by the single-pass chained kernel (one read,
+   one write; ``initial=`` of :func:`jitscan.scan`).
+
+A segmented scan carries the lifted pair: a chunk's summary is whether it holds a head
+and the total after its last head; a carry stops at the chunk's first head. Along an
+axis the carry of a block is an array (a row of totals): the block is scanned with it
+in front, which costs one copy. Reductions are Dask's tree reduction with jitscan on the
+chunks. Chunks may be NumPy arrays (scanned on the default device) or CuPy arrays
+(scanned on the GPU that holds them); the graph runs on any Dask scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..operators import Monoid, resolve
+from . import conventions
+
+#: the built-in ops NumPy's ufuncs compute on two values (the carries' fold)
+_UFUNCS = {
+    "add": np.add,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def is_dask(x: Any) -> bool:
+    """Whether ``x`` is a Dask array (without importing Dask)."""
+    t = type(x)
+    return t.__name__ == "Array" and t.__module__.startswith("dask.array")
+
+
+def _dask() -> Any:
+    try:
+        import dask.array as da
+        from dask.base import tokenize
+        from dask.highlevelgraph import HighLevelGraph
+    except ImportError as exc:  # pragma: no cover - is_dask() was true
+        raise ImportError("Dask arrays need dask[array]: pip install 'jitscan[dask]'") from exc
+    return da, tokenize, HighLevelGraph
+
+
+def _on_cupy(a: Any) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+def _host_scalar(v: Any) -> Any:
+    """A 0-d or one-element result as a NumPy scalar (CuPy's come to the host)."""
+    v = v.get() if _on_cupy(v) else v
+    return np.asarray(v).reshape(-1)[0]
+
+
+def combine(a: Any, b: Any, op: str | Monoid, dtype: np.dtype) -> Any:
+    """``op(a, b)`` of two values of ``dtype``: by NumPy for a built-in op, else by jitscan."""
+    if a is None:
+        return b
+    if isinstance(op, str) and op in _UFUNCS:
+        return _UFUNCS[op](np.asarray(a, dtype), np.asarray(b, dtype), dtype=dtype)[()]
+    from .flat import run
+
+    return _host_scalar(
+        run(np.array([a, b], dtype), op, "reduce", "keep", None, None, dtype, None, None, None, {})
+    )
+
+
+def _check(out: Any, stats: Any) -> None:
+    if out is not None:
+        raise ValueError("out= does not apply to a Dask array: the result is a new Dask array")
+    if stats is not None:
+        raise ValueError("stats= does not apply to a Dask array: its chunks run as separate tasks")
+
+
+# -- scans -------------------------------------------------------------------------------
+
+
+def scan(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    rule: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    stats: Any,
+    axis: int | None,
+    knobs: dict[str, Any],
+    include_initial: bool = False,
+    nan: float | None = None,
+    initial: Any = None,
+) -> Any:
+    """``flat.run`` of a Dask array: a lazy Dask array of the scan (see the module)."""
+    da, tokenize, HighLevelGraph = _dask()
+    _check(out, stats)
+    if kind == "reduce":
+        return reduce(x, op, None, False, variant, backend, dtype, knobs, initial)
+    resolve(op)  # an unknown op fails here, not in a task
+    t = conventions.types(conventions.input_dtype(x._meta), dtype, rule)
+    result = np.dtype(t.result)
+    if axis is None:
+        x = x.reshape(-1) if x.ndim != 1 else x
+        axis = 0
+    else:
+        if initial is not None:
+            raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
+        axis = conventions.normalize_axis(axis, x.ndim)
+    if x.ndim == 1 and axis == 0:
+        return _scan_1d(
+            x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, initial, result
+        )
+    return _scan_axis(x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, axis, result)
+
+
+def _scan_1d(
+    x: Any,
+    op: Any,
+    kind: str,
+    rule: str,
+    variant: Any,
+    backend: Any,
+    dtype: Any,
+    knobs: dict,
+    include_initial: bool,
+    nan: Any,
+    initial: Any,
+    result: np.dtype,
+) -> Any:
+    da, tokenize, HighLevelGraph = _dask()
+    token = tokenize(x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, initial)
+    total, carries, name = f"jitscan-total-{token}", f"jitscan-carries-{token}", f"jitscan-scan-{token}"
+    blocks = len(x.chunks[0])
+    call = (op, rule, variant, backend, dtype, knobs, nan)
+    dsk: dict = {(total, i): (_block_total, (x.name, i), *call) for i in range(blocks - 1)}
+    first = None if initial is None else np.asarray(initial, result)[()]
+    dsk[carries] = (_fold, [(total, i) for i in range(blocks - 1)], first, op, result)
+    for i in range(blocks):
+        dsk[(name, i)] = (_block_scan, (x.name, i), carries, i, kind, include_initial and i == 0, *call)
+    chunks = list(x.chunks[0])
+    if include_initial:
+        chunks[0] += 1
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
+
+
+def _block_total(
+    block: Any, op: Any, rule: str, variant: Any, backend: Any, dtype: Any, knobs: dict, nan: Any
+) -> Any:
+    from .flat import run
+
+    res = run(block, op, "reduce", rule, variant, backend, dtype, None, None, None, knobs, nan=nan)
+    return _host_scalar(res)
+
+
+def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
+    """Each block's carry: None for the first (without ``initial=``), then the running combination."""
+    carries, acc = [first], first
+    for v in totals:
+        acc = combine(acc, v, op, dtype)
+        carries.append(acc)
+    return carries
+
+
+def _block_scan(
+    block: Any,
+    carries: list,
+    i: int,
+    kind: str,
+    include_initial: bool,
+    op: Any,
+    rule: str,
+    variant: Any,
+    backend: Any,
+    dtype: Any,
+    knobs: dict,
+    nan: Any,
+) -> Any:
+    from .flat import run
+
+    carry = carries[i]
+    if carry is not None and block.size == 0:
+        return run(
+            block, op, kind, rule, variant, backend, dtype, None, None, None, knobs, include_initial, nan
+        )
+    return run(
+        block,
+        op,
+        kind,
+        rule,
+        variant,
+        backend,
+        dtype,
+        None,
+        None,
+        None,
+        knobs,
+        include_initial,
+        nan,
+        initial=carry,
+    )
+
+
+def _scan_axis(
+    x: Any,
+    op: Any,
+    kind: str,
+    rule: str,
+    variant: Any,
+    backend: Any,
+    dtype: Any,
+    knobs: dict,
+    include_initial: bool,
+    nan: Any,
+    axis: int,
+    result: np.dtype,
+) -> Any:
+    """Along ``axis``: block j is scanned with the row of its carries in front (one copy)."""
+    da, tokenize, HighLevelGraph = _dask()
+    token = tokenize(x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, axis)
+    total, carry, name = f"jitscan-total-{token}", f"jitscan-carry-{token}", f"jitscan-scan-{token}"
+    call = (op, rule, variant, backend, dtype, knobs, nan)
+    dsk: dict = {}
+    for idx in np.ndindex(*x.numblocks):
+        j = idx[axis]
+        if j + 1 < x.numblocks[axis]:
+            dsk[(total, *idx)] = (_row_total, (x.name, *idx), axis, *call)
+        if j >= 1:
+            prev = idx[:axis] + (j - 1,) + idx[axis + 1 :]
+            before = (carry, *prev) if j >= 2 else None
+            dsk[(carry, *idx)] = (_row_combine, before, (total, *prev), axis, op, result)
+        args = (carry, *idx) if j >= 1 else None
+        dsk[(name, *idx)] = (
+            _block_scan_axis,
+            (x.name, *idx),
+            args,
+            axis,
+            kind,
+            include_initial and j == 0,
+            *call,
+        )
+    chunks = list(x.chunks)
+    if include_initial:
+        chunks[axis] = (chunks[axis][0] + 1, *chunks[axis][1:])
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, tuple(chunks), meta=x._meta.astype(result))
+
+
+def _row_total(
+    block: Any, axis: int, op: Any, rule: str, variant: Any, backend: Any, dtype: Any, knobs: dict, nan: Any
+) -> Any:
+    from .flat import run
+
+    inc = run(block, op, "inclusive", rule, variant, backend, dtype, None, None, axis, knobs, nan=nan)
+    return _take(inc, axis, -1)
+
+
+def _take(a: Any, axis: int, at: int) -> Any:
+    """The slice ``at`` of ``a`` along ``axis``, kept as an axis of length one."""
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(at, at + 1) if at != -1 else slice(-1, None)
+    return a[tuple(index)]
+
+
+def _row_combine(before: Any, total: Any, axis: int, op: Any, dtype: np.dtype) -> Any:
+    if before is None:
+        return total
+    from .flat import run
+
+    both = _concat([before.astype(dtype), total.astype(dtype)], axis)
+    return _take(run(both, op, "inclusive", "keep", None, None, dtype, None, None, axis, {}), axis, -1)
+
+
+def _concat(parts: list, axis: int) -> Any:
+    return np.concatenate(parts, axis=axis)  # CuPy's through __array_function__
+
+
+def _block_scan_axis(
+    block: Any,
+    carry: Any,
+    axis: int,
+    kind: str,
+    include_initial: bool,
+    op: Any,
+    rule: str,
+    variant: Any,
+    backend: Any,
+    dtype: Any,
+    knobs: dict,
+    nan: Any,
+) -> Any:
+    from .flat import run
+
+    if carry is None:
+        return run(
+            block, op, kind, rule, variant, backend, dtype, None, None, axis, knobs, include_initial, nan
+        )
+    t = conventions.types(conventions.input_dtype(block), dtype, rule)
+    scan_dtype = np.dtype(t.result)
+    if nan is not None and block.dtype.kind == "f":
+        block = conventions.replace_nan(block, nan)
+    joined = _concat([carry.astype(scan_dtype), block.astype(scan_dtype)], axis)
+    inc = run(joined, op, "inclusive", "keep", variant, backend, scan_dtype, None, None, axis, knobs)
+    index = [slice(None)] * inc.ndim
+    index[axis] = slice(1, None) if kind == "inclusive" else slice(None, -1)
+    return inc[tuple(index)]
+
+
+# -- reductions --------------------------------------------------------------------------
+
+
+def reduce(
+    x: Any,
+    op: str | Monoid,
+    axis: Any,
+    keepdims: bool,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    knobs: dict[str, Any],
+    initial: Any = None,
+) -> Any:
+    """:func:`jitscan.reduce` of a Dask array: Dask's tree reduction, jitscan on the chunks."""
+    da, _, _ = _dask()
+    resolve(op)
+    from .flat import reduce as reduce_
+
+    def chunk(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
+        return reduce_(
+            block, op, axis=axis, keepdims=True, variant=variant, backend=backend, dtype=dtype, **knobs
+        )
+
+    def combine_(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
+        return reduce_(block, op, axis=axis, keepdims=True, dtype=dtype)
+
+    def aggregate(block: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        res = reduce_(block, op, axis=axis, keepdims=keepdims, dtype=dtype)
+        if initial is not None:
+            res = combine(initial, _host_scalar(res), op, np.dtype(res.dtype))
+            res = np.asarray(res)
+        return res
+
+    t = conventions.types(conventions.input_dtype(x._meta), dtype, "keep")
+    out = np.dtype(t.result)
+    if initial is not None and axis is not None:
+        raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
+    return da.reduction(
+        x, chunk, aggregate, combine=combine_, axis=axis, keepdims=keepdims, dtype=out, concatenate=True
+    )
+
+
+# -- segmented scans -----------------------------------------------------------------------
+
+
+def segmented_scan(
+    values: Any,
+    offsets: Any,
+    flags: Any,
+    op: str | Monoid,
+    kind: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    stats: Any,
+    knobs: dict[str, Any],
+    initial: Any = None,
+) -> Any:
+    """:func:`jitscan.segmented_scan` of a Dask array: segments may cross chunks."""
+    da, tokenize, HighLevelGraph = _dask()
+    _check(out, stats)
+    resolve(op)
+    if (offsets is None) == (flags is None):
+        raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
+    values = values.reshape(-1) if values.ndim != 1 else values
+    n = values.shape[0]
+    t = conventions.types(conventions.input_dtype(values._meta), dtype, "keep")
+    result = np.dtype(t.result)
+    token = tokenize(values, offsets, flags, op, kind, variant, backend, dtype, knobs, initial)
+    heads = f"jitscan-heads-{token}"
+    dsk: dict = {}
+    deps = [values]
+    starts = np.cumsum((0, *values.chunks[0]))
+    if flags is not None:
+        if is_dask(flags):
+            flags = flags.reshape(-1).rechunk(values.chunks)
+        else:
+            flags = np.asarray(flags).reshape(-1)
+            if flags.size != n:
+                raise ValueError(f"flags has {flags.size} entries; the values have {n}")
+            flags = da.from_array(flags, chunks=values.chunks)
+        deps.append(flags)
+        for i in range(len(values.chunks[0])):
+            dsk[(heads, i)] = (_as_heads, (flags.name, i))
+    else:
+        if is_dask(offsets):
+            offsets = offsets.reshape(-1).rechunk(-1)
+            deps.append(offsets)
+            whole = (offsets.name, 0)
+        else:
+            from ..plan.arrays import check_offsets
+
+            whole = np.asarray(offsets)
+            check_offsets(whole, n)
+        for i in range(len(values.chunks[0])):
+            dsk[(heads, i)] = (_heads_from_offsets, whole, int(starts[i]), int(starts[i + 1]))
+    summary, carries, name = f"jitscan-tail-{token}", f"jitscan-carries-{token}", f"jitscan-segscan-{token}"
+    call = (op, variant, backend, dtype, knobs)
+    blocks = len(values.chunks[0])
+    for i in range(blocks - 1):
+        dsk[(summary, i)] = (_block_tail, (values.name, i), (heads, i), *call)
+    first = None if initial is None else np.asarray(initial, result)[()]
+    dsk[carries] = (_fold_segments, [(summary, i) for i in range(blocks - 1)], first, op, result)
+    for i in range(blocks):
+        dsk[(name, i)] = (_block_segmented, (values.name, i), (heads, i), carries, i, kind, *call)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+    return da.Array(graph, name, values.chunks, meta=values._meta.astype(result))
+
+
+def _as_heads(flags: Any) -> Any:
+    return flags
+
+
+def _heads_from_offsets(offsets: Any, start: int, stop: int) -> np.ndarray:
+    """The chunk ``[start, stop)``'s head flags from the whole array's CSR offsets."""
+    offsets = np.asarray(offsets.get() if _on_cupy(offsets) else offsets).astype(np.int64)
+    at = offsets[(offsets >= start) & (offsets < stop)] - start
+    heads = np.zeros(stop - start, np.uint8)
+    heads[at] = 1
+    return heads
+
+
+def _block_tail(
+    values: Any, heads: Any, op: Any, variant: Any, backend: Any, dtype: Any, knobs: dict
+) -> tuple:
+    """(whether the chunk holds a head, the total of its elements after the last head)."""
+    from .flat import run
+
+    h = np.asarray(heads.get() if _on_cupy(heads) else heads)
+    marked = np.flatnonzero(h)
+    last = int(marked[-1]) if marked.size else 0
+    tail = run(values[last:], op, "reduce", "keep", variant, backend, dtype, None, None, None, knobs)
+    return bool(marked.size), _host_scalar(tail)
+
+
+def _fold_segments(summaries: list, first: Any, op: Any, dtype: np.dtype) -> list:
+    """Each chunk's carry into its first segment: the lifted operator's fold of the summaries."""
+    carries, acc = [first], first
+    for has_head, tail in summaries:
+        acc = tail if has_head else combine(acc, tail, op, dtype)
+        carries.append(acc)
+    return carries
+
+
+def _block_segmented(
+    values: Any,
+    heads: Any,
+    carries: list,
+    i: int,
+    kind: str,
+    op: Any,
+    variant: Any,
+    backend: Any,
+    dtype: Any,
+    knobs: dict,
+) -> Any:
+    from .segmented import segmented_scan as scan_
+
+    if values.size == 0:
+        return values.astype(np.dtype(dtype) if dtype is not None else values.dtype)
+    if _on_cupy(values) and not _on_cupy(heads):
+        import cupy
+
+        heads = cupy.asarray(heads)
+    kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "initial": carries[i]}
+    return scan_(values, flags=heads, op=op, **kw, **knobs)
+
+
+# -- segmented reductions -------------------------------------------------------------------
+
+
+def segmented_reduce(
+    values: Any,
+    offsets: Any,
+    op: str | Monoid,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    knobs: dict[str, Any],
+) -> Any:
+    """:func:`jitscan.segmented_reduce` of a Dask array, offsets given as a NumPy array.
+
+    Chunk c reduces the pieces of the segments it meets (one read); output block i holds
+    the segments that start in chunk i, each the combination of its pieces in order.
+    """
+    da, tokenize, HighLevelGraph = _dask()
+    from ..plan.arrays import check_offsets
+
+    if is_dask(offsets):
+        raise ValueError(
+            "segmented_reduce of a Dask array takes offsets as a NumPy array: the result's "
+            "chunks follow where segments start (offsets.compute() gives them)"
+        )
+    resolve(op)
+    values = values.reshape(-1) if values.ndim != 1 else values
+    n = values.shape[0]
+    offsets = np.asarray(offsets).astype(np.int64)
+    check_offsets(offsets, n)
+    t = conventions.types(conventions.input_dtype(values._meta), dtype, "keep")
+    result = np.dtype(t.result)
+    starts = np.cumsum((0, *values.chunks[0]))
+    blocks = len(values.chunks[0])
+    nseg = offsets.size - 1
+    # the segments each chunk meets, [a_c, b_c), and where each segment's first element lies
+    meets = [
+        (
+            int(np.searchsorted(offsets[1:], starts[c], "right")),
+            int(np.searchsorted(offsets[:-1], starts[c + 1], "left")),
+        )
+        for c in range(blocks)
+    ]
+    home = np.clip(np.searchsorted(starts[1:], offsets[:-1], "right"), 0, blocks - 1)
+    bounds = np.searchsorted(home, np.arange(blocks + 1), "left")  # segments starting in block i
+    token = tokenize(values, offsets, op, variant, backend, dtype, knobs)
+    pieces, name = f"jitscan-pieces-{token}", f"jitscan-segreduce-{token}"
+    call = (op, variant, backend, dtype, knobs)
+    dsk: dict = {}
+    for c, (a, b) in enumerate(meets):
+        if b > a and starts[c + 1] > starts[c]:
+            local = np.clip(offsets[a : b + 1], starts[c], starts[c + 1]) - starts[c]
+            dsk[(pieces, c)] = (_block_pieces, (values.name, c), local, *call)
+    for i in range(blocks):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        touched = [(c, a, b) for c, (a, b) in enumerate(meets) if (pieces, c) in dsk and a < hi and b > lo]
+        parts = [(pieces, c) for c, _, _ in touched]
+        spans = [(a, b) for _, a, b in touched]
+        dsk[(name, i)] = (_block_segments, parts, spans, lo, hi, op, result)
+    chunks = tuple(int(bounds[i + 1] - bounds[i]) for i in range(blocks))
+    assert sum(chunks) == nseg
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[values])
+    return da.Array(graph, name, (chunks,), meta=values._meta.astype(result))
+
+
+def _block_pieces(
+    values: Any, local: np.ndarray, op: Any, variant: Any, backend: Any, dtype: Any, knobs: dict
+) -> Any:
+    from .segmented import segmented_reduce as reduce_
+
+    if _on_cupy(values):
+        import cupy
+
+        local = cupy.asarray(local)
+    return reduce_(values, offsets=local, op=op, variant=variant, backend=backend, dtype=dtype, **knobs)
+
+
+def _block_segments(parts: list, spans: list, lo: int, hi: int, op: Any, dtype: np.dtype) -> Any:
+    """Segments [lo, hi): each the combination, in order, of its pieces in the chunks it meets."""
+    from .flat import reduce as reduce_
+
+    device = any(_on_cupy(p) for p in parts)
+    host = [np.asarray(p.get() if _on_cupy(p) else p) for p in parts]
+    identity = _host_scalar(reduce_(np.zeros(0, dtype), op, dtype=dtype))
+    out = np.full(hi - lo, identity, dtype)
+    seen = np.zeros(hi - lo, bool)
+    for piece, (a, b) in zip(host, spans, strict=True):
+        s0, s1 = max(a, lo), min(b, hi)
+        if s1 <= s0:
+            continue
+        mine = piece[s0 - a : s1 - a].astype(dtype)
+        first = ~seen[s0 - lo : s1 - lo]
+        both = np.stack([out[s0 - lo : s1 - lo], mine])
+        joined = np.asarray(reduce_(both, op, axis=0, dtype=dtype))  # earlier pieces on the left
+        out[s0 - lo : s1 - lo] = np.where(first, mine, joined)
+        seen[s0 - lo : s1 - lo] = True
+    if device:
+        import cupy
+
+        return cupy.asarray(out)
+    return out

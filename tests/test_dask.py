@@ -1,0 +1,215 @@
+"""Dask arrays: every scan function returns a lazy Dask array of the same chunks, right on any scheduler.
+
+The plan (``jitscan/api/chunked.py``): a total per chunk, one task folding them in order
+into carries, and each chunk scanned from its carry. Checked against NumPy on chunks of
+unequal sizes, empty chunks and a single chunk, with segments crossing one, two and all
+chunk boundaries and operators that are not commutative, under the threaded scheduler
+and a ``distributed.LocalCluster`` of two worker processes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import FFILL
+
+import jitscan
+
+da = pytest.importorskip("dask.array", reason="needs dask[array] (pip install 'jitscan[dask]')")
+dask = pytest.importorskip("dask")
+
+CHUNKS = ((3000, 0, 1000, 4000, 2007),)  # unequal, one empty
+N = sum(CHUNKS[0])
+
+
+@pytest.fixture(autouse=True)
+def threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture
+def x(rng):
+    return rng.integers(-50, 50, N).astype(np.int32)
+
+
+def ffill_reference(g: np.ndarray) -> np.ndarray:
+    return g[np.maximum.accumulate(np.where(g != 0, np.arange(g.size), 0))]
+
+
+def test_the_call_builds_a_graph_and_computes_nothing(x):
+    ran = []
+
+    def noted(block):
+        ran.append(block.size)
+        return block
+
+    d = da.from_array(x, chunks=CHUNKS).map_blocks(noted, dtype=x.dtype)
+    for y in (
+        jitscan.cumsum(d),
+        jitscan.scan(d, "max", kind="exclusive"),
+        jitscan.reduce(d),
+        jitscan.cumsum(d.reshape(1, -1), axis=1),
+        jitscan.segmented_scan(d, offsets=[0, 5, N]),
+    ):
+        assert isinstance(y, da.Array)
+    assert ran == [0] * len(ran)  # at most Dask's probe of the meta, on empty blocks
+    y = jitscan.cumsum(d)
+    assert y.chunks == CHUNKS and y.dtype == np.cumsum(x).dtype
+
+
+@pytest.mark.parametrize("chunks", [CHUNKS, ((N,),), ((1,) * 5 + (N - 5,),)], ids=["unequal", "one", "tiny"])
+def test_scans_and_running_functions_match_numpy_across_chunks(x, chunks):
+    d = da.from_array(x, chunks=chunks)
+    np.testing.assert_array_equal(jitscan.cumsum(d).compute(), np.cumsum(x))
+    np.testing.assert_array_equal(jitscan.cummax(d).compute(), np.maximum.accumulate(x))
+    np.testing.assert_array_equal(jitscan.cumsum(d, dtype=np.int32).compute(), np.cumsum(x, dtype=np.int32))
+    np.testing.assert_array_equal(
+        jitscan.scan(d, "add", kind="exclusive").compute(), np.r_[0, np.cumsum(x, dtype=np.int32)[:-1]]
+    )
+    np.testing.assert_array_equal(jitscan.cumsum(d, include_initial=True).compute(), np.r_[0, np.cumsum(x)])
+    np.testing.assert_array_equal(jitscan.scan(d, initial=100).compute(), 100 + np.cumsum(x, dtype=np.int32))
+
+
+def test_float_chunks_and_nan_functions(rng):
+    f = rng.standard_normal(N)
+    f[::97] = np.nan
+    d = da.from_array(f, chunks=CHUNKS)
+    np.testing.assert_allclose(jitscan.nancumsum(d).compute(), np.nancumsum(f))
+    np.testing.assert_allclose(jitscan.reduce(jitscan.nancumsum(d)).compute(), np.nancumsum(f).sum())
+
+
+def test_a_non_commutative_operator_keeps_the_order_across_chunks(x):
+    g = np.where(x % 7 == 0, x, 0)
+    d = da.from_array(g, chunks=CHUNKS)
+    np.testing.assert_array_equal(jitscan.scan(d, FFILL).compute(), ffill_reference(g))
+    python = jitscan.operator(lambda a, b: b if b != 0 else a, identity=0)
+    np.testing.assert_array_equal(jitscan.scan(d, python).compute(), ffill_reference(g))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_axis_scans_carry_across_the_chunks_of_that_axis(rng, axis):
+    m = rng.integers(0, 9, (13, 21, 17)).astype(np.int64)
+    d = da.from_array(m, chunks=(5, (7, 0, 14), 6))
+    np.testing.assert_array_equal(jitscan.cumsum(d, axis=axis).compute(), np.cumsum(m, axis=axis))
+    np.testing.assert_array_equal(
+        jitscan.cumprod(d % 2 + 1, axis=axis, exclusive=True).compute(),
+        np.concatenate(
+            [np.ones_like(np.take(m, [0], axis)), np.cumprod(m % 2 + 1, axis=axis)], axis=axis % 3
+        ).take(range(m.shape[axis]), axis=axis),
+    )
+    np.testing.assert_array_equal(jitscan.cumsum(d).compute(), np.cumsum(m))
+
+
+def test_reductions_whole_along_axes_and_from_a_value(rng, x):
+    d = da.from_array(x, chunks=CHUNKS)
+    assert int(jitscan.reduce(d).compute()) == x.sum()
+    assert int(jitscan.reduce(d, "min", initial=-1000).compute()) == -1000
+    m = rng.integers(0, 9, (13, 21)).astype(np.int64)
+    dm = da.from_array(m, chunks=(5, 8))
+    np.testing.assert_array_equal(jitscan.reduce(dm, axis=0).compute(), m.sum(0))
+    np.testing.assert_array_equal(
+        jitscan.reduce(dm, "max", axis=1, keepdims=True).compute(), m.max(1, keepdims=True)
+    )
+
+
+def _segmented_reference(x: np.ndarray, starts: list[int], kind: str = "inclusive") -> np.ndarray:
+    bounds = [*starts, x.size]
+    parts = [np.cumsum(x[a:b], dtype=x.dtype) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if kind == "exclusive":
+        parts = [np.r_[np.zeros(1, x.dtype), p[:-1]] if p.size else p for p in parts]
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize(
+    "starts",
+    [[0, 2999, 3001], [0, 2500, 8500], [0, N - 1], [0]],
+    ids=["crossing one boundary", "crossing two", "crossing two, then all", "one segment, all"],
+)
+def test_segments_cross_chunk_boundaries_by_offsets_and_by_flags(x, starts):
+    d = da.from_array(x, chunks=CHUNKS)
+    offsets = np.array([*starts, N])
+    flags = np.zeros(N, np.uint8)
+    flags[starts] = 1
+    want = _segmented_reference(x, starts)
+    for seg in (
+        {"offsets": offsets},
+        {"offsets": da.from_array(offsets, chunks=2)},
+        {"flags": flags},
+        {"flags": da.from_array(flags, chunks=1234)},
+    ):
+        np.testing.assert_array_equal(jitscan.segmented_scan(d, dtype=np.int32, **seg).compute(), want)
+    np.testing.assert_array_equal(
+        jitscan.segmented_scan(d, offsets=offsets, kind="exclusive", dtype=np.int32).compute(),
+        _segmented_reference(x, starts, "exclusive"),
+    )
+    np.testing.assert_array_equal(
+        jitscan.segmented_cumsum(d, offsets=offsets).compute(), want.astype(np.int64)
+    )
+
+
+def test_errors_are_raised_when_the_graph_is_built(x):
+    d = da.from_array(x, chunks=CHUNKS)
+    with pytest.raises(jitscan.AxisError):
+        jitscan.cumsum(d, axis=1)
+    with pytest.raises(ValueError, match="offsets"):
+        jitscan.segmented_scan(d, offsets=[0, 5, N + 1])
+    with pytest.raises(ValueError, match="flags has 3 entries"):
+        jitscan.segmented_scan(d, flags=np.zeros(3, np.uint8))
+    with pytest.raises(ValueError, match="unknown op|not a"):
+        jitscan.scan(d, "median")
+    with pytest.raises(ValueError, match="out= does not apply"):
+        jitscan.cumsum(d, out=np.empty(N))
+    with pytest.raises(ValueError, match="stats= does not apply"):
+        jitscan.scan(d, stats={})
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed", reason="needs distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as c,
+        distributed.Client(c) as client,
+    ):
+        yield client
+
+
+def test_a_local_cluster_of_two_workers_runs_the_same_graphs(cluster, x):
+    d = da.from_array(x, chunks=CHUNKS)
+    np.testing.assert_array_equal(cluster.compute(jitscan.cumsum(d)).result(), np.cumsum(x))
+    g = np.where(x % 7 == 0, x, 0)
+    np.testing.assert_array_equal(
+        cluster.compute(jitscan.scan(da.from_array(g, chunks=CHUNKS), FFILL)).result(), ffill_reference(g)
+    )
+    offsets = np.array([0, 2500, 8500, N])
+    np.testing.assert_array_equal(
+        cluster.compute(jitscan.segmented_scan(d, offsets=offsets, dtype=np.int32)).result(),
+        _segmented_reference(x, [0, 2500, 8500]),
+    )
+
+
+@pytest.mark.parametrize(
+    "offsets",
+    [[0, 2500, 2999, 3000, 3000, 9000, N], [0, N], [0, 0, 5, N, N], list(range(0, N, 7)) + [N]],
+    ids=["crossing one and two", "one over all", "empty ones", "many short"],
+)
+def test_segmented_reductions_combine_the_pieces_of_segments_that_cross_chunks(x, offsets):
+    d = da.from_array(x, chunks=CHUNKS)
+    offsets = np.array(offsets)
+    got = jitscan.segmented_reduce(d, offsets=offsets)
+    assert sum(got.chunks[0]) == offsets.size - 1
+    want = np.array([x[a:b].sum() for a, b in zip(offsets[:-1], offsets[1:], strict=True)], np.int32)
+    np.testing.assert_array_equal(got.compute(), want)
+    g = np.where(x % 7 == 0, x, 0)
+    pieces = (g[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True))
+    last = [s[s != 0][-1] if (s != 0).any() else 0 for s in pieces]
+    ffill = jitscan.segmented_reduce(da.from_array(g, chunks=CHUNKS), offsets=offsets, op=FFILL)
+    np.testing.assert_array_equal(ffill.compute(), np.array(last, np.int32))
+
+
+def test_a_segmented_reduction_of_dask_offsets_says_why_it_needs_numpy_ones(x):
+    d = da.from_array(x, chunks=CHUNKS)
+    with pytest.raises(ValueError, match="takes offsets as a NumPy array"):
+        jitscan.segmented_reduce(d, offsets=da.from_array(np.array([0, N])))
