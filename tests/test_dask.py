@@ -213,3 +213,28 @@ def test_a_segmented_reduction_of_dask_offsets_says_why_it_needs_numpy_ones(x):
     d = da.from_array(x, chunks=CHUNKS)
     with pytest.raises(ValueError, match="takes offsets as a NumPy array"):
         jitscan.segmented_reduce(d, offsets=da.from_array(np.array([0, N])))
+
+
+@pytest.mark.gpu
+def test_cupy_chunks_are_scanned_on_the_gpu_that_holds_them(x):
+    cupy = pytest.importorskip("cupy", reason="CuPy chunks need CuPy and a GPU")
+    if not jitscan.backends.get("cupy").available():
+        pytest.skip("no CUDA device")
+    d = da.from_array(x, chunks=CHUNKS).map_blocks(cupy.asarray)
+    y = jitscan.cumsum(d)
+    assert isinstance(y._meta, cupy.ndarray)
+    np.testing.assert_array_equal(y.compute().get(), np.cumsum(x))
+    offsets = np.array([0, 2500, 8500, N])
+    np.testing.assert_array_equal(
+        jitscan.segmented_scan(d, offsets=offsets, dtype=np.int32).compute().get(),
+        _segmented_reference(x, [0, 2500, 8500]),
+    )
+    np.testing.assert_array_equal(
+        jitscan.segmented_reduce(d, offsets=offsets).compute().get(),
+        np.add.reduceat(x, offsets[:-1]).astype(np.int32),
+    )
+    m = da.from_array(x[:10000].reshape(100, 100), chunks=(30, 40)).map_blocks(cupy.asarray)
+    np.testing.assert_array_equal(
+        jitscan.cumsum(m, axis=0).compute().get(), np.cumsum(x[:10000].reshape(100, 100), 0)
+    )
+    assert int(jitscan.reduce(d).compute()) == x.sum()
