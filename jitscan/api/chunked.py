@@ -160,14 +160,21 @@ def _block_total(
 ) -> Any:
     from .flat import run
 
-    res = run(block, op, "reduce", rule, variant, backend, dtype, None, None, None, knobs, nan=nan)
-    return _host_scalar(res)
+    # left where it is: a CuPy total stays on the GPU, so that the reductions of the
+    # chunks queue back to back, and the fold reads them all back at once
+    return run(block, op, "reduce", rule, variant, backend, dtype, None, None, None, knobs, nan=nan)
+
+
+def _to_host(values: list) -> list:
+    """Scalars and 0-d arrays as NumPy scalars; read back once every reduction is queued
+    (the first read waits for the GPU, the others find their values there)."""
+    return [_host_scalar(v) for v in values]
 
 
 def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
     """Each block's carry: None for the first (without ``initial=``), then the running combination."""
     carries, acc = [first], first
-    for v in totals:
+    for v in _to_host(totals):
         acc = combine(acc, v, op, dtype)
         carries.append(acc)
     return carries

@@ -40,6 +40,10 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
 QUEUE_LIMIT = 64
 
 
+#: pinned slots of write_bytes, and the bytes of each (a carry is at most 32)
+_RING_SLOTS, _SLOT_BYTES = 256, 64
+
+
 class CudaQueue:
     """A device and the stream to launch on (one object per pair, reused)."""
 
@@ -169,6 +173,10 @@ class CupyBackend(Backend):
         self._queues: dict[tuple[int, int], CudaQueue] = {}
         self._available: bool | None = None
         self._devices = 0
+        #: pinned host slots for write_bytes (a scan's carry), used in turn
+        self._ring: Any = None
+        self._ring_events: list = []
+        self._ring_next = 0
 
     def available(self) -> bool:
         if self._available is None:
@@ -339,11 +347,24 @@ class CupyBackend(Backend):
         return host
 
     def write_bytes(self, buf: int, offset: int, data: bytes, queue: CudaQueue) -> None:
-        host = np.frombuffer(data, np.uint8)
-        # from pageable memory: the call returns once the bytes are staged, so `host` may go
+        # through a ring of pinned slots, so that the copy is asynchronous (one from
+        # pageable memory may wait for the stream): a slot is reused once the copy that
+        # last read it has run, which its event says (long done, unless 256 are queued)
+        if self._ring is None:
+            self._ring = cupy.cuda.alloc_pinned_memory(_RING_SLOTS * _SLOT_BYTES)
+            self._ring_events = [None] * _RING_SLOTS
+        at = self._ring_next
+        self._ring_next = (at + 1) % _RING_SLOTS
+        event = self._ring_events[at]
+        if event is not None:
+            event.synchronize()
+        slot = np.frombuffer(self._ring, np.uint8, _SLOT_BYTES, at * _SLOT_BYTES)
+        slot[: len(data)] = np.frombuffer(data, np.uint8)
         cupy.cuda.runtime.memcpyAsync(
-            buf + offset, host.ctypes.data, host.size, cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
+            buf + offset, slot.ctypes.data, len(data), cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
         )
+        event = self._ring_events[at] = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record(queue.stream)
 
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         with cupy.cuda.Device(parts[0].device.id):
