@@ -137,6 +137,11 @@ scan.__doc__ = (
     axis : int, optional
         Scan every 1-D lane along ``axis`` independently (a batched, segmented scan in
         one pass); the result has the shape of ``x``. Default: the flattened array.
+    initial : scalar, optional
+        Scan from this value: it goes on the left of every element, and is the first
+        element of an exclusive scan (``kind="reduce"``: the result for no elements).
+        A chained variant, not deterministic, without ``axis``. A Dask array's chunks
+        are scanned from their carries this way.
     output : int or tuple of int, optional
         Tuple values only: the fields written and returned, an array for an int, a
         tuple for a tuple (in increasing order); default every field, as a tuple. Fields
