@@ -188,6 +188,14 @@ def test_a_local_cluster_of_two_workers_runs_the_same_graphs(cluster, x):
         cluster.compute(jitscan.segmented_scan(d, offsets=offsets, dtype=np.int32)).result(),
         _segmented_reference(x, [0, 2500, 8500]),
     )
+    np.testing.assert_array_equal(
+        cluster.compute(jitscan.segmented_reduce(d, offsets=offsets)).result(),
+        np.add.reduceat(x, offsets[:-1]).astype(np.int32),
+    )
+    m = x[:10000].reshape(100, 100)
+    dm = da.from_array(m, chunks=(30, 40))
+    np.testing.assert_array_equal(cluster.compute(jitscan.cumsum(dm, axis=0)).result(), np.cumsum(m, axis=0))
+    assert int(cluster.compute(jitscan.reduce(d, "max")).result()) == x.max()
 
 
 @pytest.mark.parametrize(
