@@ -162,6 +162,10 @@ def test_errors_are_raised_when_the_graph_is_built(x):
         jitscan.cumsum(d, out=np.empty(N))
     with pytest.raises(ValueError, match="stats= does not apply"):
         jitscan.scan(d, stats={})
+    unknown = d[d > 0]  # chunk sizes NaN: a plain scan is fine, segments need the sizes
+    np.testing.assert_array_equal(jitscan.cumsum(unknown).compute(), np.cumsum(x[x > 0]))
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        jitscan.segmented_scan(unknown, flags=np.zeros(1, np.uint8))
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,15 @@ def combine(a: Any, b: Any, op: str | Monoid, dtype: np.dtype) -> Any:
     )
 
 
+def _known_chunks(values: Any) -> None:
+    """Segments are placed by chunk sizes: refuse chunks of unknown size (NaN), as Dask does."""
+    if any(c != c for c in values.chunks[0]):
+        raise ValueError(
+            "the chunk sizes of this Dask array are unknown (NaN); segments are placed by them: "
+            "call values.compute_chunk_sizes() first"
+        )
+
+
 def _check(out: Any, stats: Any) -> None:
     if out is not None:
         raise ValueError("out= does not apply to a Dask array: the result is a new Dask array")
@@ -391,6 +400,7 @@ def segmented_scan(
     if (offsets is None) == (flags is None):
         raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
     values = values.reshape(-1) if values.ndim != 1 else values
+    _known_chunks(values)
     n = values.shape[0]
     t = conventions.types(conventions.input_dtype(values._meta), dtype, "keep")
     result = np.dtype(t.result)
@@ -521,6 +531,7 @@ def segmented_reduce(
         )
     resolve(op)
     values = values.reshape(-1) if values.ndim != 1 else values
+    _known_chunks(values)
     n = values.shape[0]
     offsets = np.asarray(offsets).astype(np.int64)
     check_offsets(offsets, n)
