@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..operators import Monoid, resolve
+from ..plan.arrays import initial_value
 from . import conventions
 
 #: the built-in ops NumPy's ufuncs compute on two values (the carries' fold)
@@ -153,7 +154,7 @@ def _scan_1d(
     blocks = len(x.chunks[0])
     call = (op, rule, variant, backend, dtype, knobs, nan)
     dsk: dict = {(total, i): (_block_total, (x.name, i), *call) for i in range(blocks - 1)}
-    first = None if initial is None else np.asarray(initial, result)[()]
+    first = None if initial is None else initial_value(initial, result)
     dsk[carries] = (_fold, [(total, i) for i in range(blocks - 1)], first, op, result)
     for i in range(blocks):
         dsk[(name, i)] = (_block_scan, (x.name, i), carries, i, kind, include_initial and i == 0, *call)
@@ -437,7 +438,7 @@ def segmented_scan(
     blocks = len(values.chunks[0])
     for i in range(blocks - 1):
         dsk[(summary, i)] = (_block_tail, (values.name, i), (heads, i), *call)
-    first = None if initial is None else np.asarray(initial, result)[()]
+    first = None if initial is None else initial_value(initial, result)
     dsk[carries] = (_fold_segments, [(summary, i) for i in range(blocks - 1)], first, op, result)
     for i in range(blocks):
         dsk[(name, i)] = (_block_segmented, (values.name, i), (heads, i), carries, i, kind, *call)

@@ -215,6 +215,20 @@ def sample(x: Any, runs: list[tuple[int, int]]) -> np.ndarray:
     return np.concatenate([to_host(flat[a:b]) for a, b in runs])
 
 
+def initial_value(initial: Any, dtype: np.dtype) -> np.generic:
+    """``initial=`` as a scalar of ``dtype``: one real number, an integer in range for integers."""
+    value = np.asarray(initial)
+    if value.shape != () or value.dtype.kind not in "biuf":
+        raise TypeError(f"initial must be one real number, got {initial!r}")
+    if dtype.kind in "iu":
+        if value.dtype.kind == "f" and not (np.isfinite(value) and value == np.floor(value)):
+            raise ValueError(f"initial={initial!r} is not an integer; scans of {dtype.name} take integers")
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"initial={initial!r} is out of {dtype.name}'s range")
+    return value.astype(dtype)[()]
+
+
 def check_offsets(offsets: Any, n: int) -> np.ndarray:
     """Validate CSR offsets for ``n`` values; return them as int64 on the host.
 

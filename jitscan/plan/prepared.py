@@ -334,16 +334,7 @@ class PreparedScan(FieldCalls):
             )
         if self._record:
             raise ValueError("initial= takes one value; tuple values do not take one yet")
-        value = np.asarray(initial)
-        if value.shape != () or value.dtype.kind not in "biuf":
-            raise TypeError(f"initial must be one real number, got {initial!r}")
-        if self._np.kind in "iu":
-            if value.dtype.kind == "f" and not (np.isfinite(value) and value == np.floor(value)):
-                raise ValueError(f"initial={initial!r} is not an integer; a {self.dtype.name} scan takes one")
-            info = np.iinfo(self._np)
-            if not info.min <= int(value) <= info.max:
-                raise ValueError(f"initial={initial!r} is out of {self.dtype.name}'s range")
-        return replace(self.launch_args, carry=value.astype(self._np).tobytes())
+        return replace(self.launch_args, carry=arrays.initial_value(initial, self._np).tobytes())
 
     def verify(self, x: Any) -> None:
         """Check a Python operator's identity and associativity on values of ``x``.
