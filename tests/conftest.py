@@ -7,6 +7,7 @@ import pytest
 
 import jitscan
 from jitscan import backends
+from jitscan.api.chunked import UFUNCS as BUILTIN_UFUNCS
 from jitscan.dtypes import lookup
 from jitscan.plan import tuning
 
@@ -16,15 +17,7 @@ DTYPES = INT_DTYPES + FLOAT_DTYPES
 OPS = ("add", "mul", "min", "max", "and", "or", "xor")
 FFILL = jitscan.Monoid("ffill", combine="b != 0 ? b : a", identity=0)
 #: the NumPy ufunc of each built-in op
-UFUNCS = {
-    "add": np.add,
-    "mul": np.multiply,
-    "min": np.minimum,
-    "max": np.maximum,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
+UFUNCS = BUILTIN_UFUNCS
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -26,8 +26,8 @@ from ..operators import Monoid, resolve
 from ..plan.arrays import initial_value
 from . import conventions
 
-#: the built-in ops NumPy's ufuncs compute on two values (the carries' fold)
-_UFUNCS = {
+#: the NumPy ufunc of each built-in op (the carries' fold computes with them)
+UFUNCS = {
     "add": np.add,
     "mul": np.multiply,
     "min": np.minimum,
@@ -68,8 +68,8 @@ def combine(a: Any, b: Any, op: str | Monoid, dtype: np.dtype) -> Any:
     """``op(a, b)`` of two values of ``dtype``: by NumPy for a built-in op, else by jitscan."""
     if a is None:
         return b
-    if isinstance(op, str) and op in _UFUNCS:
-        return _UFUNCS[op](np.asarray(a, dtype), np.asarray(b, dtype), dtype=dtype)[()]
+    if isinstance(op, str) and op in UFUNCS:
+        return UFUNCS[op](np.asarray(a, dtype), np.asarray(b, dtype), dtype=dtype)[()]
     from .flat import run
 
     return _host_scalar(
