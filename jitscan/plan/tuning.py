@@ -20,6 +20,10 @@ LOOKBACK_WATCHDOG = 1 << 20
 #: the same on CPUs: a spin there is one load, so 2^20 of them last about a millisecond,
 #: less than the time slice for which the OS may preempt the predecessor's thread
 CPU_LOOKBACK_WATCHDOG = 1 << 31
+#: items a thread of a CPU workgroup of several threads may hold: such tiles are unrolled
+#: (PoCL 3 mis-scans them as loops), and PoCL's worker threads crashed (SIGSEGV) on
+#: unrolled rows of 512 items and more (2 and 4 threads, 2-core machine); 256 ran
+CPU_UNROLLED_ITEMS = 256
 #: seconds a look-back waits on one predecessor before its watchdog fires, on devices
 #: with a clock (backends.clock): far beyond any wait of a device that runs every
 #: workgroup it started (an OS time slice on a CPU), far below a user's patience
@@ -225,10 +229,20 @@ def spec_for(
         geo["lookback_width"] = lookback_window(info, geo["threads"]) if large else geo["lookback_width"]
     if threads is not None:
         geo["threads"] = threads
-    if vectors is not None:
-        geo["vectors"] = vectors
     if vector_width is not None:
         geo["vector_width"] = vector_width
+    if vectors is not None:
+        geo["vectors"] = vectors
+    elif not info.is_gpu and geo["threads"] > 1:
+        # the CPU geometry's long rows are for one-thread workgroups (see CPU_UNROLLED_ITEMS)
+        geo["vectors"] = min(geo["vectors"], max(1, CPU_UNROLLED_ITEMS // geo["vector_width"]))
+    items = geo["vectors"] * geo["vector_width"]
+    if not info.is_gpu and geo["threads"] > 1 and items > CPU_UNROLLED_ITEMS:
+        raise ValueError(
+            f"a CPU device's workgroup of {geo['threads']} threads takes at most {CPU_UNROLLED_ITEMS} items "
+            f"a thread (vectors x vector_width), not {items}: its tile is unrolled, and PoCL's workers crash "
+            "on longer ones; use fewer vectors, or threads=1 (the CPU default, which walks its rows in loops)"
+        )
     if min_blocks is not None:
         geo["min_blocks"] = min_blocks
     if geo["threads"] > info.max_threads:
