@@ -250,3 +250,38 @@ def test_cupy_chunks_are_scanned_on_the_gpu_that_holds_them(x):
         jitscan.cumsum(m, axis=0).compute().get(), np.cumsum(x[:10000].reshape(100, 100), 0)
     )
     assert int(jitscan.reduce(d).compute()) == x.sum()
+
+
+def test_an_empty_first_block_along_the_axis_carries_nothing():
+    m = np.arange(1, 7, dtype=np.int32).reshape(3, 2)
+    d = da.from_array(m, chunks=((0, 3), (2,)))
+    np.testing.assert_array_equal(jitscan.cumsum(d, axis=0).compute(), np.cumsum(m, axis=0))
+    np.testing.assert_array_equal(
+        jitscan.cumsum(d, axis=0, include_initial=True).compute(), np.r_[[[0, 0]], np.cumsum(m, axis=0)]
+    )
+
+
+def test_a_whole_reduction_from_a_value_keeps_its_dims():
+    d = da.from_array(np.ones((2, 2), np.int32), chunks=1)
+    got = jitscan.reduce(d, keepdims=True, initial=5)
+    assert got.shape == (1, 1)
+    np.testing.assert_array_equal(got.compute(), [[9]])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda d: jitscan.cumsum(d, variant="rts"), "needs variant 'fallback' or 'lookback'"),
+        (lambda d: jitscan.cumsum(d.astype(np.float32), deterministic=True), "not deterministic"),
+        (
+            lambda d: jitscan.segmented_scan(d, flags=np.zeros(N, np.uint8), variant="rts"),
+            "from their carries",
+        ),
+        (lambda d: jitscan.cumsum(d.astype(np.complex128)), "complex"),
+        (lambda d: jitscan.reduce(d, initial=1.5), "is not an integer"),
+        (lambda d: jitscan.segmented_scan(d, offsets=[0, N], initial=1), "give flags="),
+    ],
+)
+def test_what_a_chunk_cannot_be_scanned_with_is_refused_when_the_graph_is_built(x, call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call(da.from_array(x, chunks=CHUNKS))

@@ -164,8 +164,20 @@ def test_a_tile_beyond_the_devices_local_memory_or_registers_is_refused_before_i
     # a CPU scans rows in local memory; a GPU keeps a thread's items in registers, where
     # 4096 unrolled vectors would take its compiler minutes and then spill
     info = device_info(backend)
-    limit = "registers" if info.is_gpu and info.thread_registers else "local memory"
+    # (a CPU's workgroup of several threads meets its items-a-thread limit first)
+    limit = "registers" if info.is_gpu and info.thread_registers else "(local memory|items a thread)"
     if info.is_gpu and not info.thread_registers:
         pytest.skip(f"{info.name} does not say how many registers a thread has")
     with pytest.raises(ValueError, match=f"{limit}.*use fewer"):
         jitscan.scan(X, threads=256, vectors=4096, backend=backend)
+
+
+def test_a_cpu_workgroup_of_several_threads_gets_rows_it_can_run_and_longer_ones_are_refused():
+    info = device_info("opencl")
+    if info.is_gpu:
+        pytest.skip("a CPU device's limit")
+    # the CPU's default rows are for one-thread workgroups: with threads=4 they shrink
+    y = jitscan.scan(np.arange(100_000, dtype=np.int32), threads=4)
+    np.testing.assert_array_equal(y, np.cumsum(np.arange(100_000, dtype=np.int32), dtype=np.int32))
+    with pytest.raises(ValueError, match="at most 256 items a thread"):
+        jitscan.scan(X, threads=2, vectors=256, backend="opencl")

@@ -86,6 +86,20 @@ def _known_chunks(values: Any) -> None:
         )
 
 
+def _check_carried(dtype: np.dtype, variant: Any, knobs: dict[str, Any]) -> None:
+    """A chunk is scanned from its carry: refuse what takes none, at graph construction."""
+    if variant not in (None, "fallback", "lookback") or knobs.get("deterministic"):
+        what = "deterministic=True" if knobs.get("deterministic") else f"variant={variant!r}"
+        raise ValueError(
+            f"a Dask array's chunks are scanned from their carries (initial=), which needs variant "
+            f"'fallback' or 'lookback', not deterministic; got {what}"
+        )
+    if dtype.kind == "c":
+        raise TypeError(
+            "a Dask array of complex values is not scanned yet (a chunk's carry is one real value)"
+        )
+
+
 def _check(out: Any, stats: Any) -> None:
     if out is not None:
         raise ValueError("out= does not apply to a Dask array: the result is a new Dask array")
@@ -118,6 +132,7 @@ def scan(
     if kind == "reduce":
         return reduce(x, op, None, False, variant, backend, dtype, knobs, initial)
     resolve(op)  # an unknown op fails here, not in a task
+    _check_carried(np.dtype(x.dtype), variant, knobs)
     t = conventions.types(conventions.input_dtype(x._meta), dtype, rule)
     result = np.dtype(t.result)
     if axis is None:
@@ -252,7 +267,7 @@ def _scan_axis(
     for idx in np.ndindex(*x.numblocks):
         j = idx[axis]
         if j + 1 < x.numblocks[axis]:
-            dsk[(total, *idx)] = (_row_total, (x.name, *idx), axis, *call)
+            dsk[(total, *idx)] = (_row_total_of, (x.name, *idx), axis, *call)
         if j >= 1:
             prev = idx[:axis] + (j - 1,) + idx[axis + 1 :]
             before = (carry, *prev) if j >= 2 else None
@@ -274,11 +289,13 @@ def _scan_axis(
     return da.Array(graph, name, tuple(chunks), meta=x._meta.astype(result))
 
 
-def _row_total(
+def _row_total_of(
     block: Any, axis: int, op: Any, rule: str, variant: Any, backend: Any, dtype: Any, knobs: dict, nan: Any
 ) -> Any:
     from .flat import run
 
+    if block.shape[axis] == 0:
+        return None  # an empty block: nothing to carry
     inc = run(block, op, "inclusive", rule, variant, backend, dtype, None, None, axis, knobs, nan=nan)
     return _take(inc, axis, -1)
 
@@ -291,8 +308,9 @@ def _take(a: Any, axis: int, at: int) -> Any:
 
 
 def _row_combine(before: Any, total: Any, axis: int, op: Any, dtype: np.dtype) -> Any:
-    if before is None:
-        return total
+    """The carry row of a block: the rows of the blocks before it, combined (None: nothing yet)."""
+    if before is None or total is None:
+        return total if before is None else before
     from .flat import run
 
     both = _concat([before.astype(dtype), total.astype(dtype)], axis)
@@ -363,15 +381,19 @@ def reduce(
 
     def aggregate(block: Any, axis: Any = None, keepdims: bool = False) -> Any:
         res = reduce_(block, op, axis=axis, keepdims=keepdims, dtype=dtype)
-        if initial is not None:
-            res = combine(initial, _host_scalar(res), op, np.dtype(res.dtype))
-            res = np.asarray(res)
+        if start is not None:  # the whole array's reduction, of any shape (keepdims)
+            value = combine(start, _host_scalar(res), op, np.dtype(res.dtype))
+            res = np.asarray(value, res.dtype).reshape(res.shape)
         return res
 
     t = conventions.types(conventions.input_dtype(x._meta), dtype, "keep")
     out = np.dtype(t.result)
-    if initial is not None and axis is not None:
+    whole = axis is None or (
+        isinstance(axis, tuple) and sorted(a % x.ndim for a in axis) == list(range(x.ndim))
+    )
+    if initial is not None and not whole:
         raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
+    start = None if initial is None else initial_value(initial, out)
     return da.reduction(
         x, chunk, aggregate, combine=combine_, axis=axis, keepdims=keepdims, dtype=out, concatenate=True
     )
@@ -398,8 +420,14 @@ def segmented_scan(
     da, tokenize, HighLevelGraph = _dask()
     _check(out, stats)
     resolve(op)
+    _check_carried(np.dtype(values.dtype), variant, knobs)
     if (offsets is None) == (flags is None):
         raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
+    if initial is not None and offsets is not None:
+        raise ValueError(
+            "initial= carries into a segmented scan up to its first head: give flags= (flags[0] == 0 "
+            "for a segment that goes on from before), not segments by offsets"
+        )
     values = values.reshape(-1) if values.ndim != 1 else values
     _known_chunks(values)
     n = values.shape[0]

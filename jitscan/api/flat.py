@@ -228,6 +228,8 @@ def run(
         return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
     conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
     t = _types(x, op, rule, dtype, out)
+    if initial is not None:
+        arrays.initial_value(initial, t.result)  # in the result's range (a narrow int)
     if nan is not None and x.dtype.kind == "f":
         x = conventions.replace_nan(x, nan)
     x, op = conventions.narrowed(x, op, t)
@@ -391,7 +393,7 @@ def reduce(
         return chunked.reduce(x, op, axis, keepdims, variant, backend, dtype, knobs, initial)
     x = as_array(x)
     shape = tuple(x.shape)
-    whole = axis is None or (isinstance(axis, tuple) and len(axis) == len(shape) and not keepdims)
+    whole = axis is None or (isinstance(axis, tuple) and len(set(axis)) == len(shape))
     if initial is not None and (not whole or complexes.is_complex(x, dtype)):
         raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
     if complexes.is_complex(x, dtype):
@@ -404,6 +406,8 @@ def reduce(
 
         return complexes.by_parts(x, op, dtype, None, None, each)
     t = conventions.types(conventions.input_dtype(x), dtype, "keep")
+    if initial is not None:
+        arrays.initial_value(initial, t.result)  # in the result's range (a narrow int)
     x, op = conventions.narrowed(x, op, t)
     if axis == ():
         return arrays.astype(x if shape else x.reshape(()), t.result)  # nothing to reduce
