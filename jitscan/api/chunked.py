@@ -18,6 +18,7 @@ chunks. Chunks may be NumPy arrays (scanned on the default device) or CuPy array
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -142,52 +143,71 @@ def scan(
         if initial is not None:
             raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
         axis = conventions.normalize_axis(axis, x.ndim)
+    calls = _Calls(op, kind, rule, variant, backend, dtype, knobs, include_initial, nan)
     if x.ndim == 1 and axis == 0:
-        return _scan_1d(
-            x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, initial, result
+        return _scan_1d(x, calls, initial, result)
+    return _scan_axis(x, calls, axis, result)
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """A Dask scan's chunk calls: ``flat.run``'s arguments beside the chunk (one task argument)."""
+
+    op: Any
+    kind: str
+    rule: str
+    variant: Any
+    backend: Any
+    dtype: Any
+    knobs: dict
+    include_initial: bool
+    nan: Any
+
+    def run(
+        self, block: Any, kind: str, *, axis: Any = None, first: bool = False, initial: Any = None
+    ) -> Any:
+        """``flat.run`` of one chunk; ``first``: the chunk that takes ``include_initial``."""
+        from .flat import run
+
+        return run(
+            block,
+            self.op,
+            kind,
+            self.rule,
+            self.variant,
+            self.backend,
+            self.dtype,
+            None,
+            None,
+            axis,
+            self.knobs,
+            self.include_initial and first,
+            self.nan,
+            initial=initial,
         )
-    return _scan_axis(x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, axis, result)
 
 
-def _scan_1d(
-    x: Any,
-    op: Any,
-    kind: str,
-    rule: str,
-    variant: Any,
-    backend: Any,
-    dtype: Any,
-    knobs: dict,
-    include_initial: bool,
-    nan: Any,
-    initial: Any,
-    result: np.dtype,
-) -> Any:
+def _scan_1d(x: Any, calls: _Calls, initial: Any, result: np.dtype) -> Any:
     da, tokenize, HighLevelGraph = _dask()
-    token = tokenize(x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, initial)
+    token = tokenize(x, calls, initial)
     total, carries, name = f"jitscan-total-{token}", f"jitscan-carries-{token}", f"jitscan-scan-{token}"
     blocks = len(x.chunks[0])
-    call = (op, rule, variant, backend, dtype, knobs, nan)
-    dsk: dict = {(total, i): (_block_total, (x.name, i), *call) for i in range(blocks - 1)}
+    dsk: dict = {(total, i): (_block_total, (x.name, i), calls) for i in range(blocks - 1)}
     first = None if initial is None else initial_value(initial, result)
-    dsk[carries] = (_fold, [(total, i) for i in range(blocks - 1)], first, op, result)
+    dsk[carries] = (_fold, [(total, i) for i in range(blocks - 1)], first, calls.op, result)
     for i in range(blocks):
-        dsk[(name, i)] = (_block_scan, (x.name, i), carries, i, kind, include_initial and i == 0, *call)
+        dsk[(name, i)] = (_block_scan, (x.name, i), carries, i, calls)
     chunks = list(x.chunks[0])
-    if include_initial:
+    if calls.include_initial:
         chunks[0] += 1
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
 
 
-def _block_total(
-    block: Any, op: Any, rule: str, variant: Any, backend: Any, dtype: Any, knobs: dict, nan: Any
-) -> Any:
-    from .flat import run
-
+def _block_total(block: Any, calls: _Calls) -> Any:
     # left where it is: a CuPy total stays on the GPU, so that the reductions of the
     # chunks queue back to back, and the fold reads them all back at once
-    return run(block, op, "reduce", rule, variant, backend, dtype, None, None, None, knobs, nan=nan)
+    return calls.run(block, "reduce")
 
 
 def _to_host(values: list) -> list:
@@ -205,99 +225,38 @@ def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
     return carries
 
 
-def _block_scan(
-    block: Any,
-    carries: list,
-    i: int,
-    kind: str,
-    include_initial: bool,
-    op: Any,
-    rule: str,
-    variant: Any,
-    backend: Any,
-    dtype: Any,
-    knobs: dict,
-    nan: Any,
-) -> Any:
-    from .flat import run
-
-    carry = carries[i]
-    if carry is not None and block.size == 0:
-        return run(
-            block, op, kind, rule, variant, backend, dtype, None, None, None, knobs, include_initial, nan
-        )
-    return run(
-        block,
-        op,
-        kind,
-        rule,
-        variant,
-        backend,
-        dtype,
-        None,
-        None,
-        None,
-        knobs,
-        include_initial,
-        nan,
-        initial=carry,
-    )
+def _block_scan(block: Any, carries: list, i: int, calls: _Calls) -> Any:
+    carry = carries[i] if block.size else None  # an empty chunk takes none
+    return calls.run(block, calls.kind, first=i == 0, initial=carry)
 
 
-def _scan_axis(
-    x: Any,
-    op: Any,
-    kind: str,
-    rule: str,
-    variant: Any,
-    backend: Any,
-    dtype: Any,
-    knobs: dict,
-    include_initial: bool,
-    nan: Any,
-    axis: int,
-    result: np.dtype,
-) -> Any:
+def _scan_axis(x: Any, calls: _Calls, axis: int, result: np.dtype) -> Any:
     """Along ``axis``: block j is scanned with the row of its carries in front (one copy)."""
     da, tokenize, HighLevelGraph = _dask()
-    token = tokenize(x, op, kind, rule, variant, backend, dtype, knobs, include_initial, nan, axis)
+    token = tokenize(x, calls, axis)
     total, carry, name = f"jitscan-total-{token}", f"jitscan-carry-{token}", f"jitscan-scan-{token}"
-    call = (op, rule, variant, backend, dtype, knobs, nan)
     dsk: dict = {}
     for idx in np.ndindex(*x.numblocks):
         j = idx[axis]
         if j + 1 < x.numblocks[axis]:
-            dsk[(total, *idx)] = (_row_total_of, (x.name, *idx), axis, *call)
+            dsk[(total, *idx)] = (_row_total_of, (x.name, *idx), axis, calls)
         if j >= 1:
             prev = idx[:axis] + (j - 1,) + idx[axis + 1 :]
             before = (carry, *prev) if j >= 2 else None
-            dsk[(carry, *idx)] = (_row_combine, before, (total, *prev), axis, op, result)
+            dsk[(carry, *idx)] = (_row_combine, before, (total, *prev), axis, calls.op, result)
         args = (carry, *idx) if j >= 1 else None
-        dsk[(name, *idx)] = (
-            _block_scan_axis,
-            (x.name, *idx),
-            args,
-            axis,
-            kind,
-            include_initial and j == 0,
-            *call,
-        )
+        dsk[(name, *idx)] = (_block_scan_axis, (x.name, *idx), args, axis, j == 0, calls)
     chunks = list(x.chunks)
-    if include_initial:
+    if calls.include_initial:
         chunks[axis] = (chunks[axis][0] + 1, *chunks[axis][1:])
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, tuple(chunks), meta=x._meta.astype(result))
 
 
-def _row_total_of(
-    block: Any, axis: int, op: Any, rule: str, variant: Any, backend: Any, dtype: Any, knobs: dict, nan: Any
-) -> Any:
-    from .flat import run
-
+def _row_total_of(block: Any, axis: int, calls: _Calls) -> Any:
     if block.shape[axis] == 0:
         return None  # an empty block: nothing to carry
-    inc = run(block, op, "inclusive", rule, variant, backend, dtype, None, None, axis, knobs, nan=nan)
-    return _take(inc, axis, -1)
+    return _take(calls.run(block, "inclusive", axis=axis), axis, -1)
 
 
 def _take(a: Any, axis: int, at: int) -> Any:
@@ -321,34 +280,30 @@ def _concat(parts: list, axis: int) -> Any:
     return np.concatenate(parts, axis=axis)  # CuPy's through __array_function__
 
 
-def _block_scan_axis(
-    block: Any,
-    carry: Any,
-    axis: int,
-    kind: str,
-    include_initial: bool,
-    op: Any,
-    rule: str,
-    variant: Any,
-    backend: Any,
-    dtype: Any,
-    knobs: dict,
-    nan: Any,
-) -> Any:
+def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: _Calls) -> Any:
+    if carry is None:
+        return calls.run(block, calls.kind, axis=axis, first=first)
     from .flat import run
 
-    if carry is None:
-        return run(
-            block, op, kind, rule, variant, backend, dtype, None, None, axis, knobs, include_initial, nan
-        )
-    t = conventions.types(conventions.input_dtype(block), dtype, rule)
-    scan_dtype = np.dtype(t.result)
-    if nan is not None and block.dtype.kind == "f":
-        block = conventions.replace_nan(block, nan)
+    scan_dtype = np.dtype(conventions.types(conventions.input_dtype(block), calls.dtype, calls.rule).result)
+    if calls.nan is not None and block.dtype.kind == "f":
+        block = conventions.replace_nan(block, calls.nan)
     joined = _concat([carry.astype(scan_dtype), block.astype(scan_dtype)], axis)
-    inc = run(joined, op, "inclusive", "keep", variant, backend, scan_dtype, None, None, axis, knobs)
+    inc = run(
+        joined,
+        calls.op,
+        "inclusive",
+        "keep",
+        calls.variant,
+        calls.backend,
+        scan_dtype,
+        None,
+        None,
+        axis,
+        calls.knobs,
+    )
     index = [slice(None)] * inc.ndim
-    index[axis] = slice(1, None) if kind == "inclusive" else slice(None, -1)
+    index[axis] = slice(1, None) if calls.kind == "inclusive" else slice(None, -1)
     return inc[tuple(index)]
 
 
