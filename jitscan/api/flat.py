@@ -112,7 +112,9 @@ scan.__doc__ = (
         result is then a tuple of arrays, one per field (see ``output``). Without
         ``axis`` N-D arrays are scanned flattened in C order (as NumPy's
         ``axis=None``); a 0-d array or a Python scalar is one element. Device arrays
-        stay on the device and the result is a device array of the same kind.
+        stay on the device and the result is a device array of the same kind. A Dask
+        array (NumPy or CuPy chunks) gives a lazy Dask array of the same chunks, each
+        chunk scanned from the carry of those before it (README, "Dask arrays").
     op : {"add", "mul", "min", "max", "and", "or", "xor"}, Monoid or Operator
         A built-in, a C expression (:class:`Monoid`) or a Python function
         (:func:`jitscan.operator`).

@@ -75,9 +75,10 @@ def _running_doc(name: str, rule: str, summary: str, example: str, nan: float | 
 
     Parameters
     ----------
-    x : array_like, cupy.ndarray or pyopencl.array.Array
+    x : array_like, cupy.ndarray, pyopencl.array.Array or dask.array.Array
         Input; N-D input is flattened unless ``axis`` is given; a 0-d input or a Python
-        scalar is one element. Device arrays stay on their device.
+        scalar is one element. Device arrays stay on their device; a Dask array gives a
+        lazy Dask array of the same chunks.
     axis : int, optional
         Scan every 1-D lane along this axis (one pass, rows as segments).
     dtype : dtype, optional

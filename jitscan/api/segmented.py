@@ -44,10 +44,11 @@ def segmented_scan(
 
     Parameters
     ----------
-    values : array_like, device array or Awkward Array of lists
+    values : array_like, device array, Dask array or Awkward Array of lists
         1-D values (N-D arrays are flattened), or an Awkward Array of variable-length
         lists (then ``offsets``/``flags`` are taken from it and the result has its
-        structure).
+        structure). A Dask array gives a lazy Dask array of the same chunks; segments
+        may cross chunks (offsets or flags as NumPy or Dask arrays).
     offsets : array of int, optional
         CSR segment boundaries: ``offsets[0] == 0``, ``offsets[-1] == n``,
         non-decreasing; repeated offsets are empty segments.
