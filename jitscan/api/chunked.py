@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import backends
 from ..operators import Monoid, resolve
-from ..plan.arrays import initial_value
+from ..plan.arrays import initial_value, to_host
 from . import conventions
 
 #: the NumPy ufunc of each built-in op (the carries' fold computes with them)
@@ -55,14 +56,15 @@ def _dask() -> Any:
     return da, tokenize, HighLevelGraph
 
 
-def _on_cupy(a: Any) -> bool:
-    return type(a).__module__.startswith("cupy")
+def _like(host: np.ndarray, device: Any) -> Any:
+    """``host`` on the device and queue of ``device`` when that is a backend's array, else itself."""
+    b = backends.for_array(device)
+    return host if b is None else b.to_device(host, b.queue_of(device))
 
 
 def _host_scalar(v: Any) -> Any:
-    """A 0-d or one-element result as a NumPy scalar (CuPy's come to the host)."""
-    v = v.get() if _on_cupy(v) else v
-    return np.asarray(v).reshape(-1)[0]
+    """A 0-d or one-element result as a NumPy scalar (a device's comes to the host)."""
+    return np.asarray(to_host(v)).reshape(-1)[0]
 
 
 def combine(a: Any, b: Any, op: str | Monoid, dtype: np.dtype) -> Any:
@@ -111,27 +113,19 @@ def _check(out: Any, stats: Any) -> None:
 # -- scans -------------------------------------------------------------------------------
 
 
-def scan(
-    x: Any,
-    op: str | Monoid,
-    kind: str,
-    rule: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    stats: Any,
-    axis: int | None,
-    knobs: dict[str, Any],
-    include_initial: bool = False,
-    nan: float | None = None,
-    initial: Any = None,
-) -> Any:
-    """``flat.run`` of a Dask array: a lazy Dask array of the scan (see the module)."""
-    da, tokenize, HighLevelGraph = _dask()
+def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: Any = None) -> Any:
+    """``flat.run`` of a Dask array (its arguments but these in ``calls``): a lazy Dask array."""
     _check(out, stats)
+    op, kind, rule, variant, dtype, knobs = (
+        calls.op,
+        calls.kind,
+        calls.rule,
+        calls.variant,
+        calls.dtype,
+        calls.knobs,
+    )
     if kind == "reduce":
-        return reduce(x, op, None, False, variant, backend, dtype, knobs, initial)
+        return reduce(x, op, None, False, variant, calls.backend, dtype, knobs, initial)
     resolve(op)  # an unknown op fails here, not in a task
     _check_carried(np.dtype(x.dtype), variant, knobs)
     t = conventions.types(conventions.input_dtype(x._meta), dtype, rule)
@@ -143,14 +137,13 @@ def scan(
         if initial is not None:
             raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
         axis = conventions.normalize_axis(axis, x.ndim)
-    calls = _Calls(op, kind, rule, variant, backend, dtype, knobs, include_initial, nan)
     if x.ndim == 1 and axis == 0:
         return _scan_1d(x, calls, initial, result)
     return _scan_axis(x, calls, axis, result)
 
 
 @dataclass(frozen=True)
-class _Calls:
+class Calls:
     """A Dask scan's chunk calls: ``flat.run``'s arguments beside the chunk (one task argument)."""
 
     op: Any
@@ -187,7 +180,7 @@ class _Calls:
         )
 
 
-def _scan_1d(x: Any, calls: _Calls, initial: Any, result: np.dtype) -> Any:
+def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
     da, tokenize, HighLevelGraph = _dask()
     token = tokenize(x, calls, initial)
     total, carries, name = f"jitscan-total-{token}", f"jitscan-carries-{token}", f"jitscan-scan-{token}"
@@ -204,7 +197,7 @@ def _scan_1d(x: Any, calls: _Calls, initial: Any, result: np.dtype) -> Any:
     return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
 
 
-def _block_total(block: Any, calls: _Calls) -> Any:
+def _block_total(block: Any, calls: Calls) -> Any:
     # left where it is: a CuPy total stays on the GPU, so that the reductions of the
     # chunks queue back to back, and the fold reads them all back at once
     return calls.run(block, "reduce")
@@ -225,12 +218,12 @@ def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
     return carries
 
 
-def _block_scan(block: Any, carries: list, i: int, calls: _Calls) -> Any:
+def _block_scan(block: Any, carries: list, i: int, calls: Calls) -> Any:
     carry = carries[i] if block.size else None  # an empty chunk takes none
     return calls.run(block, calls.kind, first=i == 0, initial=carry)
 
 
-def _scan_axis(x: Any, calls: _Calls, axis: int, result: np.dtype) -> Any:
+def _scan_axis(x: Any, calls: Calls, axis: int, result: np.dtype) -> Any:
     """Along ``axis``: block j is scanned with the row of its carries in front (one copy)."""
     da, tokenize, HighLevelGraph = _dask()
     token = tokenize(x, calls, axis)
@@ -253,7 +246,7 @@ def _scan_axis(x: Any, calls: _Calls, axis: int, result: np.dtype) -> Any:
     return da.Array(graph, name, tuple(chunks), meta=x._meta.astype(result))
 
 
-def _row_total_of(block: Any, axis: int, calls: _Calls) -> Any:
+def _row_total_of(block: Any, axis: int, calls: Calls) -> Any:
     if block.shape[axis] == 0:
         return None  # an empty block: nothing to carry
     return _take(calls.run(block, "inclusive", axis=axis), axis, -1)
@@ -280,7 +273,7 @@ def _concat(parts: list, axis: int) -> Any:
     return np.concatenate(parts, axis=axis)  # CuPy's through __array_function__
 
 
-def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: _Calls) -> Any:
+def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: Calls) -> Any:
     if carry is None:
         return calls.run(block, calls.kind, axis=axis, first=first)
     from .flat import run
@@ -435,7 +428,7 @@ def _as_heads(flags: Any) -> Any:
 
 def _heads_from_offsets(offsets: Any, start: int, stop: int) -> np.ndarray:
     """The chunk ``[start, stop)``'s head flags from the whole array's CSR offsets."""
-    offsets = np.asarray(offsets.get() if _on_cupy(offsets) else offsets).astype(np.int64)
+    offsets = to_host(offsets).astype(np.int64)
     at = offsets[(offsets >= start) & (offsets < stop)] - start
     heads = np.zeros(stop - start, np.uint8)
     heads[at] = 1
@@ -448,7 +441,7 @@ def _block_tail(
     """(whether the chunk holds a head, the total of its elements after the last head)."""
     from .flat import run
 
-    h = np.asarray(heads.get() if _on_cupy(heads) else heads)
+    h = to_host(heads)
     marked = np.flatnonzero(h)
     last = int(marked[-1]) if marked.size else 0
     tail = run(values[last:], op, "reduce", "keep", variant, backend, dtype, None, None, None, knobs)
@@ -480,10 +473,7 @@ def _block_segmented(
 
     if values.size == 0:
         return values.astype(np.dtype(dtype) if dtype is not None else values.dtype)
-    if _on_cupy(values) and not _on_cupy(heads):
-        import cupy
-
-        heads = cupy.asarray(heads)
+    heads = _like(to_host(heads), values)
     kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "initial": carries[i]}
     return scan_(values, flags=heads, op=op, **kw, **knobs)
 
@@ -559,19 +549,16 @@ def _block_pieces(
 ) -> Any:
     from .segmented import segmented_reduce as reduce_
 
-    if _on_cupy(values):
-        import cupy
-
-        local = cupy.asarray(local)
-    return reduce_(values, offsets=local, op=op, variant=variant, backend=backend, dtype=dtype, **knobs)
+    return reduce_(
+        values, offsets=_like(local, values), op=op, variant=variant, backend=backend, dtype=dtype, **knobs
+    )
 
 
 def _block_segments(parts: list, spans: list, lo: int, hi: int, op: Any, dtype: np.dtype) -> Any:
     """Segments [lo, hi): each the combination, in order, of its pieces in the chunks it meets."""
     from .flat import reduce as reduce_
 
-    device = any(_on_cupy(p) for p in parts)
-    host = [np.asarray(p.get() if _on_cupy(p) else p) for p in parts]
+    host = [to_host(p) for p in parts]
     identity = _host_scalar(reduce_(np.zeros(0, dtype), op, dtype=dtype))
     out = np.full(hi - lo, identity, dtype)
     seen = np.zeros(hi - lo, bool)
@@ -585,8 +572,4 @@ def _block_segments(parts: list, spans: list, lo: int, hi: int, op: Any, dtype: 
         joined = np.asarray(reduce_(both, op, axis=0, dtype=dtype))  # earlier pieces on the left
         out[s0 - lo : s1 - lo] = np.where(first, mine, joined)
         seen[s0 - lo : s1 - lo] = True
-    if device:
-        import cupy
-
-        return cupy.asarray(out)
-    return out
+    return _like(out, parts[0]) if parts else out

@@ -216,9 +216,8 @@ def run(
     if kind == "reduce" and axis is not None:
         raise ValueError("kind='reduce' with axis= is reduce(x, op, axis=...)")
     if chunked.is_dask(x):
-        return chunked.scan(
-            x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan, initial
-        )
+        calls = chunked.Calls(op, kind, rule, variant, backend, dtype, knobs, include_initial, nan)
+        return chunked.scan(x, calls, out, stats, axis, initial)
     if initial is not None and axis is not None:
         raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
     x = as_array(x)
