@@ -1,4 +1,4 @@
-"""The tile-state protocol, as an executable model (``jitscan/verify/protocol.py``) run under schedulers.
+"""The tile-state protocol as an executable model (``jitscan/verify``), run under schedulers.
 
 Each test states one property of the chained scans' protocol and checks it over a few
 hundred schedules. The tests of deliberate bugs show that the checks can fail: a model
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitscan.verify import protocol
+from jitscan.verify import machine, protocol
 from jitscan.verify.protocol import explore
 
 N = 300  # schedules per case: the model runs tens of thousands a second
@@ -23,14 +23,14 @@ def _affine(x: int) -> tuple[int, int]:
 def test_the_values_compose_in_order_so_a_mistake_in_the_order_shows():
     rng = np.random.default_rng(0)
     xs = [int((2 * rng.integers(1 << 15) + 1) << 16 | rng.integers(1 << 16)) for _ in range(64)]
-    op = protocol._op
+    op = machine._op
     for x, y, z in zip(xs, xs[1:], xs[2:], strict=False):
         assert op(op(x, y), z) == op(x, op(y, z))
         # x then y, as maps t -> a t + b
         (xa, xb), (ya, yb), (ra, rb) = _affine(x), _affine(y), _affine(op(x, y))
         assert all((ra * t + rb) % 2**16 == (ya * (xa * t + xb) + yb) % 2**16 for t in (0, 1, 12345))
     assert sum(op(x, y) != op(y, x) for x, y in zip(xs, xs[1:], strict=False)) > 60
-    assert op(protocol._IDENTITY, xs[0]) == op(xs[0], protocol._IDENTITY) == xs[0]
+    assert op(machine._IDENTITY, xs[0]) == op(xs[0], machine._IDENTITY) == xs[0]
 
 
 @pytest.mark.parametrize("encoding", ["packed", "split"])
