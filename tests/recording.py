@@ -233,6 +233,9 @@ class RecordingBackend(Backend):
     def write_bytes(self, buf: Buffer, offset: int, data: bytes, queue: Any) -> None:
         self.log.append(("write_bytes", buf, offset, data))
 
+    def copy_bytes(self, buf: Buffer, offset: int, src: Array, queue: Any) -> None:
+        self.log.append(("copy_bytes", buf, offset, src.buf))
+
     def read_u32(self, buf: Buffer, count: int, queue: Any) -> np.ndarray:
         self.log.append(("read_u32", buf, count))
         words = np.zeros(count, np.uint32)

@@ -1,10 +1,12 @@
 """Dask arrays: every scan function returns a lazy Dask array of the same chunks, right on any scheduler.
 
-The plan (``jitscan/api/chunked.py``): a total per chunk, one task folding them in order
-into carries, and each chunk scanned from its carry. Checked against NumPy on chunks of
-unequal sizes, empty chunks and a single chunk, with segments crossing one, two and all
-chunk boundaries and operators that are not commutative, under the threaded scheduler
-and a ``distributed.LocalCluster`` of two worker processes.
+Two plans (``jitscan/api/chunked.py``), each test run under both: the *tree* (a total per
+chunk, one task folding them in order into carries, and each chunk scanned from its
+carry) and the *chain* (each chunk scanned from the end of the one before, read on the
+device). Checked against NumPy on chunks of unequal sizes, empty chunks and a single
+chunk, with segments crossing one, two and all chunk boundaries and operators that are
+not commutative, under the threaded scheduler and a ``distributed.LocalCluster`` of two
+worker processes.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ CHUNKS = ((3000, 0, 1000, 4000, 2007),)  # unequal, one empty
 N = sum(CHUNKS[0])
 
 
-@pytest.fixture(autouse=True)
-def threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+@pytest.fixture(autouse=True, params=["chain", "tree"])
+def plan(request):
+    with dask.config.set({"scheduler": "threads", "jitscan.dask-plan": request.param}):
+        yield request.param
 
 
 @pytest.fixture
@@ -58,7 +60,11 @@ def test_the_call_builds_a_graph_and_computes_nothing(x):
     assert y.chunks == CHUNKS and y.dtype == np.cumsum(x).dtype
 
 
-@pytest.mark.parametrize("chunks", [CHUNKS, ((N,),), ((1,) * 5 + (N - 5,),)], ids=["unequal", "one", "tiny"])
+@pytest.mark.parametrize(
+    "chunks",
+    [CHUNKS, ((N,),), ((1,) * 5 + (N - 5,),), ((0, 0, 4000, N - 4000),)],
+    ids=["unequal", "one", "tiny", "empty first"],
+)
 def test_scans_and_running_functions_match_numpy_across_chunks(x, chunks):
     d = da.from_array(x, chunks=chunks)
     np.testing.assert_array_equal(jitscan.cumsum(d).compute(), np.cumsum(x))
@@ -69,6 +75,18 @@ def test_scans_and_running_functions_match_numpy_across_chunks(x, chunks):
     )
     np.testing.assert_array_equal(jitscan.cumsum(d, include_initial=True).compute(), np.r_[0, np.cumsum(x)])
     np.testing.assert_array_equal(jitscan.scan(d, initial=100).compute(), 100 + np.cumsum(x, dtype=np.int32))
+
+
+def test_the_plan_is_a_chain_on_a_local_scheduler_and_a_tree_on_a_distributed_one(x, cluster):
+    d = da.from_array(x, chunks=CHUNKS)
+    with dask.config.set({"jitscan.dask-plan": "auto"}):
+        with dask.config.set(scheduler="threads"):
+            assert jitscan.cumsum(d).name.startswith("jitscan-chain-")
+            assert jitscan.segmented_cumsum(d, offsets=[0, 5, N]).name.startswith("jitscan-segchain-")
+        with dask.config.set(scheduler=cluster.get):
+            assert jitscan.cumsum(d).name.startswith("jitscan-scan-")
+    with dask.config.set({"jitscan.dask-plan": "fastest"}), pytest.raises(ValueError, match="chain"):
+        jitscan.cumsum(d)
 
 
 def test_float_chunks_and_nan_functions(rng):

@@ -83,6 +83,32 @@ def test_a_prepared_scan_takes_a_value_per_call_on_device_arrays(backend, rng):
     np.testing.assert_allclose(b.to_host(p(d)), np.cumsum(x, dtype=np.float64), 1e-4)  # and none again
 
 
+def test_a_value_on_the_device_is_read_there_without_the_host_waiting(backend, rng):
+    # one scan starts from the end of another: the Dask chain of one device's chunks
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    n = 7 * tile_size(backend, "int32") + 3
+    x = random_input(rng, 2 * n, "int32")
+    first = jitscan.scan(b.to_device(x[:n], q), backend=backend)
+    rest = jitscan.scan(b.to_device(x[n:], q), backend=backend, initial=first[-1:])
+    np.testing.assert_array_equal(b.to_host(rest), reference(x, "add", "inclusive")[n:])
+    end = b.to_host(first)[-1]
+    for kind in ("exclusive", "reduce"):
+        got = jitscan.scan(b.to_device(x[n:], q), FFILL, kind=kind, initial=first[-1:])
+        assert_scan_equal(b.to_host(got), from_initial(x[n:], FFILL, kind, end), x[n:], FFILL)
+    wide = b.to_device(np.array([[2**40 + 5]], np.int64), q)  # one element of another dtype: cast
+    h, carried = n // 2, np.int32(5)  # 2**40 + 5 as int32
+    flags = np.zeros(n, np.uint8)
+    flags[h] = 1
+    got = jitscan.segmented_scan(b.to_device(x[:n], q), flags=flags, initial=wide)
+    want = np.r_[carried + np.cumsum(x[:h], dtype=np.int32), np.cumsum(x[h:n], dtype=np.int32)]
+    np.testing.assert_array_equal(b.to_host(got), want)
+    empty = b.to_device(np.zeros(0, np.int32), q)
+    assert int(b.to_host(jitscan.reduce(empty, initial=first[-1:]))) == end
+    with pytest.raises(TypeError, match="one real element"):
+        jitscan.scan(b.to_device(x[n:], q), initial=first[-2:])
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

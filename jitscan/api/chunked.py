@@ -1,15 +1,27 @@
 """Dask arrays: a scan of a chunked array is a lazy Dask graph with jitscan on every chunk.
 
-The plan reads each element twice and writes it once, whatever the number of chunks:
+A 1-D scan has two plans, chosen when the graph is built (``dask.config`` key
+``"jitscan.dask-plan"``: ``"chain"``, ``"tree"`` or ``"auto"``, the default):
 
-1. each chunk but the last is reduced to one value (its total: one read);
-2. one small task folds the totals in order into each chunk's carry (the combination
-   of every chunk before it, and of ``initial=``);
-3. each chunk is scanned from its carry by the single-pass chained kernel (one read,
-   one write; ``initial=`` of :func:`jitscan.scan`).
+- the *chain* reads each element once and writes it once: chunk i is scanned from the
+  last element of chunk i - 1's result (``initial=`` a one-element device array, which
+  the kernel's carry is copied from on the device, so no task waits for the GPU). Its
+  chunks run one after the other, which costs nothing where they share one device; it
+  is the plan ``"auto"`` takes under Dask's local schedulers (threads, synchronous);
+- the *tree* reads each element twice and writes it once, and its chunks run in
+  parallel, on several devices or machines. ``"auto"`` takes it under a distributed
+  client, where each link of a chain would wait for a round trip through the scheduler
+  (measured: 6 ms a chunk on one dask-cuda worker):
 
-A segmented scan carries the lifted pair: a chunk's summary is whether it holds a head
-and the total after its last head; a carry stops at the chunk's first head. Along an
+  1. each chunk but the last is reduced to one value (its total: one read);
+  2. one small task folds the totals in order into each chunk's carry (the combination
+     of every chunk before it, and of ``initial=``);
+  3. each chunk is scanned from its carry by the single-pass chained kernel (one read,
+     one write; ``initial=`` of :func:`jitscan.scan`).
+
+A segmented scan carries the lifted pair: in the tree a chunk's summary is whether it
+holds a head and the total after its last head; a carry stops at the chunk's first head
+(in the chain, the previous chunk's last result is that running value already). Along an
 axis the carry of a block is an array (a row of totals): the block is scanned with it
 in front, which costs one copy. Reductions are Dask's tree reduction with jitscan on the
 chunks. Chunks may be NumPy arrays (scanned on the default device) or CuPy arrays
@@ -27,6 +39,10 @@ from .. import backends
 from ..operators import Monoid, resolve
 from ..plan.arrays import initial_value, to_host
 from . import conventions
+from .cache import host_tag, remember, shortcut
+
+#: the ``dask.config`` key of a 1-D scan's plan: "chain", "tree" or "auto" (the default)
+PLAN_KEY = "jitscan.dask-plan"
 
 #: the NumPy ufunc of each built-in op (the carries' fold computes with them)
 UFUNCS = {
@@ -138,6 +154,8 @@ def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: 
             raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
         axis = conventions.normalize_axis(axis, x.ndim)
     if x.ndim == 1 and axis == 0:
+        if _chained(x, calls.kind, calls.nan):
+            return _chain_1d(x, calls, initial, result)
         return _scan_1d(x, calls, initial, result)
     return _scan_axis(x, calls, axis, result)
 
@@ -160,8 +178,22 @@ class Calls:
         self, block: Any, kind: str, *, axis: Any = None, first: bool = False, initial: Any = None
     ) -> Any:
         """``flat.run`` of one chunk; ``first``: the chunk that takes ``include_initial``."""
-        from .flat import run
+        from .flat import run, shortcut_for
 
+        plain = kind != "reduce" and self.nan is None and not (first and self.include_initial)
+        if axis is None and plain:
+            # a chain's or a tree's chunk call: the prepared scan of the whole call, looked
+            # up once per process (as cumsum's common call), not flat.run's way
+            key = (type(block), block.dtype, self.op, kind, self.rule, self.variant, self.backend, self.dtype)
+            key += (*self.knobs.items(), *host_tag(block))
+            p = _CHUNK_CALLS.get(key, _MISSING) if _hashable(key) else None
+            if p is _MISSING:
+                p = shortcut_for(
+                    block, self.op, kind, self.rule, self.dtype, None, self.variant, self.backend, self.knobs
+                )
+                remember(_CHUNK_CALLS, key, p)
+            if p is not None:
+                return p(block, initial=initial)
         return run(
             block,
             self.op,
@@ -180,6 +212,19 @@ class Calls:
         )
 
 
+#: the prepared scans of chunk calls (Calls.run), per call and chunk type
+_CHUNK_CALLS: dict = shortcut()
+_MISSING = object()
+
+
+def _hashable(key: tuple) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
 def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
     da, tokenize, HighLevelGraph = _dask()
     token = tokenize(x, calls, initial)
@@ -195,6 +240,73 @@ def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
         chunks[0] += 1
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
+
+
+def _chained(values: Any, kind: str, nan: Any = None) -> bool:
+    """Whether a scan's chunks take their carries along a chain (see the module's notes)."""
+    import dask
+
+    plan = dask.config.get(PLAN_KEY, "auto")
+    if plan not in ("auto", "chain", "tree"):
+        raise ValueError(f"dask.config {PLAN_KEY!r} must be 'auto', 'chain' or 'tree', got {plan!r}")
+    if any(c != c for c in values.chunks[0]) or (kind == "exclusive" and nan is not None):
+        return False  # a chain finds its links by the chunk sizes; NaN exclusive: no such call
+    if plan != "auto":
+        return plan == "chain"
+    return not _distributed()
+
+
+def _distributed() -> bool:
+    """Whether a compute now would go to a distributed client (its ``get`` is a bound method),
+    where each link of a chain would wait for a round trip through the scheduler."""
+    import dask.base
+
+    return getattr(dask.base.get_scheduler(), "__self__", None) is not None
+
+
+def _chain_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
+    """Chunk i is scanned from the end of chunk i - 1's result, read on the device."""
+    da, tokenize, HighLevelGraph = _dask()
+    token = tokenize(x, calls, initial, "chain")
+    name = f"jitscan-chain-{token}"
+    first = None if initial is None else initial_value(initial, result)
+    dsk: dict = {}
+    before = None  # the last chunk before with elements: its result and input end the carry
+    for i, size in enumerate(x.chunks[0]):
+        link = (None, None) if before is None else ((name, before), (x.name, before))
+        dsk[(name, i)] = (_chain_scan, (x.name, i), *link, first, i, calls, result)
+        before = i if size else before
+    chunks = list(x.chunks[0])
+    if calls.include_initial:
+        chunks[0] += 1
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
+
+
+def _chain_scan(block: Any, done: Any, done_in: Any, first: Any, i: int, calls: Calls, result: Any) -> Any:
+    call = (calls.op, calls.variant, calls.backend)
+    carry = first if done is None else carry_after(done, done_in, calls.kind, *call, result)
+    return calls.run(block, calls.kind, first=i == 0, initial=carry if block.size else None)
+
+
+def carry_after(
+    done: Any, done_in: Any, kind: str, op: Any, variant: Any, backend: Any, result: np.dtype
+) -> Any:
+    """The running value at the end of a scanned chunk: its result ``done`` of input ``done_in``.
+
+    One element, left on the device that holds it (the next scan reads it there); of an
+    exclusive scan, the last result combined with the last input.
+    """
+    on_device = backends.for_array(done)
+    if kind == "inclusive":
+        return done[-1:] if on_device else done[-1]
+    last_in = done_in[-1:].astype(result)
+    if not on_device:
+        return combine(done[-1], last_in[0], op, result)
+    from .flat import run
+
+    both = on_device.concatenate([done[-1:], last_in])
+    return run(both, op, "reduce", "keep", variant, backend, result, None, None, None, {})
 
 
 def _block_total(block: Any, calls: Calls) -> Any:
@@ -412,9 +524,19 @@ def segmented_scan(
     summary, carries, name = f"jitscan-tail-{token}", f"jitscan-carries-{token}", f"jitscan-segscan-{token}"
     call = (op, variant, backend, dtype, knobs)
     blocks = len(values.chunks[0])
+    first = None if initial is None else initial_value(initial, result)
+    if _chained(values, kind):
+        name = f"jitscan-segchain-{token}"
+        before = None  # as _chain_1d: the carry comes from the last chunk before with elements
+        for i, size in enumerate(values.chunks[0]):
+            link = (None, None) if before is None else ((name, before), (values.name, before))
+            chunk = ((values.name, i), (heads, i), *link)
+            dsk[(name, i)] = (_chain_segmented, *chunk, first, kind, result, *call)
+            before = i if size else before
+        graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+        return da.Array(graph, name, values.chunks, meta=values._meta.astype(result))
     for i in range(blocks - 1):
         dsk[(summary, i)] = (_block_tail, (values.name, i), (heads, i), *call)
-    first = None if initial is None else initial_value(initial, result)
     dsk[carries] = (_fold_segments, [(summary, i) for i in range(blocks - 1)], first, op, result)
     for i in range(blocks):
         dsk[(name, i)] = (_block_segmented, (values.name, i), (heads, i), carries, i, kind, *call)
@@ -476,6 +598,25 @@ def _block_segmented(
     heads = _like(to_host(heads), values)
     kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "initial": carries[i]}
     return scan_(values, flags=heads, op=op, **kw, **knobs)
+
+
+def _chain_segmented(
+    values: Any,
+    heads: Any,
+    done: Any,
+    done_in: Any,
+    first: Any,
+    kind: str,
+    result: np.dtype,
+    op: Any,
+    variant: Any,
+    backend: Any,
+    dtype: Any,
+    knobs: dict,
+) -> Any:
+    carry = first if done is None else carry_after(done, done_in, kind, op, variant, backend, result)
+    call = (kind, op, variant, backend, dtype, knobs)
+    return _block_segmented(values, heads, [carry], 0, *call)
 
 
 # -- segmented reductions -------------------------------------------------------------------

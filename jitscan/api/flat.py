@@ -139,11 +139,13 @@ scan.__doc__ = (
     axis : int, optional
         Scan every 1-D lane along ``axis`` independently (a batched, segmented scan in
         one pass); the result has the shape of ``x``. Default: the flattened array.
-    initial : scalar, optional
+    initial : scalar or one-element device array, optional
         Scan from this value: it goes on the left of every element, and is the first
         element of an exclusive scan (``kind="reduce"``: the result for no elements).
-        A chained variant, not deterministic, without ``axis``. A Dask array's chunks
-        are scanned from their carries this way.
+        A chained variant, not deterministic, without ``axis``. A device array of the
+        input's backend (``y[-1:]`` of another scan) is read on the device, in queue
+        order, without the host waiting for it. A Dask array's chunks are scanned from
+        their carries this way.
     output : int or tuple of int, optional
         Tuple values only: the fields written and returned, an array for an int, a
         tuple for a tuple (in increasing order); default every field, as a tuple. Fields
@@ -230,7 +232,7 @@ def run(
     conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
     t = _types(x, op, rule, dtype, out)
     if initial is not None:
-        arrays.initial_value(initial, t.result)  # in the result's range (a narrow int)
+        arrays.check_initial(initial, t.result)  # in the result's range (a narrow int)
     if nan is not None and x.dtype.kind == "f":
         x = conventions.replace_nan(x, nan)
     x, op = conventions.narrowed(x, op, t)
@@ -346,10 +348,11 @@ def reduce(
         As in :func:`scan`: the result keeps ``x``'s dtype unless ``dtype=`` is given
         (``numpy.sum`` would promote narrow integers); ``stats`` only without ``axis``.
         Along an axis the default variant is ``"rts"`` (see :func:`segmented_reduce`).
-    initial : scalar, optional
+    initial : scalar or one-element device array, optional
         Start from this value, as NumPy's ``ufunc.reduce(..., initial=)``: the result
         is ``initial`` combined with every element (``initial`` alone for no elements).
-        A whole-array reduction by a chained variant.
+        A whole-array reduction by a chained variant. A device array is read on the
+        device, as in :func:`scan`.
     **knobs
         Tuning knobs as in :func:`scan`: ``tile_state``, ``spin_limit``,
         ``simulate_blocking``, ``lookback_width``, ``threads``, ``vectors``,
@@ -408,7 +411,7 @@ def reduce(
         return complexes.by_parts(x, op, dtype, None, None, each)
     t = conventions.types(conventions.input_dtype(x), dtype, "keep")
     if initial is not None:
-        arrays.initial_value(initial, t.result)  # in the result's range (a narrow int)
+        arrays.check_initial(initial, t.result)  # in the result's range (a narrow int)
     x, op = conventions.narrowed(x, op, t)
     if axis == ():
         return arrays.astype(x if shape else x.reshape(()), t.result)  # nothing to reduce

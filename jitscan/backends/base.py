@@ -307,6 +307,11 @@ class Backend(ABC):
         """Copy ``data`` into ``buf`` at byte ``offset``, ordered before the queue's next work."""
 
     @abstractmethod
+    def copy_bytes(self, buf: Any, offset: int, src: Any, queue: Any) -> None:
+        """Copy the device array ``src`` into ``buf`` at byte ``offset``, in ``queue``'s order
+        (the host does not wait)."""
+
+    @abstractmethod
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         """Arrays of one dtype and queue joined along ``axis``, in a new array."""
 

@@ -366,6 +366,11 @@ class CupyBackend(Backend):
         event = self._ring_events[at] = cupy.cuda.Event(block=False, disable_timing=True)
         event.record(queue.stream)
 
+    def copy_bytes(self, buf: int, offset: int, src: Any, queue: CudaQueue) -> None:
+        cupy.cuda.runtime.memcpyAsync(
+            buf + offset, src.data.ptr, src.nbytes, cupy.cuda.runtime.memcpyDeviceToDevice, queue.ptr
+        )
+
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         with cupy.cuda.Device(parts[0].device.id):
             return cupy.concatenate(list(parts), axis=axis)

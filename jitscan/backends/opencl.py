@@ -510,6 +510,11 @@ class OpenCLBackend(Backend):
     def write_bytes(self, buf: Any, offset: int, data: bytes, queue: Any) -> None:
         cl.enqueue_copy(queue, buf, np.frombuffer(data, np.uint8), dst_offset=offset, is_blocking=True)
 
+    def copy_bytes(self, buf: Any, offset: int, src: Any, queue: Any) -> None:
+        cl.enqueue_copy(
+            queue, buf, src.base_data, byte_count=src.nbytes, dst_offset=offset, src_offset=src.offset
+        )
+
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         queue = parts[0].queue or self.default_queue()
         if axis == 0:

@@ -12,7 +12,8 @@ per-call path builds or checks either.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -277,6 +278,10 @@ class LaunchArgs:
     carry : bytes
         A chained scan from a value (``initial=``): the value's bits, at most
         ``CARRY_BYTES``; empty: none. The kernel reads it from its control words.
+    carry_from : device array, optional
+        A carry that is already on the device (``initial=`` a one-element device array of
+        the scan's dtype): copied into the control words on the device, in queue order,
+        so that a scan can start from another's last element without waiting for it.
     """
 
     kind: str = "inclusive"
@@ -284,13 +289,23 @@ class LaunchArgs:
     block_every: int = 0
     wait_limit: int = 0
     carry: bytes = b""
+    carry_from: Any = field(default=None, compare=False, repr=False)
     kind_code: int = field(init=False, compare=False, repr=False)
+
+    def carrying(self, value: bytes | Any) -> LaunchArgs:
+        """These arguments for a scan from ``value``: a carry's bytes, or a device array."""
+        if isinstance(value, bytes):
+            return replace(self, carry=value, carry_from=None)
+        return replace(self, carry=b"", carry_from=value)
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, KINDS)
-        object.__setattr__(self, "kind_code", KIND_CODES[self.kind] | (KIND_CARRY if self.carry else 0))
+        carried = bool(self.carry) or self.carry_from is not None
+        object.__setattr__(self, "kind_code", KIND_CODES[self.kind] | (KIND_CARRY if carried else 0))
         if len(self.carry) > CARRY_BYTES:
             raise ValueError(f"a carry is at most {CARRY_BYTES} bytes, not {len(self.carry)}")
+        if self.carry_from is not None and self.carry_from.nbytes > CARRY_BYTES:
+            raise ValueError(f"a carry is at most {CARRY_BYTES} bytes, not {self.carry_from.nbytes}")
         if not 0 <= self.spin_limit < 1 << 32:
             # the kernels take it as a 32-bit launch argument
             raise ValueError(f"spin_limit must be between 0 and 2**32 - 1, got {self.spin_limit}")

@@ -215,8 +215,29 @@ def sample(x: Any, runs: list[tuple[int, int]]) -> np.ndarray:
     return np.concatenate([to_host(flat[a:b]) for a, b in runs])
 
 
-def initial_value(initial: Any, dtype: np.dtype) -> np.generic:
-    """``initial=`` as a scalar of ``dtype``: one real number, an integer in range for integers."""
+def check_initial(initial: Any, dtype: np.dtype) -> bool:
+    """Refuse an ``initial=`` that is not one real number (or one not in an integer ``dtype``'s
+    range); return whether it is a device array (whose value is not read here)."""
+    if backends.for_array(initial) is None:
+        initial_value(initial, dtype)
+        return False
+    if initial.size != 1 or initial.dtype.kind not in "biuf":
+        raise TypeError(
+            f"initial= as a device array takes one real element, got shape {initial.shape} of {initial.dtype}"
+        )
+    return True
+
+
+def initial_value(initial: Any, dtype: np.dtype) -> Any:
+    """``initial=`` as a scalar of ``dtype``: one real number, an integer in range for integers.
+
+    A one-element device array stays on its device, of ``dtype`` (cast there if it is
+    not; its value is read by the scan there, unchecked), so that one scan can start from
+    another's last element without the host waiting for it.
+    """
+    if backends.for_array(initial) is not None:
+        check_initial(initial, dtype)
+        return initial if initial.dtype == dtype else initial.reshape(1).astype(dtype)
     value = np.asarray(initial)
     if value.shape != () or value.dtype.kind not in "biuf":
         raise TypeError(f"initial must be one real number, got {initial!r}")

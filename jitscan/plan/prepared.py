@@ -11,7 +11,6 @@ the same path.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -290,20 +289,23 @@ class PreparedScan(FieldCalls):
             Segments of a scan with ``segmented="rows"``: rows of this length.
         stats : dict, optional
             Filled with the look-back counters (a scan made with ``stats=True``).
-        initial : scalar, optional
+        initial : scalar or one-element device array, optional
             Scan from this value: it goes on the left of every element (of a segmented
             scan, up to the first segment head), and it is the first element of an
             exclusive scan and the result of a reduction of nothing. Chained variants
-            (``fallback``, ``lookback``), not deterministic ones.
+            (``fallback``, ``lookback``), not deterministic ones. A device array of this
+            scan's backend is copied into the kernel's carry on the device, in queue
+            order (the host does not wait for it).
         """
         if self._unverified:
             self.verify(x)
-        if self._plain and stats is None and initial is None:
+        if self._plain and stats is None:
+            carry = None if initial is None else self._carry_of(initial)
             loads = self._loads
             common = self.backend.operands(x, out, self._np, self._reduce, loads)
             if common is not None:  # a device array as the kernels take it
                 queue, n, dst = common
-                self._launcher(queue, n, loads[x.dtype])(x, dst, n)
+                self._launcher(queue, n, loads[x.dtype])(x, dst, n, carry)
                 return dst.reshape(()) if self._reduce and out is None else dst
             if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
                 queue = self._host_queue
@@ -314,13 +316,17 @@ class PreparedScan(FieldCalls):
                 if common is not None:
                     src, dst, result = common
                     n = x.size
-                    self._launcher(queue, n, loads[x.dtype])(src, dst, n)
+                    self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
                     self.backend.host_done(dst, queue)
                     return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats, initial)
 
     def carry(self, initial: Any) -> LaunchArgs:
         """This scan's launch arguments for a scan from ``initial`` (refused where unsupported)."""
+        return self.launch_args.carrying(self._carry_of(initial))
+
+    def _carry_of(self, initial: Any) -> bytes | Any:
+        """``initial=`` as a launch carries it: its bytes, or a one-element device array."""
         if self.variant not in CHAINED or self.knobs.get("deterministic"):
             what = "deterministic=True" if self.knobs.get("deterministic") else f"variant={self.variant!r}"
             raise ValueError(
@@ -334,7 +340,18 @@ class PreparedScan(FieldCalls):
             )
         if self._record:
             raise ValueError("initial= takes one value; tuple values do not take one yet")
-        return replace(self.launch_args, carry=arrays.initial_value(initial, self._np).tobytes())
+        value = arrays.initial_value(initial, self._np)
+        if isinstance(value, np.generic):
+            return value.tobytes()
+        if not self.backend.owns(value):
+            raise ValueError(f"initial= as a device array must be a {self.backend.name} array")
+        return value
+
+    def _carried(self, launch: LaunchArgs) -> np.generic:
+        """The value ``launch`` carries, on the host (a reduction of nothing returns it)."""
+        if launch.carry_from is not None:
+            return arrays.to_host(launch.carry_from).reshape(-1)[0]
+        return np.frombuffer(launch.carry, self._np)[0]
 
     def verify(self, x: Any) -> None:
         """Check a Python operator's identity and associativity on values of ``x``.
@@ -390,7 +407,7 @@ class PreparedScan(FieldCalls):
             if out is not None:
                 arrays.check_out(out, b, inp.on_device, self.dtype, (1,))
             if inp.n == 0:
-                ident = empty_value(self.monoid, self.dtype) if launch is None else self._np.type(initial)
+                ident = empty_value(self.monoid, self.dtype) if launch is None else self._carried(launch)
                 return arrays.identity_result(inp, ident, None if out is None else 1, out)
         else:
             arrays.check_out(out, b, inp.on_device, self.dtype, (length,))

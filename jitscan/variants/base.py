@@ -140,16 +140,18 @@ class Variant(ABC):
         """Compile (or fetch) ``spec``'s program for the queue's device."""
         return Bound(spec, backend, backend.program(self.build(spec), queue), self)
 
-    def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[[Any, Any, int], None]:
-        """``go(src, dst, n)``: :meth:`run` of a plain scan (no segments, checked) on one queue.
+    def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
+        """``go(src, dst, n, carry=None)``: :meth:`run` of a plain scan (no segments, checked)
+        on one queue, from ``carry`` where given (bytes or a device array, as
+        :meth:`LaunchArgs.carrying` takes it).
 
         Made once per program and queue, then called on every common call, from any
         thread. Variants override it where a plain launch can be set up ahead.
         """
         run, none = self.run, segments.NONE
 
-        def go(src: Any, dst: Any, n: int) -> None:
-            run(bound, queue, launch, src, dst, n, none, True)
+        def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
+            run(bound, queue, launch if carry is None else launch.carrying(carry), src, dst, n, none, True)
 
         return go
 

@@ -20,7 +20,7 @@ from ..backends import clock
 from ..backends.base import Backend, Scratch
 from ..errors import DeadlockError
 from ..kernels import tile_state
-from ..kernels.spec import LaunchArgs, ScanSpec
+from ..kernels.spec import KIND_CARRY, LaunchArgs, ScanSpec
 from . import segments
 from .base import LOCK, Bound, Variant, operands
 
@@ -81,14 +81,16 @@ class Chained(Variant):
             ctrl = scratch.buf
             if bound.spec.stats:
                 b.zero(ctrl, tile_state.CTRL_CARRY * 4, queue)  # the counters only
-            if launch.carry:
+            if launch.carry_from is not None:
+                b.copy_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry_from, queue)
+            elif launch.carry:
                 b.write_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry, queue)
             args = [*ins, *outs, n, ctrl, launch.kind_code, epoch, launch.spin_limit, launch.wait_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)
         return ctrl, epoch
 
-    def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[[Any, Any, int], None]:
+    def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
         if not self.fallback or bound.spec.stats or bound.spec.record:
             # look-back reads its deadlock flag back; counting reads its counters
             return super().plain_launcher(bound, queue, launch)
@@ -99,7 +101,7 @@ class Chained(Variant):
         scratch = b.scratch(0, queue, encoding)  # the queue's one Scratch of this encoding
         fire = bound.program.launcher(KERNEL, queue)
 
-        def go(src: Any, dst: Any, n: int) -> None:
+        def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
             nonlocal scratch
             tiles = -(-n // tile)
             in_buf, in_off = buffer(src)
@@ -112,7 +114,12 @@ class Chained(Variant):
                     # the one held here would stay too small for the tiles
                     scratch = b.scratch(need, queue, encoding)
                 epoch = next_epoch(b, scratch, queue, limit)
-                fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, kind, epoch, spin, 0, every, 0)
+                code = kind
+                if carry is not None:  # before the launch, in queue order
+                    code |= KIND_CARRY
+                    put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes
+                    put(scratch.buf, tile_state.CTRL_CARRY * 4, carry, queue)
+                fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, code, epoch, spin, 0, every, 0)
 
         return go
 

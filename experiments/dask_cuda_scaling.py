@@ -1,0 +1,221 @@
+"""jitscan's Dask scans on one worker per GPU (``dask_cuda.LocalCUDACluster``): checks, then scaling.
+
+Usage: python experiments/dask_cuda_scaling.py [--gpus 1,2] [--sizes 30:33] [--chunk 26]
+       [--dtypes int32,float32] [--rounds 3] [--no-check]
+
+For each GPU count, a ``LocalCUDACluster`` of that many workers (one per GPU, TCP between
+them, NVLink multicast left off) and a client on it:
+
+- checks (all GPUs only, unless ``--no-check``): ``cumsum``, an exclusive scan with a
+  non-commutative operator, ``segmented_cumsum`` with segments crossing chunk and GPU
+  boundaries, and ``cumsum(axis=0)`` of a 2-D array chunked along axis 0, each compared
+  with NumPy on a sample of chunks;
+- scaling: ``jitscan.cumsum(d).persist()`` and ``dask.array.cumsum(d).persist()`` of
+  2^SIZE elements in CuPy chunks of 2^CHUNK made on the workers, each timed from the call
+  until every task is done and every worker's GPU is idle, taking turns; the median of
+  the rounds. jitscan's scan takes the plan ``jitscan.dask-plan="auto"`` gives under a
+  distributed client (the tree); one worker also times the chain.
+
+Prints a table per dtype: time, G elements/s, the ratio to ``dask.array.cumsum`` and the
+speed-up over one GPU. The samples of jitscan's cumsum are checked against NumPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+# NVLink multicast off for anything the workers start (the machines' rule)
+for _var, _off in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
+    os.environ.setdefault(_var, _off)
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+import cupy  # noqa: E402
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import numpy as np  # noqa: E402
+from dask_cuda import LocalCUDACluster  # noqa: E402
+from distributed import Client, wait  # noqa: E402
+
+import jitscan  # noqa: E402
+
+
+def _make(dtype: str, block_info: dict | None = None) -> cupy.ndarray:
+    """A chunk made on the worker's GPU: small integers (sums stay exact), or floats in [0, 1)."""
+    start, stop = block_info[None]["array-location"][0]
+    rng = cupy.random.default_rng(start)
+    if np.dtype(dtype).kind == "f":
+        return rng.random(stop - start, dtype=dtype)
+    return rng.integers(0, 8, stop - start, dtype=dtype)
+
+
+def device_array(n: int, chunk: int, dtype: str, client: Client) -> da.Array:
+    chunks = ((chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ()),)
+    d = da.map_blocks(_make, dtype, dtype=dtype, chunks=chunks, meta=cupy.empty(0, dtype))
+    d = client.persist(d)
+    wait(d)
+    return d
+
+
+def _idle() -> None:
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def timed(client: Client, make) -> float:  # noqa: ANN001
+    """Seconds from the call until the result is on the workers and their GPUs are idle."""
+    client.run(_idle)
+    t = time.perf_counter()
+    y = client.persist(make())
+    wait(y)
+    client.run(_idle)
+    dt = time.perf_counter() - t
+    del y
+    return dt
+
+
+def sample_check(d: da.Array, y: da.Array, blocks: list[int]) -> bool:
+    """Chunks of jitscan's cumsum against NumPy (int64 sums for integers; float64 for floats)."""
+    starts = np.cumsum((0, *d.chunks[0]))
+    for i in blocks:
+        before = d[: starts[i]].sum(dtype=np.float64 if d.dtype.kind == "f" else np.int64).compute()
+        part = cupy.asnumpy(d.blocks[i].compute())
+        acc = np.float64 if d.dtype.kind == "f" else np.int64
+        want = (cupy.asnumpy(before).astype(acc) + np.cumsum(part, dtype=acc)).astype(y.dtype)
+        got = cupy.asnumpy(y.blocks[i].compute())
+        if d.dtype.kind == "f":
+            if not np.allclose(got, want, rtol=1e-3):
+                return False
+        elif not np.array_equal(got, want):
+            return False
+    return True
+
+
+def _ffill(a, b):  # noqa: ANN001, ANN202
+    return b if b != 0 else a
+
+
+def checks(client: Client, gpus: int) -> None:
+    """The four forms against NumPy, with chunks on every GPU (boundaries between GPUs included)."""
+    n, chunk = 1 << 24, 1 << 20
+    rng = np.random.default_rng(3)
+    host = rng.integers(-50, 50, n).astype(np.int32)
+    host[rng.random(n) < 0.9] = 0  # a forward fill's gaps
+    d = client.persist(da.from_array(host, chunks=chunk).map_blocks(cupy.asarray))
+    wait(d)
+    where = {k: v for k, v in client.who_has(d).items()}
+    sample = [0, 1, len(d.chunks[0]) // 2, len(d.chunks[0]) - 1]
+    results = []
+    y = jitscan.cumsum(d)
+    results.append(("cumsum", sample_check(d, y, sample)))
+    ffill = jitscan.operator(_ffill, identity=0)
+    ex = jitscan.scan(d, ffill, kind="exclusive").compute().get()
+    filled = host[np.maximum.accumulate(np.where(host != 0, np.arange(n), 0))]
+    want = np.r_[0, filled[:-1]]
+    results.append(("exclusive forward fill (Python operator)", bool(np.array_equal(ex, want))))
+    offsets = np.unique(np.r_[0, rng.integers(0, n, 40), np.arange(0, n, 3 * chunk + 17), n])
+    seg = jitscan.segmented_cumsum(d, offsets=offsets).compute().get()
+    bounds = zip(offsets[:-1], offsets[1:], strict=True)
+    want = np.concatenate([np.cumsum(host[a:b], dtype=np.int64) for a, b in bounds])
+    results.append(("segmented_cumsum, segments across chunks and GPUs", bool(np.array_equal(seg, want))))
+    m = host.reshape(1 << 12, 1 << 12)
+    dm = client.persist(da.from_array(m, chunks=(1 << 8, 1 << 12)).map_blocks(cupy.asarray))
+    got = jitscan.cumsum(dm, axis=0).compute().get()
+    results.append(("cumsum(axis=0) of 2-D, chunked on axis 0", bool(np.array_equal(got, np.cumsum(m, 0)))))
+    workers = len({w for ws in where.values() for w in ws})
+    print(f"\nchecks on {gpus} GPU(s), int32 2^24 in chunks of 2^20 on {workers} worker(s):")
+    for name, ok in results:
+        print(f"| {name} | {'ok' if ok else 'WRONG'} |")
+
+
+def measure(client: Client, g: int, dtype: str, log_n: int, chunk: int, rounds: int) -> dict:
+    """Median seconds of each contender on ``g`` GPUs, and whether jitscan's samples are right."""
+    try:
+        d = device_array(1 << log_n, 1 << chunk, dtype, client)
+    except Exception as exc:  # noqa: BLE001 - out of device memory: say so, go on
+        print(f"{g} GPU(s), {dtype} 2^{log_n}: not made ({type(exc).__name__})")
+        return {}
+    plans = {"jitscan": "auto", "jitscan, chain": "chain"} if g == 1 else {"jitscan": "auto"}
+
+    def scan(plan: str) -> float:
+        with dask.config.set({"jitscan.dask-plan": plan}):
+            return timed(client, lambda: jitscan.cumsum(d))
+
+    for plan in plans.values():  # warm-up: compiles, pools
+        scan(plan)
+    times: dict = {}
+    for _ in range(rounds):
+        for key, plan in plans.items():
+            times.setdefault(key, []).append(scan(plan))
+        try:
+            times.setdefault("dask.array", []).append(timed(client, lambda: da.cumsum(d)))
+        except Exception as exc:  # noqa: BLE001
+            print(f"dask.array.cumsum: {type(exc).__name__} at 2^{log_n} on {g} GPU(s)")
+    out = {key: statistics.median(v) for key, v in times.items() if v}
+    k = len(d.chunks[0])
+    out["ok"] = sample_check(d, jitscan.cumsum(d), sorted({0, 1, k // 2, k - 1} & set(range(k))))
+    return out
+
+
+def table(rows: dict, dtype: str, sizes: list[int], counts: list[int]) -> None:
+    print("| n | GPUs | jitscan ms | G el/s | dask.array ms | vs dask.array | over 1 GPU | checked |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for log_n in sizes:
+        for g in counts:
+            r = rows.get((dtype, log_n, g), {})
+            t, ref = r.get("jitscan"), r.get("dask.array")
+            if t is None:
+                continue
+            one = rows.get((dtype, log_n, 1), {}).get("jitscan")
+            cells = [f"2^{log_n}", str(g), f"{t * 1e3:.1f}", f"{(1 << log_n) / t / 1e9:.1f}"]
+            cells += [f"{ref * 1e3:.1f}", f"{ref / t:.2f}x"] if ref else ["-", "-"]
+            cells += [f"{one / t:.2f}x" if one else "-", "ok" if r.get("ok") else "WRONG"]
+            print("| " + " | ".join(cells) + " |")
+            chain = r.get("jitscan, chain")
+            if chain:
+                rate = (1 << log_n) / chain / 1e9
+                print(
+                    f"| (the chain plan) | {g} | {chain * 1e3:.1f} | {rate:.1f} | | {ref / chain:.2f}x | | |"
+                )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1 and all)")
+    ap.add_argument("--sizes", default="30:33", help="log2 sizes, A:B inclusive or a list")
+    ap.add_argument("--chunk", type=int, default=26, help="log2 of the chunk size")
+    ap.add_argument("--dtypes", default="int32,float32")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-check", action="store_true")
+    args = ap.parse_args()
+    total = cupy.cuda.runtime.getDeviceCount()
+    counts = sorted({1, total}) if args.gpus is None else [int(g) for g in args.gpus.split(",")]
+    if ":" in args.sizes:
+        a, b = map(int, args.sizes.split(":"))
+        sizes = list(range(a, b + 1))
+    else:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    import dask_cuda
+    import distributed
+
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"{total} x {name}; dask {dask.__version__}, distributed {distributed.__version__},")
+    print(f"dask-cuda {dask_cuda.__version__}, CuPy {cupy.__version__}, jitscan {jitscan.__version__}")
+    rows: dict = {}
+    for g in counts:
+        visible = ",".join(str(i) for i in range(g))
+        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1, dashboard_address=None)
+        with cluster, Client(cluster) as client:
+            if g == max(counts) and not args.no_check:
+                checks(client, g)
+            for dtype in args.dtypes.split(","):
+                for log_n in sizes:
+                    rows[(dtype, log_n, g)] = measure(client, g, dtype, log_n, args.chunk, args.rounds)
+    for dtype in args.dtypes.split(","):
+        print(f"\n{dtype}, chunks of 2^{args.chunk}, median of {args.rounds} rounds")
+        table(rows, dtype, sizes, counts)
+
+
+if __name__ == "__main__":
+    main()
