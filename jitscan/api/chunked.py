@@ -272,8 +272,9 @@ def _chain_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
     first = None if initial is None else initial_value(initial, result)
     dsk: dict = {}
     before = None  # the last chunk before with elements: its result and input end the carry
+    exclusive = calls.kind == "exclusive"  # whose carry also needs the input's last element
     for i, size in enumerate(x.chunks[0]):
-        link = (None, None) if before is None else ((name, before), (x.name, before))
+        link = (None, None) if before is None else ((name, before), (x.name, before) if exclusive else None)
         dsk[(name, i)] = (_chain_scan, (x.name, i), *link, first, i, calls, result)
         before = i if size else before
     chunks = list(x.chunks[0])
@@ -529,7 +530,8 @@ def segmented_scan(
         name = f"jitscan-segchain-{token}"
         before = None  # as _chain_1d: the carry comes from the last chunk before with elements
         for i, size in enumerate(values.chunks[0]):
-            link = (None, None) if before is None else ((name, before), (values.name, before))
+            last_in = (values.name, before) if kind == "exclusive" else None
+            link = (None, None) if before is None else ((name, before), last_in)
             chunk = ((values.name, i), (heads, i), *link)
             dsk[(name, i)] = (_chain_segmented, *chunk, first, kind, result, *call)
             before = i if size else before
