@@ -188,6 +188,12 @@ def main() -> None:
     ap.add_argument("--dtypes", default="int32,float32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument(
+        "--saturation",
+        default=None,
+        help="the scheduler's distributed.scheduler.worker-saturation (default: Dask's; 'inf' sends "
+        "every ready task to its worker at once instead of queuing root-ish tasks)",
+    )
     args = ap.parse_args()
     total = cupy.cuda.runtime.getDeviceCount()
     counts = sorted({1, total}) if args.gpus is None else [int(g) for g in args.gpus.split(",")]
@@ -202,10 +208,18 @@ def main() -> None:
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"{total} x {name}; dask {dask.__version__}, distributed {distributed.__version__},")
     print(f"dask-cuda {dask_cuda.__version__}, CuPy {cupy.__version__}, jitscan {jitscan.__version__}")
+    saturation = args.saturation or dask.config.get("distributed.scheduler.worker-saturation")
+    print(f"worker-saturation {saturation}")
     rows: dict = {}
     for g in counts:
         visible = ",".join(str(i) for i in range(g))
-        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1, dashboard_address=None)
+        config = (
+            {} if args.saturation is None else {"distributed.scheduler.worker-saturation": args.saturation}
+        )
+        with dask.config.set(config):
+            cluster = LocalCUDACluster(
+                CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1, dashboard_address=None
+            )
         with cluster, Client(cluster) as client:
             if g == max(counts) and not args.no_check:
                 checks(client, g)
