@@ -15,6 +15,8 @@ array([ 0,  1,  3,  6, 10], dtype=int32)
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import backends
 from .api import (
     AxisError,
@@ -43,6 +45,27 @@ from .plan import PreparedScan, plan
 from .variants import VARIANTS
 
 __version__ = "0.1.0"
+
+
+def tune(backend: str | None = None, **kwargs: Any) -> Any:
+    """Measure this device's best tile shapes and keep them for every later scan here.
+
+    A coordinate search from the built-in knobs over the tunables of
+    ``jitscan.plan.tuned.TUNABLES``, within a time budget; each candidate's answer is
+    checked before it is timed. The table goes to the user's cache directory and is used
+    without asking (``JITSCAN_TUNING=off`` ignores it). Arguments as
+    :func:`jitscan.tuner.search.tune` (``dtypes``, ``ops``, ``segmented``, ``sizes``,
+    ``budget`` in seconds, ``write``, ``path``, ``progress``, ``log``).
+
+    Returns
+    -------
+    jitscan.tuner.Report
+        Each case's kept knobs and speed-up; ``.markdown()`` prints them.
+    """
+    from .tuner.search import tune as search
+
+    return search(backend, **kwargs)
+
 
 __all__ = [
     "AxisError",
@@ -78,4 +101,5 @@ __all__ = [
     "segmented_reduce",
     "segmented_scan",
     "source",
+    "tune",
 ]

@@ -1,4 +1,5 @@
-"""Command line: ``python -m jitscan bench ...`` (also installed as the ``jitscan`` script)."""
+"""Command line: ``python -m jitscan bench ...`` and ``python -m jitscan tune ...`` (also
+installed as the ``jitscan`` script)."""
 
 from __future__ import annotations
 
@@ -167,6 +168,33 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--json", default=None, help="also write the JSON here")
     b.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t = sub.add_parser(
+        "tune",
+        help="measure this device's best tile shapes; later scans here use them",
+        description=(
+            "Search the chained scan's tile shapes (threads, vectors, vector width, blocks per "
+            "multiprocessor, look-back window, tile-state encoding) for this device, per dtype class, "
+            "op class, segmented mode and size class, within a time budget: a coordinate search from "
+            "the built-in knobs, every candidate's answer checked before it is timed. The winners go "
+            "to the user's cache directory, where every later scan on this device finds them "
+            "(JITSCAN_TUNING=off ignores them)."
+        ),
+    )
+    t.add_argument("--backend", default=None, help="backend name (default: the default backend)")
+    t.add_argument("--dtypes", type=_names, default=["int32", "float32", "float64"])
+    t.add_argument("--ops", type=_names, default=["add", "custom"], help="op classes: add, custom")
+    t.add_argument("--segmented", type=_names, default=["none", "flags"], help="segmented modes: none, flags")
+    t.add_argument("--sizes", type=_sizes, default=None, help="exponents of 2, 'lo:hi[:step]' or 'a,b'")
+    t.add_argument("--budget", type=float, default=300.0, help="seconds for the search (default 300)")
+    t.add_argument("--out", default=None, help="write the table here (default: the user's cache)")
+    t.add_argument("--no-write", action="store_true", help="report only")
+    t.add_argument(
+        "--compare",
+        action="store_true",
+        help="then time the built-in knobs against the table in use at each size, in turns",
+    )
+    t.add_argument("--compare-only", action="store_true", help="only the comparison (no search)")
+    t.add_argument("--no-progress", action="store_true")
     return parser
 
 
@@ -289,6 +317,44 @@ def bench_command(args: argparse.Namespace) -> int:
     return 0 if report.results else 1
 
 
+def tune_command(args: argparse.Namespace) -> int:
+    """Run ``jitscan tune``; returns the exit status."""
+    from .tuner import compare, tune
+
+    dtypes = dtype_names(args.dtypes)
+    segmented = ["" if s == "none" else s for s in args.segmented]
+    if not args.compare_only:
+        progress = _Progress(not args.no_progress)
+        try:
+            report = tune(
+                args.backend,
+                dtypes=dtypes,
+                ops=args.ops,
+                segmented=segmented,
+                sizes=args.sizes,
+                budget=args.budget,
+                write=not args.no_write,
+                path=args.out,
+                progress=progress.step,
+                log=progress.log,
+            )
+        finally:
+            progress.close()
+        print(f"device: {report.device} ({report.backend}); {report.seconds:.0f} s\n")
+        print(report.markdown())
+        if not args.no_write:
+            print(f"\nwrote {report.path}", file=sys.stderr)
+    if args.compare or args.compare_only:
+        print("\n| dtype | segments | n | built-in, 10^9 elements/s | tuned | built-in / tuned time |")
+        print("|---|---|---:|---:|---:|---:|")
+        for seg in segmented:
+            for dtype, n, builtin, mine in compare(args.backend, dtypes, args.sizes, seg):
+                cells = [dtype, seg or "none", f"2^{n.bit_length() - 1}", f"{n / builtin / 1e9:.2f}"]
+                cells += [f"{n / mine / 1e9:.2f}", f"{builtin / mine:.3f}"]
+                print("| " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m jitscan`` and of the ``jitscan`` console script."""
     parser = _parser()
@@ -298,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
             return bench_command(args)
         except (JitscanError, ValueError) as exc:  # an unknown or unavailable backend, a dtype
             parser.exit(2, f"jitscan bench: {exc}\n")
+    if args.command == "tune":
+        try:
+            return tune_command(args)
+        except (JitscanError, ValueError) as exc:
+            parser.exit(2, f"jitscan tune: {exc}\n")
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -45,6 +45,8 @@ class DeviceInfo:
         32-bit registers one workgroup's threads may use together; None where unknown.
     thread_registers : int or None
         32-bit registers one thread may use; None where unknown.
+    driver : str
+        The driver's version as it reports it (tuned tables are kept per driver), or "".
     """
 
     name: str
@@ -58,6 +60,7 @@ class DeviceInfo:
     clock: str = ""
     registers: int | None = None
     thread_registers: int | None = None
+    driver: str = ""
 
 
 @dataclass(frozen=True)

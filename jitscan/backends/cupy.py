@@ -256,6 +256,7 @@ class CupyBackend(Backend):
                 # PTX caps a thread at 255 registers (CUDA's programming guide, "Technical
                 # Specifications"); HIP's cap depends on the wave size: not checked
                 thread_registers=None if cupy.cuda.runtime.is_hip else 255,
+                driver=str(cupy.cuda.runtime.driverGetVersion()),
             )
         return self._info[dev]
 

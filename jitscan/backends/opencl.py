@@ -291,6 +291,7 @@ class OpenCLBackend(Backend):
                 # NVIDIA's cl_nv_device_attribute_query; no other driver says
                 registers=int(dev.registers_per_block_nv) if "cl_nv_device_attribute_query" in ext else None,
                 thread_registers=255 if "cl_nv_device_attribute_query" in ext else None,
+                driver=dev.driver_version.strip(),
             )
         return self._info[key]
 

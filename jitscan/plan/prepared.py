@@ -10,6 +10,8 @@ the same path.
 
 from __future__ import annotations
 
+import functools
+import warnings
 from bisect import bisect_left
 from numbers import Integral, Real
 from typing import Any
@@ -22,7 +24,7 @@ from ..dtypes import INPUTS, Record, loaded_as, value_type
 from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
-from . import arrays, tuning
+from . import arrays, tuned, tuning
 from .fields import FieldCalls
 
 #: keyword-only tuning knobs every scan accepts (see :func:`jitscan.scan`)
@@ -156,6 +158,14 @@ class PreparedScan(FieldCalls):
             spin_timeout=knobs.get("spin_timeout"),
         )
         self._program_knobs = {k: v for k, v in knobs.items() if k not in LAUNCH_KNOBS}
+        #: whether tuned tables apply (plan.tuned): chained scans of scalar values, not
+        #: deterministic ones, and no tile-shape knob given by the caller
+        self._tunable = (
+            variant in CHAINED
+            and not isinstance(self.dtype, Record)
+            and not knobs.get("deterministic")
+            and not (set(self._program_knobs) & tuned.SHAPE_KNOBS)
+        )
         self._specs: dict[tuple, ScanSpec] = {}
         #: compiled programs and launch functions by queue (and size class): at most
         #: QUEUE_ENTRIES, the oldest dropped first, so that queue after queue stays bounded
@@ -195,7 +205,9 @@ class PreparedScan(FieldCalls):
         key = (info, cls, row_tiles, loads)
         spec = self._specs.get(key)
         if spec is None:
-            spec = tuning.spec_for(
+            segmented = "" if row_tiles else self.segmented
+            made = functools.partial(
+                tuning.spec_for,
                 info,
                 variant=self.variant,
                 kind=self.kind,
@@ -203,13 +215,22 @@ class PreparedScan(FieldCalls):
                 monoid=self.monoid,
                 stats=self.stats,
                 n=tuning.class_elements(cls, self.dtype.packed_bytes),
-                segmented="" if row_tiles else self.segmented,
+                segmented=segmented,
                 row_tiles=row_tiles,
                 in_dtype=loads,
                 index_fields=self.index_fields,
                 outputs=self.outputs,
-                **self._program_knobs,
             )
+            found = tuned.knobs_for(info, self.dtype, self.monoid, segmented, cls) if self._tunable else {}
+            spec = None
+            if found:
+                try:
+                    spec = made(**(found | self._program_knobs))
+                except (ValueError, TypeError) as exc:  # a table that no longer fits: the defaults
+                    note = f"jitscan: tuned knobs {found} do not apply here ({exc}); ignored"
+                    warnings.warn(note, stacklevel=2)
+            if spec is None:
+                spec = made(**self._program_knobs)
             self._specs[key] = spec
         return spec
 
