@@ -603,22 +603,12 @@ def _block_segmented(
 
 
 def _chain_segmented(
-    values: Any,
-    heads: Any,
-    done: Any,
-    done_in: Any,
-    first: Any,
-    kind: str,
-    result: np.dtype,
-    op: Any,
-    variant: Any,
-    backend: Any,
-    dtype: Any,
-    knobs: dict,
+    values: Any, heads: Any, done: Any, done_in: Any, first: Any, kind: str, result: np.dtype, *call: Any
 ) -> Any:
+    """A chain's chunk: ``call`` is ``_block_segmented``'s (op, variant, backend, dtype, knobs)."""
+    op, variant, backend = call[:3]
     carry = first if done is None else carry_after(done, done_in, kind, op, variant, backend, result)
-    call = (kind, op, variant, backend, dtype, knobs)
-    return _block_segmented(values, heads, [carry], 0, *call)
+    return _block_segmented(values, heads, [carry], 0, kind, *call)
 
 
 # -- segmented reductions -------------------------------------------------------------------
