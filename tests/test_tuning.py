@@ -80,6 +80,21 @@ def test_later_scans_use_the_table_and_stay_right(info, rng):
     )
 
 
+def test_a_table_shipped_for_this_device_applies_whatever_driver_or_build_made_it(
+    info, tmp_path, monkeypatch
+):
+    default = vectors_used(info)
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(tuned, "_SHIPPED", shipped)
+    path = plant(info, {"vectors": default // 2}, driver="an older one", build="0.0.1+000000000000")
+    shipped.mkdir()
+    path.rename(shipped / path.name)
+    tuned.forget()
+    assert vectors_used(info) == default // 2  # the user's cache has none: the shipped table
+    plant(info, {"vectors": default // 4})
+    assert vectors_used(info) == default // 4  # the user's own table comes first
+
+
 def test_the_switch_and_a_callers_shape_knob_leave_the_built_in_knobs(info, monkeypatch):
     default = vectors_used(info)
     plant(info, {"vectors": default // 2})

@@ -327,6 +327,8 @@ def tune(
             if log is not None:
                 kept = _short(outcome.knobs) or "built-in knobs"
                 log(f"{case.name}: {kept} ({outcome.speedup:.3f}x, {outcome.tried} timed)")
+                for why in outcome.skipped:
+                    log(f"{case.name}: skipped {why}")
             timer.release()
     target = path or str(tuned.cache_dir() / tuned.file_name(info))
     if write:
