@@ -107,6 +107,25 @@ def test_a_value_on_the_device_is_read_there_without_the_host_waiting(backend, r
     assert int(b.to_host(jitscan.reduce(empty, initial=first[-1:]))) == end
     with pytest.raises(TypeError, match="one real element"):
         jitscan.scan(b.to_device(x[n:], q), initial=first[-2:])
+    with pytest.raises(TypeError, match="cannot carry into a int32 scan"):
+        jitscan.scan(b.to_device(x[n:], q), initial=b.to_device(np.array([2.5]), q))
+
+
+def test_a_value_written_in_another_queue_is_waited_for():
+    b = backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"backend 'opencl' unavailable here: {b.unavailable_reason()}")
+    import pyopencl as cl
+
+    q1 = b.default_queue()
+    q2 = cl.CommandQueue(q1.context)
+    n = 1 << 22
+    big = b.to_device(np.ones(n, np.int32), q2)
+    small = b.to_device(np.ones(1 << 10, np.int32), q1)
+    for t in range(5):
+        first = jitscan.scan(big, initial=1000 * t)  # in q2, while q1 scans from its end
+        rest = jitscan.scan(small, initial=first[-1:])
+        assert b.to_host(rest)[0] == n + 1 + 1000 * t
 
 
 @pytest.mark.parametrize(

@@ -121,6 +121,36 @@ def test_a_corrupt_table_is_ignored_with_a_warning_and_rewritten(info):
     assert vectors_used(info) == default // 2
 
 
+@pytest.mark.parametrize(
+    "contents",
+    [b"\xff\xfe not text", b'{"cases": {"4-byte/builtin/none/0": {"knobs": {"vectors": true}}}}'],
+    ids=["not UTF-8", "a knob of the wrong type"],
+)
+def test_a_table_that_is_not_text_or_has_bad_values_is_corrupt_too(info, contents):
+    default = vectors_used(info)
+    path = plant(info, {})
+    path.write_bytes(contents)
+    tuned.forget()
+    with pytest.warns(UserWarning, match="corrupt"):
+        assert vectors_used(info) == default
+
+
+def test_the_users_cases_come_before_the_shipped_ones_case_by_case(info, tmp_path, monkeypatch):
+    default = vectors_used(info)
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    monkeypatch.setattr(tuned, "_SHIPPED", shipped)
+    path = plant(info, {"vectors": default // 2})
+    path.rename(shipped / path.name)
+    other = search.Outcome("8-byte/builtin/none/0", {"vectors": 8}, 1.2, tried=3)
+    search.save(info, [other], str(tuned.cache_dir() / tuned.file_name(info)))
+    assert vectors_used(info) == default // 2  # the user's table lacks this case: shipped
+    search.save(info, [search.Outcome("4-byte/builtin/none/0", {}, 1.0, tried=0)], str(path))
+    assert vectors_used(info) == default // 2  # a case the budget never reached adds nothing
+    search.save(info, [search.Outcome("4-byte/builtin/none/0", {}, 1.0, tried=5)], str(path))
+    assert vectors_used(info) == default  # a case measured here: the built-in knobs won
+
+
 def test_knobs_that_no_longer_fit_warn_and_leave_the_built_in_knobs(info):
     default = vectors_used(info)
     plant(info, {"threads": info.max_threads * 2})

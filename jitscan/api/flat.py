@@ -144,8 +144,11 @@ scan.__doc__ = (
         element of an exclusive scan (``kind="reduce"``: the result for no elements).
         A chained variant, not deterministic, without ``axis``. A device array of the
         input's backend (``y[-1:]`` of another scan) is read on the device, in queue
-        order, without the host waiting for it. A Dask array's chunks are scanned from
-        their carries this way.
+        order, without the host waiting for it: a PyOpenCL array of another queue is
+        waited for there; a CuPy array must be ready in the scan's stream, as the input
+        must (CuPy arrays do not say which stream wrote them). It casts as NumPy's
+        ``same_kind`` (no float into an integer scan). A Dask array's chunks are scanned
+        from their carries this way.
     output : int or tuple of int, optional
         Tuple values only: the fields written and returned, an array for an int, a
         tuple for a tuple (in increasing order); default every field, as a tuple. Fields

@@ -368,6 +368,8 @@ class CupyBackend(Backend):
         event.record(queue.stream)
 
     def copy_bytes(self, buf: int, offset: int, src: Any, queue: CudaQueue) -> None:
+        # ordered after what the scan's stream holds: a CuPy array does not say which
+        # stream wrote it, so one written in another stream must be ready (the input's rule)
         cupy.cuda.runtime.memcpyAsync(
             buf + offset, src.data.ptr, src.nbytes, cupy.cuda.runtime.memcpyDeviceToDevice, queue.ptr
         )

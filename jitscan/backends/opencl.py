@@ -512,6 +512,9 @@ class OpenCLBackend(Backend):
         cl.enqueue_copy(queue, buf, np.frombuffer(data, np.uint8), dst_offset=offset, is_blocking=True)
 
     def copy_bytes(self, buf: Any, offset: int, src: Any, queue: Any) -> None:
+        if src.queue is not None and src.queue is not queue:
+            # written in another queue: this one waits for all that queue holds now
+            cl.enqueue_barrier(queue, wait_for=[cl.enqueue_marker(src.queue)])
         cl.enqueue_copy(
             queue, buf, src.base_data, byte_count=src.nbytes, dst_offset=offset, src_offset=src.offset
         )

@@ -225,6 +225,10 @@ def check_initial(initial: Any, dtype: np.dtype) -> bool:
         raise TypeError(
             f"initial= as a device array takes one real element, got shape {initial.shape} of {initial.dtype}"
         )
+    if not np.can_cast(initial.dtype, dtype, "same_kind"):
+        # its value is not read here: refuse what NumPy's ufuncs would refuse (a float into
+        # an integer scan); a wider integer wraps, as it does in NumPy's same_kind casts
+        raise TypeError(f"initial= as a {initial.dtype} device array cannot carry into a {dtype} scan")
     return True
 
 

@@ -1,8 +1,8 @@
 """Tuned tile shapes: what ``jitscan tune`` measured on this device, used without asking.
 
 A table maps a *case* (the scan's dtype class, op class, segmented mode and size class)
-to the knobs that ran fastest there. Two places hold tables, and the first that has the
-device wins:
+to the knobs that ran fastest there. Two places hold tables; for each case the user's
+entry wins over the shipped one:
 
 - the user's cache (``platformdirs.user_cache_dir("jitscan")/tuning``, or
   ``$JITSCAN_CACHE_DIR/tuning``), written by :func:`jitscan.tune`. A file counts only for
@@ -13,9 +13,12 @@ device wins:
   the project has measured, keyed by backend and device name only.
 
 ``JITSCAN_TUNING=off`` ignores both. A prepared scan looks its cases up once per size
-class (``PreparedScan.spec``); knobs given by the caller win, and a caller who gives any
-tile-shape knob gets none of the table's. Tables apply to the chained variants
-(``fallback``, ``lookback``) of scalar values, not to deterministic scans or tuple values.
+class when it is made (``PreparedScan.spec``): a table written later, or the switch
+turned later, reaches the prepared scans made after it (a new process, or
+``jitscan.api.cache.clear()`` for the public functions' cached ones). Knobs given by the
+caller win, and a caller who gives any tile-shape knob gets none of the table's. Tables
+apply to the chained variants (``fallback``, ``lookback``) of scalar values, not to
+deterministic scans or tuple values.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 from ..backends.base import DeviceInfo
 from ..dtypes import DType
+from ..kernels.spec import TILE_STATES
 from ..operators import BUILTIN, Monoid
 
 #: the knobs a table may set, each with what it is and the values the tuner tries
@@ -113,29 +117,40 @@ def enabled() -> bool:
 def read(path: Path) -> dict[str, Any] | None:
     """A table file's contents, or None if it is missing; a broken one warns and reads as None."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         warnings.warn(f"jitscan: cannot read tuning table {path}: {exc}; ignored", stacklevel=3)
         return None
     try:
-        table = json.loads(text)
+        table = json.loads(raw.decode("utf-8"))
         if not isinstance(table, dict) or not isinstance(table.get("cases"), dict):
             raise ValueError("no 'cases' mapping")
         for name, entry in table["cases"].items():
             if not isinstance(entry, dict) or not isinstance(entry.get("knobs"), dict):
                 raise ValueError(f"case {name!r} has no 'knobs' mapping")
-            unknown = set(entry["knobs"]) - SHAPE_KNOBS
-            if unknown:
-                raise ValueError(f"case {name!r} sets unknown knobs {sorted(unknown)}")
-    except ValueError as exc:  # json.JSONDecodeError is one
+            _check_knobs(name, entry["knobs"])
+    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError are ones
         warnings.warn(
             f"jitscan: tuning table {path} is corrupt ({exc}); ignored (the next `jitscan tune` rewrites it)",
             stacklevel=3,
         )
         return None
     return table
+
+
+def _check_knobs(name: str, knobs: dict[str, Any]) -> None:
+    """A case's knobs: known names, positive integers (a tile-state name), else ValueError."""
+    unknown = set(knobs) - SHAPE_KNOBS
+    if unknown:
+        raise ValueError(f"case {name!r} sets unknown knobs {sorted(unknown)}")
+    for knob, value in knobs.items():
+        if knob == "tile_state":
+            if value not in TILE_STATES:
+                raise ValueError(f"case {name!r}: tile_state {value!r}")
+        elif type(value) is not int or value < 0:
+            raise ValueError(f"case {name!r}: {knob} {value!r} is not a non-negative integer")
 
 
 def user_table(info: DeviceInfo) -> dict[str, Any] | None:
@@ -159,8 +174,13 @@ def shipped_table(info: DeviceInfo) -> dict[str, Any] | None:
 
 @functools.cache
 def _cases(info: DeviceInfo, stamp: tuple) -> dict[str, dict[str, Any]]:
-    table = user_table(info) or shipped_table(info)
-    return {} if table is None else {k: dict(v["knobs"]) for k, v in table["cases"].items()}
+    """Each case's knobs: the user's entry where the user's table has the case, else the
+    shipped table's."""
+    cases: dict[str, dict[str, Any]] = {}
+    for table in (shipped_table(info), user_table(info)):
+        if table is not None:
+            cases.update({k: dict(v["knobs"]) for k, v in table["cases"].items()})
+    return cases
 
 
 def _stamp(info: DeviceInfo) -> tuple:
