@@ -254,6 +254,17 @@ def test_cupy_chunks_are_scanned_on_the_gpu_that_holds_them(x):
     y = jitscan.cumsum(d)
     assert isinstance(y._meta, cupy.ndarray)
     np.testing.assert_array_equal(y.compute().get(), np.cumsum(x))
+    # exclusive carries combine the last result with the last input on the device
+    np.testing.assert_array_equal(
+        jitscan.scan(d, "add", kind="exclusive").compute().get(), np.r_[0, np.cumsum(x, dtype=np.int32)[:-1]]
+    )
+    g = np.where(x % 7 == 0, x, 0)
+    dg = da.from_array(g, chunks=CHUNKS).map_blocks(cupy.asarray)
+    np.testing.assert_array_equal(
+        jitscan.scan(dg, FFILL, kind="exclusive").compute().get(), np.r_[0, ffill_reference(g)[:-1]]
+    )
+    from_seven = jitscan.scan(d, initial=7).compute().get()
+    np.testing.assert_array_equal(from_seven, 7 + np.cumsum(x, dtype=np.int32))
     offsets = np.array([0, 2500, 8500, N])
     np.testing.assert_array_equal(
         jitscan.segmented_scan(d, offsets=offsets, dtype=np.int32).compute().get(),

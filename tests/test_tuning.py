@@ -98,7 +98,7 @@ def test_a_table_shipped_for_this_device_applies_whatever_driver_or_build_made_i
 def test_the_switch_and_a_callers_shape_knob_leave_the_built_in_knobs(info, monkeypatch):
     default = vectors_used(info)
     plant(info, {"vectors": default // 2})
-    assert vectors_used(info, threads=1) == default  # a shape knob given: none of the table's
+    assert vectors_used(info, tile_state="split") == default  # a shape knob given: none of the table's
     monkeypatch.setenv(tuned.SWITCH, "off")
     assert vectors_used(info) == default
 
