@@ -85,6 +85,8 @@ def test_the_plan_is_a_chain_on_a_local_scheduler_and_a_tree_on_a_distributed_on
             assert jitscan.segmented_cumsum(d, offsets=[0, 5, N]).name.startswith("jitscan-segchain-")
         with dask.config.set(scheduler=cluster.get):
             assert jitscan.cumsum(d).name.startswith("jitscan-scan-")
+        with dask.config.set(scheduler="processes"):
+            assert jitscan.cumsum(d).name.startswith("jitscan-scan-")
     with dask.config.set({"jitscan.dask-plan": "fastest"}), pytest.raises(ValueError, match="chain"):
         jitscan.cumsum(d)
 

@@ -7,11 +7,11 @@ A 1-D scan has two plans, chosen when the graph is built (``dask.config`` key
   last element of chunk i - 1's result (``initial=`` a one-element device array, which
   the kernel's carry is copied from on the device, so no task waits for the GPU). Its
   chunks run one after the other, which costs nothing where they share one device; it
-  is the plan ``"auto"`` takes under Dask's local schedulers (threads, synchronous);
+  is the plan ``"auto"`` takes under Dask's in-process schedulers (threads, synchronous);
 - the *tree* reads each element twice and writes it once, and its chunks run in
   parallel, on several devices or machines. ``"auto"`` takes it under a distributed
   client, where each link of a chain would wait for a round trip through the scheduler
-  (measured: 6 ms a chunk on one dask-cuda worker):
+  (measured: 6 ms a chunk on one dask-cuda worker), and under ``scheduler="processes"``:
 
   1. each chunk but the last is reduced to one value (its total: one read);
   2. one small task folds the totals in order into each chunk's carry (the combination
@@ -253,15 +253,19 @@ def _chained(values: Any, kind: str, nan: Any = None) -> bool:
         return False  # a chain finds its links by the chunk sizes; NaN exclusive: no such call
     if plan != "auto":
         return plan == "chain"
-    return not _distributed()
+    return _in_process()
 
 
-def _distributed() -> bool:
-    """Whether a compute now would go to a distributed client (its ``get`` is a bound method),
-    where each link of a chain would wait for a round trip through the scheduler."""
+def _in_process() -> bool:
+    """Whether a compute now would run its tasks in this process (Dask's threads or
+    synchronous scheduler). Elsewhere each link of a chain would wait for its predecessor's
+    result to travel: through a distributed scheduler, or between the processes of
+    ``scheduler="processes"``."""
     import dask.base
+    import dask.local
+    import dask.threaded
 
-    return getattr(dask.base.get_scheduler(), "__self__", None) is not None
+    return dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
 
 
 def _chain_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:

@@ -320,6 +320,7 @@ class PreparedScan(FieldCalls):
         """
         if self._unverified:
             self.verify(x)
+        carry = None
         if self._plain and stats is None:
             carry = None if initial is None else self._carry_of(initial)
             loads = self._loads
@@ -340,7 +341,7 @@ class PreparedScan(FieldCalls):
                     self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
                     self.backend.host_done(dst, queue)
                     return result[0] if self._reduce and out is None else result
-        return self._call(x, out, flags, offsets, row_len, stats, initial)
+        return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
 
     def carry(self, initial: Any) -> LaunchArgs:
         """This scan's launch arguments for a scan from ``initial`` (refused where unsupported)."""
@@ -411,11 +412,16 @@ class PreparedScan(FieldCalls):
         row_len: int,
         stats: dict | None,
         initial: Any = None,
+        carry: Any = None,
     ) -> Any:
-        """Every other call: host input, conversions, segments, in-place, counters, a carry."""
+        """Every other call: host input, conversions, segments, in-place, counters, a carry
+        (``carry``: ``initial`` as ``_carry_of`` made it already, or None)."""
         if stats is not None and not self.stats:
             raise ValueError("stats= needs a scan made with stats=True")
-        launch = None if initial is None else self.carry(initial)
+        if initial is None:
+            launch = None
+        else:
+            launch = self.launch_args.carrying(self._carry_of(initial) if carry is None else carry)
         if self._record:
             return self._call_fields(x, out, flags, offsets, row_len, stats)
         b = self.backend
