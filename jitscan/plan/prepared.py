@@ -343,10 +343,6 @@ class PreparedScan(FieldCalls):
                     return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
 
-    def carry(self, initial: Any) -> LaunchArgs:
-        """This scan's launch arguments for a scan from ``initial`` (refused where unsupported)."""
-        return self.launch_args.carrying(self._carry_of(initial))
-
     def _carry_of(self, initial: Any) -> bytes | Any:
         """``initial=`` as a launch carries it: its bytes, or a one-element device array."""
         if self.variant not in CHAINED or self.knobs.get("deterministic"):
