@@ -186,8 +186,9 @@ class Calls:
             # up once per process (as cumsum's common call), not flat.run's way
             key = (type(block), block.dtype, self.op, kind, self.rule, self.variant, self.backend, self.dtype)
             key += (*self.knobs.items(), *host_tag(block))
-            p = _CHUNK_CALLS.get(key, _MISSING) if _hashable(key) else None
-            if p is _MISSING:
+            try:  # as the running functions' shortcuts (api/running.py)
+                p = _CHUNK_CALLS[key]
+            except (KeyError, TypeError):
                 p = shortcut_for(
                     block, self.op, kind, self.rule, self.dtype, None, self.variant, self.backend, self.knobs
                 )
@@ -214,15 +215,6 @@ class Calls:
 
 #: the prepared scans of chunk calls (Calls.run), per call and chunk type
 _CHUNK_CALLS: dict = shortcut()
-_MISSING = object()
-
-
-def _hashable(key: tuple) -> bool:
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True
 
 
 def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
