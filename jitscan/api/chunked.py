@@ -30,6 +30,7 @@ chunks. Chunks may be NumPy arrays (scanned on the default device) or CuPy array
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -537,7 +538,8 @@ def segmented_scan(
         dsk[(summary, i)] = (_block_tail, (values.name, i), (heads, i), *call)
     dsk[carries] = (_fold_segments, [(summary, i) for i in range(blocks - 1)], first, op, result)
     for i in range(blocks):
-        dsk[(name, i)] = (_block_segmented, (values.name, i), (heads, i), carries, i, kind, *call)
+        carry = (operator.getitem, carries, i)  # a task inside the task: this chunk's carry
+        dsk[(name, i)] = (_block_segmented, (values.name, i), (heads, i), carry, kind, *call)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
     return da.Array(graph, name, values.chunks, meta=values._meta.astype(result))
 
@@ -580,8 +582,7 @@ def _fold_segments(summaries: list, first: Any, op: Any, dtype: np.dtype) -> lis
 def _block_segmented(
     values: Any,
     heads: Any,
-    carries: list,
-    i: int,
+    carry: Any,
     kind: str,
     op: Any,
     variant: Any,
@@ -594,7 +595,7 @@ def _block_segmented(
     if values.size == 0:
         return values.astype(np.dtype(dtype) if dtype is not None else values.dtype)
     heads = _like(to_host(heads), values)
-    kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "initial": carries[i]}
+    kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "initial": carry}
     return scan_(values, flags=heads, op=op, **kw, **knobs)
 
 
@@ -604,7 +605,7 @@ def _chain_segmented(
     """A chain's chunk: ``call`` is ``_block_segmented``'s (op, variant, backend, dtype, knobs)."""
     op, variant, backend = call[:3]
     carry = first if done is None else carry_after(done, done_in, kind, op, variant, backend, result)
-    return _block_segmented(values, heads, [carry], 0, kind, *call)
+    return _block_segmented(values, heads, carry, kind, *call)
 
 
 # -- segmented reductions -------------------------------------------------------------------
