@@ -1,6 +1,6 @@
 """Dask arrays: every scan function returns a lazy Dask array of the same chunks, right on any scheduler.
 
-Two plans (``jitscan/api/chunked.py``), each test run under both: the *tree* (a total per
+Two plans (``jitscan/api/chunked/``), each test run under both: the *tree* (a total per
 chunk, one task folding them in order into carries, and each chunk scanned from its
 carry) and the *chain* (each chunk scanned from the end of the one before, read on the
 device). Checked against NumPy on chunks of unequal sizes, empty chunks and a single

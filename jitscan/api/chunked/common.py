@@ -1,0 +1,141 @@
+"""What a Dask scan's plans share: Dask itself, the carries' arithmetic, the refusals, the plan choice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import backends
+from ...operators import Monoid
+from ...plan.arrays import to_host
+
+#: the ``dask.config`` key of a 1-D scan's plan: "chain", "tree" or "auto" (the default)
+PLAN_KEY = "jitscan.dask-plan"
+
+#: the NumPy ufunc of each built-in op (the carries' fold computes with them)
+UFUNCS = {
+    "add": np.add,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def is_dask(x: Any) -> bool:
+    """Whether ``x`` is a Dask array (without importing Dask)."""
+    t = type(x)
+    return t.__name__ == "Array" and t.__module__.startswith("dask.array")
+
+
+def dask_modules() -> Any:
+    try:
+        import dask.array as da
+        from dask.base import tokenize
+        from dask.highlevelgraph import HighLevelGraph
+    except ImportError as exc:  # pragma: no cover - is_dask() was true
+        raise ImportError("Dask arrays need dask[array]: pip install 'jitscan[dask]'") from exc
+    return da, tokenize, HighLevelGraph
+
+
+def like(host: np.ndarray, device: Any) -> Any:
+    """``host`` on the device and queue of ``device`` when that is a backend's array, else itself."""
+    b = backends.for_array(device)
+    return host if b is None else b.to_device(host, b.queue_of(device))
+
+
+def host_scalar(v: Any) -> Any:
+    """A 0-d or one-element result as a NumPy scalar (a device's comes to the host)."""
+    return np.asarray(to_host(v)).reshape(-1)[0]
+
+
+def combine(a: Any, b: Any, op: str | Monoid, dtype: np.dtype) -> Any:
+    """``op(a, b)`` of two values of ``dtype``: by NumPy for a built-in op, else by jitscan."""
+    if a is None:
+        return b
+    if isinstance(op, str) and op in UFUNCS:
+        return UFUNCS[op](np.asarray(a, dtype), np.asarray(b, dtype), dtype=dtype)[()]
+    from ..flat import run
+
+    return host_scalar(
+        run(np.array([a, b], dtype), op, "reduce", "keep", None, None, dtype, None, None, None, {})
+    )
+
+
+def known_chunks(values: Any) -> None:
+    """Segments are placed by chunk sizes: refuse chunks of unknown size (NaN), as Dask does."""
+    if any(c != c for c in values.chunks[0]):
+        raise ValueError(
+            "the chunk sizes of this Dask array are unknown (NaN); segments are placed by them: "
+            "call values.compute_chunk_sizes() first"
+        )
+
+
+def check_carried(dtype: np.dtype, variant: Any, knobs: dict[str, Any]) -> None:
+    """A chunk is scanned from its carry: refuse what takes none, at graph construction."""
+    if variant not in (None, "fallback", "lookback") or knobs.get("deterministic"):
+        what = "deterministic=True" if knobs.get("deterministic") else f"variant={variant!r}"
+        raise ValueError(
+            f"a Dask array's chunks are scanned from their carries (initial=), which needs variant "
+            f"'fallback' or 'lookback', not deterministic; got {what}"
+        )
+    if dtype.kind == "c":
+        raise TypeError(
+            "a Dask array of complex values is not scanned yet (a chunk's carry is one real value)"
+        )
+
+
+def refuse_out_and_stats(out: Any, stats: Any) -> None:
+    if out is not None:
+        raise ValueError("out= does not apply to a Dask array: the result is a new Dask array")
+    if stats is not None:
+        raise ValueError("stats= does not apply to a Dask array: its chunks run as separate tasks")
+
+
+def chained(values: Any, kind: str, nan: Any = None) -> bool:
+    """Whether a scan's chunks take their carries along a chain (see the module's notes)."""
+    import dask
+
+    plan = dask.config.get(PLAN_KEY, "auto")
+    if plan not in ("auto", "chain", "tree"):
+        raise ValueError(f"dask.config {PLAN_KEY!r} must be 'auto', 'chain' or 'tree', got {plan!r}")
+    if any(c != c for c in values.chunks[0]) or (kind == "exclusive" and nan is not None):
+        return False  # a chain finds its links by the chunk sizes; NaN exclusive: no such call
+    if plan != "auto":
+        return plan == "chain"
+    return _in_process()
+
+
+def _in_process() -> bool:
+    """Whether a compute now would run its tasks in this process (Dask's threads or
+    synchronous scheduler). Elsewhere each link of a chain would wait for its predecessor's
+    result to travel: through a distributed scheduler, or between the processes of
+    ``scheduler="processes"``."""
+    import dask.base
+    import dask.local
+    import dask.threaded
+
+    return dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
+
+
+def carry_after(
+    done: Any, done_in: Any, kind: str, op: Any, variant: Any, backend: Any, result: np.dtype
+) -> Any:
+    """The running value at the end of a scanned chunk: its result ``done`` of input ``done_in``.
+
+    One element, left on the device that holds it (the next scan reads it there); of an
+    exclusive scan, the last result combined with the last input.
+    """
+    on_device = backends.for_array(done)
+    if kind == "inclusive":
+        return done[-1:] if on_device else done[-1]
+    last_in = done_in[-1:].astype(result)
+    if not on_device:
+        return combine(done[-1], last_in[0], op, result)
+    from ..flat import run
+
+    both = on_device.concatenate([done[-1:], last_in])
+    return run(both, op, "reduce", "keep", variant, backend, result, None, None, None, {})

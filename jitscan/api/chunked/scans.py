@@ -1,0 +1,305 @@
+"""Dask scans and reductions of whole arrays and along axes: the chain, the tree, the axis carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...operators import Monoid, resolve
+from ...plan.arrays import initial_value
+from .. import conventions
+from ..cache import host_tag, remember, shortcut
+from .common import (
+    carry_after,
+    chained,
+    check_carried,
+    combine,
+    dask_modules,
+    host_scalar,
+    refuse_out_and_stats,
+)
+
+# -- scans -------------------------------------------------------------------------------
+
+
+def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: Any = None) -> Any:
+    """``flat.run`` of a Dask array (its arguments but these in ``calls``): a lazy Dask array."""
+    refuse_out_and_stats(out, stats)
+    op, kind, rule, variant, dtype, knobs = (
+        calls.op,
+        calls.kind,
+        calls.rule,
+        calls.variant,
+        calls.dtype,
+        calls.knobs,
+    )
+    if kind == "reduce":
+        return reduce(x, op, None, False, variant, calls.backend, dtype, knobs, initial)
+    resolve(op)  # an unknown op fails here, not in a task
+    check_carried(np.dtype(x.dtype), variant, knobs)
+    t = conventions.types(conventions.input_dtype(x._meta), dtype, rule)
+    result = np.dtype(t.result)
+    if axis is None:
+        x = x.reshape(-1) if x.ndim != 1 else x
+        axis = 0
+    else:
+        if initial is not None:
+            raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
+        axis = conventions.normalize_axis(axis, x.ndim)
+    if x.ndim == 1 and axis == 0:
+        if chained(x, calls.kind, calls.nan):
+            return _chain_1d(x, calls, initial, result)
+        return _scan_1d(x, calls, initial, result)
+    return _scan_axis(x, calls, axis, result)
+
+
+@dataclass(frozen=True)
+class Calls:
+    """A Dask scan's chunk calls: ``flat.run``'s arguments beside the chunk (one task argument)."""
+
+    op: Any
+    kind: str
+    rule: str
+    variant: Any
+    backend: Any
+    dtype: Any
+    knobs: dict
+    include_initial: bool
+    nan: Any
+
+    def run(
+        self, block: Any, kind: str, *, axis: Any = None, first: bool = False, initial: Any = None
+    ) -> Any:
+        """``flat.run`` of one chunk; ``first``: the chunk that takes ``include_initial``."""
+        from ..flat import run, shortcut_for
+
+        plain = kind != "reduce" and self.nan is None and not (first and self.include_initial)
+        if axis is None and plain:
+            # a chain's or a tree's chunk call: the prepared scan of the whole call, looked
+            # up once per process (as cumsum's common call), not flat.run's way
+            key = (type(block), block.dtype, self.op, kind, self.rule, self.variant, self.backend, self.dtype)
+            key += (*self.knobs.items(), *host_tag(block))
+            try:  # as the running functions' shortcuts (api/running.py)
+                p = _CHUNK_CALLS[key]
+            except (KeyError, TypeError):
+                p = shortcut_for(
+                    block, self.op, kind, self.rule, self.dtype, None, self.variant, self.backend, self.knobs
+                )
+                remember(_CHUNK_CALLS, key, p)
+            if p is not None:
+                return p(block, initial=initial)
+        return run(
+            block,
+            self.op,
+            kind,
+            self.rule,
+            self.variant,
+            self.backend,
+            self.dtype,
+            None,
+            None,
+            axis,
+            self.knobs,
+            self.include_initial and first,
+            self.nan,
+            initial=initial,
+        )
+
+
+#: the prepared scans of chunk calls (Calls.run), per call and chunk type
+_CHUNK_CALLS: dict = shortcut()
+
+
+def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
+    da, tokenize, HighLevelGraph = dask_modules()
+    token = tokenize(x, calls, initial)
+    total, carries, name = f"jitscan-total-{token}", f"jitscan-carries-{token}", f"jitscan-scan-{token}"
+    blocks = len(x.chunks[0])
+    dsk: dict = {(total, i): (_block_total, (x.name, i), calls) for i in range(blocks - 1)}
+    first = None if initial is None else initial_value(initial, result)
+    dsk[carries] = (_fold, [(total, i) for i in range(blocks - 1)], first, calls.op, result)
+    for i in range(blocks):
+        dsk[(name, i)] = (_block_scan, (x.name, i), carries, i, calls)
+    chunks = list(x.chunks[0])
+    if calls.include_initial:
+        chunks[0] += 1
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
+
+
+def _chain_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
+    """Chunk i is scanned from the end of chunk i - 1's result, read on the device."""
+    da, tokenize, HighLevelGraph = dask_modules()
+    token = tokenize(x, calls, initial, "chain")
+    name = f"jitscan-chain-{token}"
+    first = None if initial is None else initial_value(initial, result)
+    dsk: dict = {}
+    before = None  # the last chunk before with elements: its result and input end the carry
+    exclusive = calls.kind == "exclusive"  # whose carry also needs the input's last element
+    for i, size in enumerate(x.chunks[0]):
+        link = (None, None) if before is None else ((name, before), (x.name, before) if exclusive else None)
+        dsk[(name, i)] = (_chain_scan, (x.name, i), *link, first, i, calls, result)
+        before = i if size else before
+    chunks = list(x.chunks[0])
+    if calls.include_initial:
+        chunks[0] += 1
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
+
+
+def _chain_scan(block: Any, done: Any, done_in: Any, first: Any, i: int, calls: Calls, result: Any) -> Any:
+    call = (calls.op, calls.variant, calls.backend)
+    carry = first if done is None else carry_after(done, done_in, calls.kind, *call, result)
+    return calls.run(block, calls.kind, first=i == 0, initial=carry if block.size else None)
+
+
+def _block_total(block: Any, calls: Calls) -> Any:
+    # left where it is: a CuPy total stays on the GPU, so that the reductions of the
+    # chunks queue back to back, and the fold reads them all back at once
+    return calls.run(block, "reduce")
+
+
+def _to_host(values: list) -> list:
+    """Scalars and 0-d arrays as NumPy scalars; read back once every reduction is queued
+    (the first read waits for the GPU, the others find their values there)."""
+    return [host_scalar(v) for v in values]
+
+
+def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
+    """Each block's carry: None for the first (without ``initial=``), then the running combination."""
+    carries, acc = [first], first
+    for v in _to_host(totals):
+        acc = combine(acc, v, op, dtype)
+        carries.append(acc)
+    return carries
+
+
+def _block_scan(block: Any, carries: list, i: int, calls: Calls) -> Any:
+    carry = carries[i] if block.size else None  # an empty chunk takes none
+    return calls.run(block, calls.kind, first=i == 0, initial=carry)
+
+
+def _scan_axis(x: Any, calls: Calls, axis: int, result: np.dtype) -> Any:
+    """Along ``axis``: block j is scanned with the row of its carries in front (one copy)."""
+    da, tokenize, HighLevelGraph = dask_modules()
+    token = tokenize(x, calls, axis)
+    total, carry, name = f"jitscan-total-{token}", f"jitscan-carry-{token}", f"jitscan-scan-{token}"
+    dsk: dict = {}
+    for idx in np.ndindex(*x.numblocks):
+        j = idx[axis]
+        if j + 1 < x.numblocks[axis]:
+            dsk[(total, *idx)] = (_row_total_of, (x.name, *idx), axis, calls)
+        if j >= 1:
+            prev = idx[:axis] + (j - 1,) + idx[axis + 1 :]
+            before = (carry, *prev) if j >= 2 else None
+            dsk[(carry, *idx)] = (_row_combine, before, (total, *prev), axis, calls.op, result)
+        args = (carry, *idx) if j >= 1 else None
+        dsk[(name, *idx)] = (_block_scan_axis, (x.name, *idx), args, axis, j == 0, calls)
+    chunks = list(x.chunks)
+    if calls.include_initial:
+        chunks[axis] = (chunks[axis][0] + 1, *chunks[axis][1:])
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, tuple(chunks), meta=x._meta.astype(result))
+
+
+def _row_total_of(block: Any, axis: int, calls: Calls) -> Any:
+    if block.shape[axis] == 0:
+        return None  # an empty block: nothing to carry
+    return _take(calls.run(block, "inclusive", axis=axis), axis, -1)
+
+
+def _take(a: Any, axis: int, at: int) -> Any:
+    """The slice ``at`` of ``a`` along ``axis``, kept as an axis of length one."""
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(at, at + 1) if at != -1 else slice(-1, None)
+    return a[tuple(index)]
+
+
+def _row_combine(before: Any, total: Any, axis: int, op: Any, dtype: np.dtype) -> Any:
+    """The carry row of a block: the rows of the blocks before it, combined (None: nothing yet)."""
+    if before is None or total is None:
+        return total if before is None else before
+    from ..flat import run
+
+    both = _concat([before.astype(dtype), total.astype(dtype)], axis)
+    return _take(run(both, op, "inclusive", "keep", None, None, dtype, None, None, axis, {}), axis, -1)
+
+
+def _concat(parts: list, axis: int) -> Any:
+    return np.concatenate(parts, axis=axis)  # CuPy's through __array_function__
+
+
+def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: Calls) -> Any:
+    if carry is None:
+        return calls.run(block, calls.kind, axis=axis, first=first)
+    from ..flat import run
+
+    scan_dtype = np.dtype(conventions.types(conventions.input_dtype(block), calls.dtype, calls.rule).result)
+    if calls.nan is not None and block.dtype.kind == "f":
+        block = conventions.replace_nan(block, calls.nan)
+    joined = _concat([carry.astype(scan_dtype), block.astype(scan_dtype)], axis)
+    inc = run(
+        joined,
+        calls.op,
+        "inclusive",
+        "keep",
+        calls.variant,
+        calls.backend,
+        scan_dtype,
+        None,
+        None,
+        axis,
+        calls.knobs,
+    )
+    index = [slice(None)] * inc.ndim
+    index[axis] = slice(1, None) if calls.kind == "inclusive" else slice(None, -1)
+    return inc[tuple(index)]
+
+
+# -- reductions --------------------------------------------------------------------------
+
+
+def reduce(
+    x: Any,
+    op: str | Monoid,
+    axis: Any,
+    keepdims: bool,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    knobs: dict[str, Any],
+    initial: Any = None,
+) -> Any:
+    """:func:`jitscan.reduce` of a Dask array: Dask's tree reduction, jitscan on the chunks."""
+    da, _, _ = dask_modules()
+    resolve(op)
+    from ..flat import reduce as reduce_
+
+    def chunk(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
+        return reduce_(
+            block, op, axis=axis, keepdims=True, variant=variant, backend=backend, dtype=dtype, **knobs
+        )
+
+    def combine_(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
+        return reduce_(block, op, axis=axis, keepdims=True, dtype=dtype)
+
+    def aggregate(block: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        res = reduce_(block, op, axis=axis, keepdims=keepdims, dtype=dtype)
+        if start is not None:  # the whole array's reduction, of any shape (keepdims)
+            value = combine(start, host_scalar(res), op, np.dtype(res.dtype))
+            res = np.asarray(value, res.dtype).reshape(res.shape)
+        return res
+
+    t = conventions.types(conventions.input_dtype(x._meta), dtype, "keep")
+    out = np.dtype(t.result)
+    whole = axis is None or (
+        isinstance(axis, tuple) and sorted(a % x.ndim for a in axis) == list(range(x.ndim))
+    )
+    if initial is not None and not whole:
+        raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
+    start = None if initial is None else initial_value(initial, out)
+    return da.reduction(
+        x, chunk, aggregate, combine=combine_, axis=axis, keepdims=keepdims, dtype=out, concatenate=True
+    )
