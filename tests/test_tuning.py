@@ -17,7 +17,7 @@ import pytest
 import jitscan
 from jitscan import backends
 from jitscan.api import cache
-from jitscan.plan import tuned, tuning
+from jitscan.plan import KNOBS, tuned, tuning
 from jitscan.tuner import search
 
 BACKEND = "opencl"  # PoCL in CI: the run and its tables need no GPU
@@ -176,5 +176,5 @@ def test_every_tunable_is_documented_with_its_range():
         "tile_state",
     }
     assert all(":" in text for text in tuned.TUNABLES.values())
-    assert tuned.SHAPE_KNOBS <= set(jitscan.plan.__globals__["KNOBS"])
+    assert tuned.SHAPE_KNOBS <= set(KNOBS)
     assert tuning.size_class(1 << 19) == 0 and tuning.size_class(1 << 25) == 3

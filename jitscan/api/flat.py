@@ -18,7 +18,7 @@ from ..dtypes import DTYPES, loaded_as, lookup
 from ..kernels.spec import KINDS, check_choice
 from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
-from ..plan.prepared import LAUNCH_KNOBS
+from ..plan.knobs import LAUNCH_KNOBS
 from . import axis as _axis
 from . import chunked, complexes, conventions, tuples
 from .cache import as_array, host_tag, is_device_type, prepared, remember, shortcut

@@ -7,6 +7,7 @@ arrays in and out; ``prepared`` holds :class:`PreparedScan` and :func:`plan`.
 from __future__ import annotations
 
 from . import arrays, tuning
-from .prepared import KNOBS, PreparedScan, check_knobs, plan
+from .knobs import KNOBS, check_knobs
+from .prepared import PreparedScan, plan
 
 __all__ = ["KNOBS", "PreparedScan", "arrays", "check_knobs", "plan", "tuning"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import warnings
 from bisect import bisect_left
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -26,54 +25,10 @@ from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuned, tuning
 from .fields import FieldCalls
+from .knobs import KNOBS, LAUNCH_KNOBS, check_knobs
 
-#: keyword-only tuning knobs every scan accepts (see :func:`jitscan.scan`)
-KNOBS = (
-    "tile_state",
-    "spin_limit",
-    "spin_timeout",
-    "simulate_blocking",
-    "lookback_width",
-    "threads",
-    "vectors",
-    "vector_width",
-    "min_blocks",
-    "deterministic",
-)
-#: knobs that are launch arguments; the rest shape the compiled program
-LAUNCH_KNOBS = ("spin_limit", "spin_timeout", "simulate_blocking")
 #: size classes a prepared scan may meet (tuning.size_class)
 _CLASSES = range(len(tuning.SIZE_BOUNDS) + 1)
-
-
-#: knobs that take an integer (None: the default)
-INTEGER_KNOBS = tuple(k for k in KNOBS if k not in ("tile_state", "deterministic", "spin_timeout"))
-
-
-def check_knobs(knobs: dict[str, Any]) -> None:
-    """Refuse unknown knobs, and knob values of the wrong type (before anything reaches a compiler)."""
-    unknown = set(knobs) - set(KNOBS)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; tuning knobs: {', '.join(KNOBS)}")
-    for name, value in knobs.items():
-        if value is None:
-            continue
-        if name in INTEGER_KNOBS and (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)):
-            raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-        if name in INTEGER_KNOBS and value < 0:
-            raise ValueError(f"{name} must not be negative, got {value}")
-        if name == "spin_timeout":
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-                raise TypeError(
-                    f"spin_timeout must be a number of seconds, got {value!r} ({type(value).__name__})"
-                )
-            if not 0 < value <= tuning.MAX_SPIN_TIMEOUT:
-                raise ValueError(
-                    f"spin_timeout must be more than 0 and at most {tuning.MAX_SPIN_TIMEOUT:g} seconds, "
-                    f"got {value}"
-                )
-        if name == "tile_state" and not isinstance(value, str):
-            raise TypeError(f"tile_state must be a str ('packed' or 'split'), got {value!r}")
 
 
 #: programs and launch functions a prepared scan keeps (per queue and size class)

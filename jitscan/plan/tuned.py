@@ -34,8 +34,9 @@ from typing import Any
 
 from ..backends.base import DeviceInfo
 from ..dtypes import DType
-from ..kernels.spec import TILE_STATES
+from ..kernels.spec import TILE_STATES, check_choice
 from ..operators import BUILTIN, Monoid
+from .knobs import check_knobs
 
 #: the knobs a table may set, each with what it is and the values the tuner tries
 #: (``jitscan.tuner.space`` narrows them per device: limits, registers, local memory)
@@ -141,16 +142,16 @@ def read(path: Path) -> dict[str, Any] | None:
 
 
 def _check_knobs(name: str, knobs: dict[str, Any]) -> None:
-    """A case's knobs: known names, positive integers (a tile-state name), else ValueError."""
+    """A case's knobs: tile-shape knobs only, of the values every scan's knobs take, else ValueError."""
     unknown = set(knobs) - SHAPE_KNOBS
     if unknown:
         raise ValueError(f"case {name!r} sets unknown knobs {sorted(unknown)}")
-    for knob, value in knobs.items():
-        if knob == "tile_state":
-            if value not in TILE_STATES:
-                raise ValueError(f"case {name!r}: tile_state {value!r}")
-        elif type(value) is not int or value < 0:
-            raise ValueError(f"case {name!r}: {knob} {value!r} is not a non-negative integer")
+    try:
+        check_knobs(knobs)
+        if "tile_state" in knobs:
+            check_choice("tile_state", knobs["tile_state"], TILE_STATES)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"case {name!r}: {exc}") from exc
 
 
 def user_table(info: DeviceInfo) -> dict[str, Any] | None:
