@@ -215,19 +215,20 @@ def tune_case(
         for knob in space.ORDER:
             if knob not in axes:
                 continue
-            tried: dict[Any, float] = {}
+            tried: list[tuple[float, dict[str, Any]]] = []
             for value in axes[knob]:
                 if value == best.get(knob) or time.perf_counter() > deadline:
                     continue
-                s = score(space.fit(info, best | {knob: value}))
+                candidate = space.fit(info, best | {knob: value})
+                s = score(candidate)
                 if progress is not None:
                     progress(f"{case.name} {knob}={value}: {'skipped' if s is None else f'{s:.3f}'}")
                 if s is not None:
-                    tried[value] = s
+                    tried.append((s, candidate))
             if tried:
-                value = min(tried, key=tried.__getitem__)
-                if tried[value] < best_score * (1 - MARGIN):
-                    best, best_score, moved = space.fit(info, best | {knob: value}), tried[value], True
+                s, candidate = min(tried, key=lambda t: t[0])
+                if s < best_score * (1 - MARGIN):
+                    best, best_score, moved = candidate, s, True
         if not moved or time.perf_counter() > deadline:
             break
     if best != start:
