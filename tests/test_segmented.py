@@ -389,3 +389,27 @@ def test_awkward_arrays_keep_their_structure(rng):
     # the max of an empty list is None, as ak.max gives it
     assert jitscan.segmented_reduce(arr, op="max").tolist() == ak.max(arr, axis=1).tolist()
     assert jitscan.segmented_reduce(arr).tolist() == [sum(v) for v in lists]
+
+
+def test_a_loop_of_segmented_calls_prepares_once(backend, rng, monkeypatch):
+    # as cumsum's common call: one lookup keyed on what can differ between such calls,
+    # and a call of another form (flags, no segments) is another key, not a wrong scan
+    from jitscan.api import segmented
+
+    jitscan.api.cache.clear()
+    made = []
+    real = segmented.shortcut_for
+    monkeypatch.setattr(segmented, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
+    x = random_input(rng, 3000, "float32")
+    off = offsets_of(lengths(rng, 3000, 100))
+    want = seg_reference(x, off, "add", "inclusive")
+    for _ in range(3):
+        np.testing.assert_allclose(jitscan.segmented_cumsum(x, offsets=off, backend=backend), want, rtol=1e-5)
+    assert len(made) == 1
+    with pytest.raises(ValueError, match="exactly one"):
+        jitscan.segmented_cumsum(x, backend=backend)
+    flags = np.zeros(3000, bool)
+    flags[off[:-1][off[:-1] < 3000]] = True
+    got = jitscan.segmented_cumsum(x, flags=flags, backend=backend)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert len(made) == 2  # the call without segments took the long way, which raised

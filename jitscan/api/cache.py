@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 
 from .. import backends
+from ..dtypes import loaded_as
 from ..operators import Monoid
 from ..plan import PreparedScan, arrays, check_knobs
+from . import conventions
 
 #: prepared scans kept (the oldest is dropped beyond this)
 LIMIT = 256
@@ -113,3 +115,37 @@ def clear() -> None:
     _PREPARED.clear()
     for mine in _SHORTCUTS:
         mine.clear()
+
+
+def shortcut_for(
+    x: Any,
+    op: str | Monoid,
+    kind: str,
+    rule: str,
+    dtype: Any,
+    out: Any,
+    variant: str | None = None,
+    backend: str | None = None,
+    knobs: dict[str, Any] | None = None,
+    segmented: str = "",
+) -> Any:
+    """The prepared scan that does the whole call on ``x``'s kind of input, or None.
+
+    For NumPy arrays, and device arrays whose dtype is the scan's or one its kernels
+    convert as they load (``dtypes.loaded_as``), when the result is the scan's (and
+    ``out`` takes it as it is): the prepared scan converts such input itself, others
+    convert beforehand. Keys of host input hold ``host_tag``.
+    """
+    host = type(x) is np.ndarray
+    if not host and not is_device_type(type(x)):
+        return None
+    try:
+        if out is not None:  # run() checks this first
+            conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
+        t = conventions.call_types(x, op, rule, dtype, out)
+    except TypeError:
+        return None
+    loads = host or t.scan.numpy == x.dtype or loaded_as(np.dtype(x.dtype), t.scan) is not None
+    if t.converted or not loads or (out is not None and not t.takes(out)):
+        return None
+    return prepared(x, op, kind, variant, backend, t.scan.name, False, knobs or {}, segmented)

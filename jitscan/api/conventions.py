@@ -244,3 +244,19 @@ def move_axis(a: Any, axis: int, back: bool = False) -> Any:
     else:
         order.append(order.pop(axis))
     return a.transpose(order)
+
+
+def call_types(x: Any, op: str | Monoid, rule: str, dtype: Any, out: Any) -> Types:
+    """The scan and result dtypes of a call (``types``, with an integer ``out``'s own)."""
+    t = types(input_dtype(x), dtype, rule)
+    if dtype is None and out is not None and rule == "numpy" and wraps_alike(op, x, out):
+        # integers: the scan in out's dtype has exactly the bits of the promoted one, cast
+        t = Types(lookup(np.dtype(out.dtype)), np.dtype(out.dtype))
+    return t
+
+
+def wraps_alike(op: str | Monoid, x: Any, out: Any) -> bool:
+    """Whether an integer sum or product in ``out``'s dtype equals the wider one cast to it."""
+    to = np.dtype(out.dtype)
+    ints = x.dtype.kind in "biu" and to.kind in "iu"
+    return op in ("add", "mul") and ints and to.isnative and to.name in DTYPES

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from .. import backends, variants
-from ..dtypes import DTYPES, loaded_as, lookup
+from ..dtypes import lookup
 from ..kernels.spec import KINDS, check_choice
 from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.knobs import LAUNCH_KNOBS
 from . import axis as _axis
 from . import chunked, complexes, conventions, tuples
-from .cache import as_array, host_tag, is_device_type, prepared, remember, shortcut
+from .cache import as_array, host_tag, prepared, remember, shortcut, shortcut_for
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
 KNOBS_DOC = """
@@ -233,7 +233,7 @@ def run(
     if complexes.is_complex(x, dtype):
         return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
     conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
-    t = _types(x, op, rule, dtype, out)
+    t = conventions.call_types(x, op, rule, dtype, out)
     if initial is not None:
         arrays.check_initial(initial, t.result)  # in the result's range (a narrow int)
     if nan is not None and x.dtype.kind == "f":
@@ -288,22 +288,6 @@ def _complex(
         return run(part, part_op, kind, "keep", *args)
 
     return complexes.by_parts(x, op, dtype, out, nan, each)
-
-
-def _types(x: Any, op: str | Monoid, rule: str, dtype: Any, out: Any) -> conventions.Types:
-    """The scan and result dtypes of a call (``conventions.types``, with an integer ``out``'s own)."""
-    t = conventions.types(conventions.input_dtype(x), dtype, rule)
-    if dtype is None and out is not None and rule == "numpy" and _wraps_alike(op, x, out):
-        # integers: the scan in out's dtype has exactly the bits of the promoted one, cast
-        t = conventions.Types(lookup(np.dtype(out.dtype)), np.dtype(out.dtype))
-    return t
-
-
-def _wraps_alike(op: str | Monoid, x: Any, out: Any) -> bool:
-    """Whether an integer sum or product in ``out``'s dtype equals the wider one cast to it."""
-    to = np.dtype(out.dtype)
-    ints = x.dtype.kind in "biu" and to.kind in "iu"
-    return op in ("add", "mul") and ints and to.isnative and to.name in DTYPES
 
 
 def _with_initial(res: Any, identity: Any, dtype: np.dtype, axis: int = 0) -> Any:
@@ -439,39 +423,6 @@ def reduce(
     res = _axis.reduce_along_axes(x, op, axes, variant, backend, t.scan.name, knobs)
     res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
     return t.finish(res).reshape(full if keepdims else kept)
-
-
-def shortcut_for(
-    x: Any,
-    op: str | Monoid,
-    kind: str,
-    rule: str,
-    dtype: Any,
-    out: Any,
-    variant: str | None = None,
-    backend: str | None = None,
-    knobs: dict[str, Any] | None = None,
-) -> Any:
-    """The prepared scan that does the whole call on ``x``'s kind of input, or None.
-
-    For NumPy arrays, and device arrays whose dtype is the scan's or one its kernels
-    convert as they load (``dtypes.loaded_as``), when the result is the scan's (and
-    ``out`` takes it as it is): the prepared scan converts such input itself, others
-    convert beforehand. Keys of host input hold ``host_tag``.
-    """
-    host = type(x) is np.ndarray
-    if not host and not is_device_type(type(x)):
-        return None
-    try:
-        if out is not None:  # run() checks this first
-            conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
-        t = _types(x, op, rule, dtype, out)
-    except TypeError:
-        return None
-    loads = host or t.scan.numpy == x.dtype or loaded_as(np.dtype(x.dtype), t.scan) is not None
-    if t.converted or not loads or (out is not None and not t.takes(out)):
-        return None
-    return prepared(x, op, kind, variant, backend, t.scan.name, False, knobs or {})
 
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:

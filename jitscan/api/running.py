@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import conventions
-from .cache import as_array, host_tag, remember, shortcut
-from .flat import KNOBS_DOC, run, shortcut_for
+from .cache import as_array, host_tag, remember, shortcut, shortcut_for
+from .flat import KNOBS_DOC, run
 
 
 def _running(op: str, name: str, rule: str, summary: str, example: str, nan: float | None = None) -> Any:

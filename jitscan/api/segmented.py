@@ -16,7 +16,7 @@ from ..operators import Monoid, resolve
 from ..plan.arrays import check_offsets
 from ..variants import VARIANTS
 from . import awkward, chunked, conventions, tuples
-from .cache import as_array, prepared
+from .cache import as_array, host_tag, prepared, remember, shortcut, shortcut_for
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
 SEGMENTED_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
@@ -89,12 +89,35 @@ def segmented_scan(
     >>> jitscan.segmented_scan(v, flags=np.array([1, 0, 1, 0, 0]), op="max")
     array([1, 2, 3, 4, 5], dtype=int32)
     """
+    if stats is None and output is None and initial is None:
+        # the common call: one lookup, keyed on what can differ between such calls
+        key = (
+            type(values),
+            getattr(values, "dtype", None),
+            op,
+            kind,
+            variant,
+            backend,
+            dtype,
+            getattr(out, "dtype", None),
+            offsets is None,
+            flags is None,
+            *knobs.items(),
+            *host_tag(values),
+        )
+        try:
+            p = _SHORTCUTS[key]
+        except (KeyError, TypeError):
+            p = _shortcut_for(values, offsets, flags, op, kind, variant, backend, dtype, out, knobs)
+            remember(_SHORTCUTS, key, p)
+        if p is not None:
+            return p(values, out, flags=flags, offsets=offsets)
     check_choice("kind", kind, tuple(k for k in KINDS if k != "reduce"))
     if type(values) is tuple:
         if variant is not None:
             check_choice("variant", variant, SEGMENTED_VARIANTS)
         if (offsets is None) == (flags is None):
-            raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
+            raise ValueError(_ONE_OF)
         kw = {
             "variant": variant,
             "backend": backend,
@@ -147,7 +170,7 @@ def segmented_scan(
     if variant is not None:
         check_choice("variant", variant, SEGMENTED_VARIANTS)
     if (offsets is None) == (flags is None):
-        raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
+        raise ValueError(_ONE_OF)
     which = "offsets" if offsets is not None else "flags"
     values = as_array(values)
     t = conventions.types(conventions.input_dtype(values), dtype, "keep")
@@ -160,6 +183,33 @@ def segmented_scan(
         return res
     res = t.finish(res)
     return res if out is None else conventions.put(out, res)
+
+
+_ONE_OF = "give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)"
+#: prepared scans of segmented_scan()'s common calls (None: that call takes the long way)
+_SHORTCUTS = shortcut()
+
+
+def _shortcut_for(
+    values: Any,
+    offsets: Any,
+    flags: Any,
+    op: str | Monoid,
+    kind: str,
+    variant: str | None,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    knobs: dict[str, Any],
+) -> Any:
+    """The prepared scan that does the whole call, as :func:`jitscan.api.cache.shortcut_for`
+    finds it (None: the long way, which also raises what is wrong with the call)."""
+    if kind not in KINDS or kind == "reduce" or (variant is not None and variant not in SEGMENTED_VARIANTS):
+        return None
+    if (offsets is None) == (flags is None):
+        return None
+    which = "offsets" if offsets is not None else "flags"
+    return shortcut_for(values, op, kind, "keep", dtype, out, variant, backend, knobs, which)
 
 
 def _identity(op: str | Monoid, flat: Any, dtype: Any) -> Any:

@@ -334,5 +334,9 @@ def device_offsets(offsets: Any, inp: Input) -> tuple[Any, bool]:
             return dev, False
         check_offsets(offsets, inp.n)  # raises, naming the problem
     off = check_offsets(offsets, inp.n)
-    dev = b.to_device(off.astype(np.uint64), inp.queue) if inp.n else np.zeros(off.size, np.uint64)
-    return dev, True
+    if not inp.n:
+        return np.zeros(off.size, np.uint64), True
+    # a CPU device reads them in place where the call waits for the scan (host input),
+    # as it does the values; checked non-negative, int64 words read the same as uint64
+    shared = b.shared(off.view(np.uint64), inp.queue, False) if inp.host is not None else None
+    return (shared if shared is not None else b.to_device(off.view(np.uint64), inp.queue)), True
