@@ -11,6 +11,7 @@ no AMD GPU was available).
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -144,6 +145,10 @@ class _CudaProgram(Program):
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         return fire
 
+
+#: NVRTC's options: no FMA contraction (see program()); with $JITSCAN_LINEINFO set, line
+#: information for profilers (ncu's source view; experiments/profile_scan.py)
+_OPTIONS = ("--fmad=false", *(("-lineinfo",) if os.environ.get("JITSCAN_LINEINFO") else ()))
 
 #: NVRTC: "<file>(L): error: msg"; hipRTC (clang): "<file>:L:C: error: msg"
 _ERRORS = (
@@ -399,7 +404,7 @@ class CupyBackend(Backend):
                 with cupy.cuda.Device(queue.device):
                     # no FMA contraction: a user operator must give bit-identical tile
                     # aggregates in every inlined copy (see js_scan_tile)
-                    module = cupy.RawModule(code=src, options=("--fmad=false",))
+                    module = cupy.RawModule(code=src, options=_OPTIONS)
                     module.compile()
                     prog = _CudaProgram(module, build, queue.device, self._devices == 1)
             except cupy.cuda.compiler.CompileException as exc:
