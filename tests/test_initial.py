@@ -111,6 +111,15 @@ def test_a_value_on_the_device_is_read_there_without_the_host_waiting(backend, r
         jitscan.scan(b.to_device(x[n:], q), initial=b.to_device(np.array([2.5]), q))
 
 
+def test_a_one_element_host_array_carries_its_value(rng):
+    # the host side of a device array's last element: x[-1:] of a NumPy scan
+    x = random_input(rng, 5000, "int32")
+    first = jitscan.scan(x[:3000], dtype=np.int32)
+    got = jitscan.scan(x[3000:], dtype=np.int32, initial=first[-1:])
+    np.testing.assert_array_equal(np.r_[first, got], np.cumsum(x, dtype=np.int32))
+    assert jitscan.reduce(x[:0], initial=np.array([[7]], np.int32)) == 7
+
+
 def test_a_value_written_in_another_queue_is_waited_for():
     b = backends.get("opencl")
     if not b.available():

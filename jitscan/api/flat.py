@@ -139,7 +139,7 @@ scan.__doc__ = (
     axis : int, optional
         Scan every 1-D lane along ``axis`` independently (a batched, segmented scan in
         one pass); the result has the shape of ``x``. Default: the flattened array.
-    initial : scalar or one-element device array, optional
+    initial : scalar or one-element array, optional
         Scan from this value: it goes on the left of every element, and is the first
         element of an exclusive scan (``kind="reduce"``: the result for no elements).
         A chained variant, not deterministic, without ``axis``. A device array of the
@@ -335,7 +335,7 @@ def reduce(
         As in :func:`scan`: the result keeps ``x``'s dtype unless ``dtype=`` is given
         (``numpy.sum`` would promote narrow integers); ``stats`` only without ``axis``.
         Along an axis the default variant is ``"rts"`` (see :func:`segmented_reduce`).
-    initial : scalar or one-element device array, optional
+    initial : scalar or one-element array, optional
         Start from this value, as NumPy's ``ufunc.reduce(..., initial=)``: the result
         is ``initial`` combined with every element (``initial`` alone for no elements).
         A whole-array reduction by a chained variant. A device array is read on the

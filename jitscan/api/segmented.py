@@ -59,7 +59,7 @@ def segmented_scan(
         As in :func:`jitscan.scan`; ``kind`` is "inclusive" or "exclusive" (an
         exclusive segment starts from the identity), ``variant`` one of "fallback"
         (default), "lookback", "rts" (the multi-pass baseline).
-    initial : scalar or one-element device array, optional
+    initial : scalar or one-element array, optional
         A value carried into the first segment, up to the first head: with ``flags``
         whose first entry is 0 (a segment that goes on from before, as a Dask chunk's).
         Chained variants; not with ``offsets``, whose first segment starts at 0. A

@@ -233,7 +233,8 @@ def check_initial(initial: Any, dtype: np.dtype) -> bool:
 
 
 def initial_value(initial: Any, dtype: np.dtype) -> Any:
-    """``initial=`` as a scalar of ``dtype``: one real number, an integer in range for integers.
+    """``initial=`` as a scalar of ``dtype``: one real number (or a one-element host array of
+    one), an integer in range for integers.
 
     A one-element device array stays on its device, of ``dtype`` (cast there if it is
     not; its value is read by the scan there, unchecked), so that one scan can start from
@@ -243,8 +244,9 @@ def initial_value(initial: Any, dtype: np.dtype) -> Any:
         check_initial(initial, dtype)
         return initial if initial.dtype == dtype else initial.reshape(1).astype(dtype)
     value = np.asarray(initial)
-    if value.shape != () or value.dtype.kind not in "biuf":
+    if value.size != 1 or value.dtype.kind not in "biuf":
         raise TypeError(f"initial must be one real number, got {initial!r}")
+    value = value.reshape(())  # a one-element host array, as a device array may be
     if dtype.kind in "iu":
         if value.dtype.kind == "f" and not (np.isfinite(value) and value == np.floor(value)):
             raise ValueError(f"initial={initial!r} is not an integer; scans of {dtype.name} take integers")

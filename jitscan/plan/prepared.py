@@ -265,7 +265,7 @@ class PreparedScan(FieldCalls):
             Segments of a scan with ``segmented="rows"``: rows of this length.
         stats : dict, optional
             Filled with the look-back counters (a scan made with ``stats=True``).
-        initial : scalar or one-element device array, optional
+        initial : scalar or one-element array, optional
             Scan from this value: it goes on the left of every element (of a segmented
             scan, up to the first segment head), and it is the first element of an
             exclusive scan and the result of a reduction of nothing. Chained variants
