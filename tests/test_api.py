@@ -154,6 +154,10 @@ def test_calls_with_keyword_arguments_find_their_prepared_scan_in_one_lookup(bac
 def test_source_is_readable_and_shows_the_monoid():
     src = jitscan.source("float32", op=FFILL, variant="fallback", backend="opencl")
     assert "b != 0 ? b : a" in src and "js_chained" in src and "__kernel" in src
+    seg = jitscan.source("int32", backend="opencl", segmented="offsets")
+    assert "#define JS_SEG_OFFSETS 1" in seg and "js_seg_first" in seg
+    with pytest.raises(ValueError, match="segmented"):
+        jitscan.source("int32", segmented="csr")
 
 
 def test_stats_are_filled_for_chained_variants(rng):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import backends, variants
 from ..dtypes import lookup
-from ..kernels.spec import KINDS, check_choice
+from ..kernels.spec import KINDS, SEGMENTED, check_choice
 from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.knobs import LAUNCH_KNOBS
@@ -437,23 +437,33 @@ def source(
     kind: str = "inclusive",
     variant: str | None = None,
     backend: str | None = None,
+    segmented: str = "",
     **knobs: Any,
 ) -> str:
     """The generated kernel source for a scan of large inputs, as the backend would compile it.
 
     For a backend that cannot run here the source is rendered for a typical device
     of that backend (a 32-lane GPU for CUDA, a CPU for OpenCL). The launch arguments
-    (kind, spin limit, simulated blocking) head the text as comments.
+    (kind, spin limit, simulated blocking) head the text as comments. ``segmented``
+    ("flags", "offsets" or "rows", as in :func:`jitscan.plan`) gives a segmented scan's.
     """
     check_knobs(knobs)
     check_choice("kind", kind, KINDS)
+    if segmented:
+        check_choice("segmented", segmented, tuple(m for m in SEGMENTED if m))
     v = variants.get(variants.VARIANTS[0] if variant is None else variant)
     monoid = resolve(op)
     b = backends.get(backend) if backend is not None else backends.default()
     info = b.device_info(b.queue_for(None)) if b.available() else backends.typical_device(b.name)
     program_knobs = {k: val for k, val in knobs.items() if k not in LAUNCH_KNOBS}
     spec = tuning.spec_for(
-        info, variant=v.name, kind=kind, dtype=lookup(dtype), monoid=monoid, **program_knobs
+        info,
+        variant=v.name,
+        kind=kind,
+        dtype=lookup(dtype),
+        monoid=monoid,
+        segmented=segmented,
+        **program_knobs,
     )
     v.check(spec)
     launch = tuning.launch_for(
