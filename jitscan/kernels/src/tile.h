@@ -84,6 +84,13 @@ JS_DEVICE_FN js_heads js_no_heads(void)
 #define JS_LIFT(head, v) (v)
 #endif
 
+/* A one-thread segmented tile (CPUs) finishes its own scan as it loads: x[j][e] is the
+ * segmented scan of the tile from its first item (restarted at every head), and left[]
+ * is not written. The output pass then only puts the prefix before the items up to the
+ * tile's first head and stores the others as they are; with short segments that is most
+ * of the tile, and no (head, value) pair is formed per vector. */
+#define JS_SEQ_SEGMENTS (JS_T == 1 && JS_SEGMENTED)
+
 /* look-back windows of one subgroup or more are walked in registers (lookback.h); JS_LB_W
  * and JS_SG are powers of two (spec.py), so a wide window is whole subgroups */
 #define JS_WARP_WALK (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
@@ -440,6 +447,32 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
     js_mark_heads(base, n JS_SEG_LOAD_FWD);
 #endif
     js_heads mask = js_no_heads();
+#if JS_SEQ_SEGMENTS
+    /* the carry is the last item's value: x already holds the scan so far. The tile's
+     * aggregate is the same pair as js_scan_tile's, bit for bit (the same adds) */
+    (void)left;
+    js_u32 b = JS_VECTOR_HEADS(base, n, full, 0u);
+    js_u32 seen = b;
+    JS_SET_HEADS(mask, 0u, b);
+    js_load_vector(in, base, n, full, 0u, x[0]);
+    js_scan_vector(x[0], b);
+    js_val c = x[0][JS_V - 1];
+    for (js_u32 j = 1; j < JS_P; ++j) {
+        /* in registers, stored once: the vector's own scan, then the carry before its first head */
+        js_val v[JS_V];
+        js_load_vector(in, base, n, full, j, v);
+        b = JS_VECTOR_HEADS(base, n, full, j);
+        JS_SET_HEADS(mask, j, b);
+        js_scan_vector(v, b);
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            x[j][e] = JS_BIT_SEEN(b, e) ? v[e] : js_vop(c, v[e]);
+        c = x[j][JS_V - 1];
+        seen |= b;
+    }
+    *own = mask;
+    return JS_LIFT(seen != 0u, c);
+#else
     T carry = JS_IDENTITY;
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
@@ -454,6 +487,7 @@ JS_UNROLL
     }
     *own = mask;
     return carry;
+#endif
 }
 #else
 JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V], T left[JS_P],
@@ -509,6 +543,52 @@ JS_DEVICE_FN void js_store_output(js_dst out, js_size base, js_size n, js_val x[
                                   T left[JS_P], T prefix, int has_prefix, int exclusive, js_heads heads)
 {
     (void)heads;
+#if JS_SEQ_SEGMENTS
+    /* x is the tile's own scan: the prefix goes before the items up to the first head */
+    (void)left;
+    js_val p = JS_VALUE_OF(prefix);
+    if (exclusive || base + JS_TILE > n) {
+        /* the general loop: shifted by one item, or the last tile's partial vectors */
+        int before = has_prefix;
+        js_val prev = has_prefix ? p : JS_VIDENTITY;  /* exclusive: the value before the item */
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_u32 b = JS_VBITS(heads, j);
+            js_val y[JS_V];
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e) {
+                js_val v = before && !JS_BIT_SEEN(b, e) ? js_vop(p, x[j][e]) : x[j][e];
+                y[e] = exclusive ? (JS_BIT_HEAD(b, e) ? JS_VIDENTITY : prev) : v;
+                prev = v;
+            }
+            before = before && b == 0u;
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                if (first + e < n)
+                    JS_DST_ITEM(out, first + e, y[e]);
+        }
+        return;
+    }
+    /* whole inclusive tiles: the prefix up to the vector of the first head, then a copy */
+    js_u32 j = 0;
+    if (has_prefix) {
+        for (; j < JS_P; ++j) {
+            js_u32 b = JS_VBITS(heads, j);
+            js_val y[JS_V];
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                y[e] = JS_BIT_SEEN(b, e) ? x[j][e] : js_vop(p, x[j][e]);
+            JS_DST_VSTORE(y, out, base, js_vec_index(j));
+            if (b) {
+                ++j;
+                break;
+            }
+        }
+    }
+    for (; j < JS_P; ++j)
+        JS_DST_VSTORE(x[j], out, base, js_vec_index(j));
+    return;
+#endif
     /* vector by vector, each stored as soon as it is computed: on a CPU, where the tile
      * is an array in memory, it is then read once more and never rewritten */
     if (base + JS_TILE <= n) {
@@ -548,6 +628,20 @@ JS_DEVICE_FN void js_store_segment_totals(js_dst out, js_size base, js_val x[JS_
                                           JS_GLOBAL js_val* carry JS_SEG_LOAD_PARAMS)
 {
     js_u32 lid = JS_LID;
+#if JS_SEQ_SEGMENTS
+    (void)left;
+    js_val p = JS_VALUE_OF(prefix);
+    int before = has_prefix;
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_u32 q = 1u + (js_u32)js_vec_index(j) * JS_V;
+        js_u32 b = JS_VBITS(heads, j);
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            sh->stage[q + e] = before && !JS_BIT_SEEN(b, e) ? js_vop(p, x[j][e]) : x[j][e];
+        before = before && b == 0u;
+    }
+#else
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val l = JS_VALUE_OF(has_prefix ? js_op(prefix, left[j]) : left[j]);
@@ -557,6 +651,7 @@ JS_UNROLL
         for (js_u32 e = 0; e < JS_V; ++e)
             sh->stage[q + e] = JS_BIT_SEEN(b, e) ? x[j][e] : js_vop(l, x[j][e]);
     }
+#endif
     if (lid == 0)
         sh->stage[0] = has_prefix ? JS_VALUE_OF(prefix) : JS_VIDENTITY;
     JS_BARRIER();
