@@ -310,3 +310,46 @@ def test_a_new_thread_can_scan_device_arrays_made_elsewhere(backend, rng):
     t.join()
     assert not errors, errors
     np.testing.assert_array_equal(b.to_host(dy), np.cumsum(x, dtype=np.int32))
+
+
+def test_a_plain_prepared_scan_refuses_segments_on_every_path():
+    p = jitscan.plan("int32")
+    x = np.arange(1, 9, dtype=np.int32)
+    for kw in (dict(offsets=[0, 3, 8]), dict(flags=np.ones(8, bool)), dict(row_len=4)):
+        with pytest.raises(ValueError, match="need a segmented scan"):
+            p(x, **kw)  # a contiguous NumPy array: the common call's path
+        with pytest.raises(ValueError, match="need a segmented scan"):
+            p(np.arange(16, dtype=np.int32)[::2], **kw)  # a view: the long way
+
+
+def test_a_prepared_scan_refuses_what_scan_refuses():
+    p = jitscan.plan("int32")
+    for bad in (np.array(["1", "2"]), np.array([1 + 2j, 3])):
+        with pytest.raises(TypeError, match="cannot scan an array of dtype"):
+            p(bad)
+    rows = jitscan.plan("int32", segmented="rows")
+    for bad in (4.0, True):
+        with pytest.raises(TypeError, match="row_len= takes an integer"):
+            rows(np.arange(8, dtype=np.int32), row_len=bad)
+
+
+def test_cumulative_functions_refuse_the_copy_variant():
+    with pytest.raises(ValueError, match="unknown variant 'memcpy'"):
+        jitscan.cumsum(np.array([1, 2, 3]), variant="memcpy")
+    with pytest.raises(TypeError, match="out= must be an array, got list"):
+        jitscan.cumsum(np.arange(8), out=[0] * 8)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kind="reduce", segmented="flags"),
+        dict(kind="reduce", variant="memcpy"),
+        dict(variant="memcpy", segmented="offsets"),
+    ],
+)
+def test_source_refuses_what_plan_refuses(kw):
+    with pytest.raises(ValueError) as plan_error:
+        jitscan.plan("int32", **kw)
+    with pytest.raises(ValueError, match=str(plan_error.value)):
+        jitscan.source("int32", **kw)

@@ -130,3 +130,21 @@ def test_syntax_outside_the_subset_is_refused_with_its_line():
 
     with pytest.raises(TypeError, match=r"a call of range .*line \d+: for _ in range\(2\):"):
         jitscan.scan(np.arange(4, dtype=np.int32), op=jitscan.operator(looping, identity=0))
+
+
+def test_an_identity_beyond_a_narrow_type_is_clipped_for_python_operators_too():
+    # int8 scans in int32; the identity is clipped to int8's range, the function kept
+    mx = jitscan.operator(lambda a, b: max(a, b), identity=-(2**31))
+    np.testing.assert_array_equal(jitscan.scan(np.array([1, -3, 2], np.int8), op=mx), [1, 1, 2])
+    assert jitscan.reduce(np.array([1, -3, 2], np.int16), op=mx) == 2
+
+
+def test_captured_values_of_another_type_make_another_operator():
+    # 1 == 1.0, but a float captured in the function makes an int32 scan return floats
+    def make(k):
+        return jitscan.operator(lambda a, b: a + b * k, identity=0, check=False)
+
+    x = np.arange(1, 6, dtype=np.int32)
+    np.testing.assert_array_equal(jitscan.scan(x, op=make(1)), np.cumsum(x))
+    with pytest.raises(TypeError, match="float64"):
+        jitscan.scan(x, op=make(1.0))

@@ -413,3 +413,25 @@ def test_a_loop_of_segmented_calls_prepares_once(backend, rng, monkeypatch):
     got = jitscan.segmented_cumsum(x, flags=flags, backend=backend)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert len(made) == 2  # the call without segments took the long way, which raised
+
+
+def test_initial_must_fit_the_result_type_of_a_narrow_segmented_scan():
+    # the scan runs in 32 bits; initial= is checked against the result's type, as scan() does
+    v = np.array([1, 2, 3, 4], np.int8)
+    f = np.array([0, 0, 1, 0], bool)
+    with pytest.raises(ValueError, match="out of int8's range"):
+        jitscan.segmented_scan(v, flags=f, initial=200)
+    with pytest.raises(ValueError, match="out of uint8's range"):
+        jitscan.segmented_scan(v.astype(np.uint8), flags=f, initial=-1)
+    np.testing.assert_array_equal(jitscan.segmented_scan(v, flags=f, initial=100), [101, 103, 3, 7])
+
+
+def test_an_awkward_array_refuses_initial_as_offsets_do():
+    ak = pytest.importorskip("awkward", reason="awkward is an optional dependency")
+    with pytest.raises(ValueError, match="give flags="):
+        jitscan.segmented_scan(ak.Array([[1, 2], [3]]), initial=100)
+
+
+def test_offsets_beyond_int64_are_named_as_given():
+    with pytest.raises(ValueError, match=r"fit int64: offsets\[1\] == 9223372036854775813"):
+        jitscan.segmented_cumsum(np.arange(8), offsets=np.array([0, 2**63 + 5, 8], np.uint64))

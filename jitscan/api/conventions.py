@@ -17,14 +17,14 @@ Two rules choose the dtype of a result when ``dtype=`` is not given:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .. import backends
 from ..dtypes import DTYPES, DType, lookup
-from ..operators import Monoid, resolve
+from ..operators import Monoid, Operator, resolve
 from ..plan import arrays
 
 try:  # NumPy >= 1.25
@@ -129,7 +129,10 @@ def narrowed(x: Any, op: Any, t: Types) -> tuple[Any, Any]:
         )
         if not lo <= ident <= hi:
             clipped = min(max(ident, lo), hi)
-            op = Monoid(m.name, m.combine, {t.scan.name: clipped}, m.commutative, m.integer_only)
+            if isinstance(m, Operator):  # the same Python function, for this call's type
+                op = replace(m, identity=clipped)
+            else:
+                op = Monoid(m.name, m.combine, {t.scan.name: clipped}, m.commutative, m.integer_only)
     return x, op
 
 
@@ -137,6 +140,8 @@ def check_out_cast(result: np.dtype, out: Any) -> None:
     """TypeError unless a result of dtype ``result`` may go into ``out`` (NumPy's ``same_kind`` rule)."""
     if out is None:
         return
+    if not hasattr(out, "dtype"):
+        raise TypeError(f"out= must be an array, got {type(out).__name__}")
     to = np.dtype(out.dtype)
     if not np.can_cast(result, to, casting="same_kind"):
         raise TypeError(

@@ -19,6 +19,7 @@ from ..kernels.spec import KINDS, SEGMENTED, check_choice
 from ..operators import Monoid, resolve
 from ..plan import arrays, check_knobs, tuning
 from ..plan.knobs import LAUNCH_KNOBS
+from ..plan.prepared import check_form
 from . import axis as _axis
 from . import chunked, complexes, conventions, tuples
 from .cache import as_array, host_tag, prepared, remember, shortcut, shortcut_for
@@ -452,6 +453,7 @@ def source(
     if segmented:
         check_choice("segmented", segmented, tuple(m for m in SEGMENTED if m))
     v = variants.get(variants.VARIANTS[0] if variant is None else variant)
+    check_form(kind, v.name, segmented)  # what plan() refuses has no source either
     monoid = resolve(op)
     b = backends.get(backend) if backend is not None else backends.default()
     info = b.device_info(b.queue_for(None)) if b.available() else backends.typical_device(b.name)

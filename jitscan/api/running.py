@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..kernels.spec import check_choice
+from ..variants import VARIANTS
 from . import conventions
 from .cache import as_array, host_tag, remember, shortcut, shortcut_for
 from .flat import KNOBS_DOC, run
+
+#: the variants a cumulative function takes (scan() also takes the copy, "memcpy")
+RUNNING_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
 
 
 def _running(op: str, name: str, rule: str, summary: str, example: str, nan: float | None = None) -> Any:
@@ -30,6 +35,8 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
         **knobs: Any,
     ) -> Any:
         kind = "exclusive" if exclusive else "inclusive"
+        if variant is not None:
+            check_choice("variant", variant, RUNNING_VARIANTS)  # memcpy is no cumulative op
         if axis is None and stats is None and not include_initial and nan is None:
             # the common call: one lookup, keyed on what can differ between such calls
             key = (type(x), getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..kernels.spec import KINDS, check_choice
 from ..operators import Monoid, resolve
-from ..plan.arrays import check_offsets
+from ..plan.arrays import check_initial, check_offsets
 from ..variants import VARIANTS
 from . import awkward, chunked, conventions, tuples
 from .cache import as_array, host_tag, prepared, remember, shortcut, shortcut_for
@@ -164,6 +164,7 @@ def segmented_scan(
             backend=backend,
             dtype=dtype,
             stats=stats,
+            initial=initial,  # refused there: a list's first element starts a segment
             **knobs,
         )
         return awkward.unflatten(ak, res, lists)
@@ -175,6 +176,8 @@ def segmented_scan(
     values = as_array(values)
     t = conventions.types(conventions.input_dtype(values), dtype, "keep")
     conventions.check_out_cast(t.result, out)
+    if initial is not None:
+        check_initial(initial, t.result)  # in the result's range (a narrow int), as scan() checks
     values, op = conventions.narrowed(values, op, t)
     direct = t.takes(out)
     p = prepared(values, op, kind, variant, backend, t.scan.name, stats is not None, knobs, segmented=which)

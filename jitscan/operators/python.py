@@ -217,12 +217,22 @@ def _identity_key(op: Operator) -> tuple:
     fn = op.fn
     code = getattr(fn, "__code__", None)
     try:
-        cells = tuple(c.cell_contents for c in (getattr(fn, "__closure__", None) or ()))
-        key = ("code", code, getattr(fn, "__defaults__", None), cells, op._identity_items, op.name, op.check)
+        # with their types: k=1 and k=1.0 compare equal, but they type the function apart
+        cells = tuple(_typed(c.cell_contents) for c in (getattr(fn, "__closure__", None) or ()))
+        defaults = tuple(_typed(v) for v in (getattr(fn, "__defaults__", None) or ()))
+        items = tuple((k, _typed(v)) for k, v in op._identity_items)
+        key = ("code", code, defaults, cells, items, op.name, op.check)
         hash(key)
     except (TypeError, ValueError):  # unhashable or empty cells
         return ("id", id(op))
     return key if code is not None else ("id", id(op))
+
+
+def _typed(v: object) -> tuple:
+    """A value as a key part that tells 1, 1.0, True and numpy.float32(1) apart."""
+    if isinstance(v, tuple):
+        return (tuple, tuple(_typed(x) for x in v))
+    return (type(v), v)
 
 
 def _is_number(v: object) -> bool:

@@ -78,6 +78,8 @@ def to_input(
     if queue is None:
         queue = b.queue_of(x if on_device else None)
     t = np.dtype(x.dtype)  # type: ignore[attr-defined]
+    if t.kind not in "biuf":  # NumPy would parse strings and drop imaginary parts
+        raise TypeError(f"cannot scan an array of dtype {t}")
     kept = loads.get(t, "") if loads and t != dtype.numpy else ""
     if on_device:
         data = b.contiguous(x)
@@ -269,6 +271,9 @@ def check_offsets(offsets: Any, n: int) -> np.ndarray:
         raise ValueError(f"offsets must be a non-empty 1-D array (nseg + 1 entries), got shape {off.shape}")
     if off.dtype.kind not in "iu":
         raise ValueError(f"offsets must have an integer dtype, got {off.dtype}")
+    if off.dtype == np.uint64 and off.size and off.max() > np.iinfo(np.int64).max:
+        i = int(np.flatnonzero(off > np.iinfo(np.int64).max)[0])
+        raise ValueError(f"offsets must fit int64: offsets[{i}] == {off[i]}")
     off = off.astype(np.int64)
     if off[0] != 0:
         raise ValueError(f"offsets must start at 0: offsets[0] == {off[0]}")

@@ -41,6 +41,16 @@ def _make_room(cache: dict) -> None:
         del cache[next(iter(cache))]
 
 
+def check_form(kind: str, variant: str, segmented: str) -> None:
+    """Raise ValueError for a kind, variant and segmented mode that make no scan together."""
+    if kind == "reduce" and segmented not in ("", "offsets"):
+        raise ValueError(f"kind='reduce' takes segments as offsets, not {segmented!r}")
+    if variant == "memcpy" and kind == "reduce":
+        raise ValueError("variant='memcpy' copies; it does not reduce")
+    if variant == "memcpy" and segmented:
+        raise ValueError("variant='memcpy' has no segmented form")
+
+
 class PreparedScan(FieldCalls):
     """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
 
@@ -94,12 +104,7 @@ class PreparedScan(FieldCalls):
         self.outputs = tuple(outputs) or (tuple(range(len(self.dtype.fields))) if self._record else ())
         self.stats = bool(stats)
         self.knobs = dict(knobs)
-        if kind == "reduce" and segmented not in ("", "offsets"):
-            raise ValueError(f"kind='reduce' takes segments as offsets, not {segmented!r}")
-        if variant == "memcpy" and kind == "reduce":
-            raise ValueError("variant='memcpy' copies; it does not reduce")
-        if variant == "memcpy" and segmented:
-            raise ValueError("variant='memcpy' has no segmented form")
+        check_form(kind, variant, segmented)
         self.backend: Backend = backends.require(backend) if backend is not None else backends.default()
         self._device = device
         self._queue = self.backend.queue_for(device)
@@ -276,7 +281,7 @@ class PreparedScan(FieldCalls):
         if self._unverified:
             self.verify(x)
         carry = None
-        if self._plain and stats is None:
+        if self._plain and stats is None and flags is None and offsets is None and not row_len:
             carry = None if initial is None else self._carry_of(initial)
             loads = self._loads
             common = self.backend.operands(x, out, self._np, self._reduce, loads)
@@ -416,6 +421,8 @@ class PreparedScan(FieldCalls):
     ) -> tuple[Segments, int, Any]:
         """The call's segments, the result length, and device offsets still to check (or None)."""
         mode = self.segmented
+        if isinstance(row_len, (bool, np.bool_)) or not isinstance(row_len, (int, np.integer)):
+            raise TypeError(f"row_len= takes an integer, got {row_len!r}")
         given = {"flags": flags is not None, "offsets": offsets is not None, "rows": row_len > 0}
         if not mode:
             if any(given.values()):
