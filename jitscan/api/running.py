@@ -99,7 +99,9 @@ def _running_doc(name: str, rule: str, summary: str, example: str, nan: float | 
         gives the bits of the promoted scan cast to it.
     exclusive : bool
         Start from the identity instead of the first element (not in NumPy: the result
-        has ``x.size`` elements and leaves out the total).
+        has ``x.size`` elements and leaves out the total). A float sum's identity is
+        -0.0, the one that adds to every value exactly, so it starts at -0.0 (equal to
+        0; ``include_initial=True`` puts +0.0 first, as the Array API asks).
     include_initial : bool
         As the Array API: the op's zero first, then every prefix (``x.size + 1``
         elements).

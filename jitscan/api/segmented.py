@@ -241,7 +241,8 @@ def segmented_cumsum(
     values, offsets, flags, dtype, out, variant, backend, stats
         As in :func:`segmented_scan`.
     exclusive : bool
-        Each segment starts from 0 instead of its first element.
+        Each segment starts from 0 instead of its first element (-0.0 for floats: the
+        identity of a float sum, see :func:`jitscan.cumsum`).
     **knobs
         Tuning knobs as in :func:`jitscan.scan` (``tile_state``, ``spin_limit``, ...).
 
