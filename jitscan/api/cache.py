@@ -86,6 +86,20 @@ def prepared(
     return p
 
 
+def call_key(x: Any, out: Any, knobs: dict[str, Any], *parts: Any) -> tuple:
+    """A common call's key in a function's shortcut cache: the input's type and dtype,
+    ``parts`` (the call's other arguments that pick its prepared scan), ``out``'s dtype,
+    the knobs, and :func:`host_tag`."""
+    return (
+        type(x),
+        getattr(x, "dtype", None),
+        *parts,
+        getattr(out, "dtype", None),
+        *knobs.items(),
+        *host_tag(x),
+    )
+
+
 def host_tag(x: Any) -> tuple:
     """What a key adds for host input: ``$JITSCAN_BACKEND``, which picks the backend it goes to."""
     return (os.environ.get("JITSCAN_BACKEND"),) if type(x) is np.ndarray else ()

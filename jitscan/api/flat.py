@@ -22,7 +22,7 @@ from ..plan.knobs import LAUNCH_KNOBS
 from ..plan.prepared import check_form
 from . import axis as _axis
 from . import chunked, complexes, conventions, tuples
-from .cache import as_array, host_tag, prepared, remember, shortcut, shortcut_for
+from .cache import as_array, call_key, prepared, remember, shortcut, shortcut_for
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
 KNOBS_DOC = """
@@ -74,18 +74,7 @@ def scan(
         return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs, initial=initial)
     if axis is None and stats is None and kind != "reduce":
         # the common call: one lookup, keyed on what can differ between such calls
-        key = (
-            type(x),
-            getattr(x, "dtype", None),
-            op,
-            kind,
-            variant,
-            backend,
-            dtype,
-            getattr(out, "dtype", None),
-            *knobs.items(),
-            *host_tag(x),
-        )
+        key = call_key(x, out, knobs, op, kind, variant, backend, dtype)
         try:
             p = _SCAN_SHORTCUTS[key]
         except (KeyError, TypeError):

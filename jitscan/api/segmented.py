@@ -16,7 +16,7 @@ from ..operators import Monoid, resolve
 from ..plan.arrays import check_initial, check_offsets
 from ..variants import VARIANTS
 from . import awkward, chunked, conventions, tuples
-from .cache import as_array, host_tag, prepared, remember, shortcut, shortcut_for
+from .cache import as_array, call_key, prepared, remember, shortcut, shortcut_for
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
 SEGMENTED_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
@@ -91,20 +91,7 @@ def segmented_scan(
     """
     if stats is None and output is None and initial is None:
         # the common call: one lookup, keyed on what can differ between such calls
-        key = (
-            type(values),
-            getattr(values, "dtype", None),
-            op,
-            kind,
-            variant,
-            backend,
-            dtype,
-            getattr(out, "dtype", None),
-            offsets is None,
-            flags is None,
-            *knobs.items(),
-            *host_tag(values),
-        )
+        key = call_key(values, out, knobs, op, kind, variant, backend, dtype, offsets is None, flags is None)
         try:
             p = _SHORTCUTS[key]
         except (KeyError, TypeError):
