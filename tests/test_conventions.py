@@ -435,3 +435,11 @@ def test_device_arrays_of_every_input_dtype_and_0d_results(backend):
     )
     w = b.to_device(np.array([np.nan + 1j, 2], np.complex64), q)
     np.testing.assert_array_equal(b.to_host(jitscan.nancumsum(w)), [0, 2])
+
+
+def test_a_dtype_of_the_other_byte_order_gives_a_native_result_as_numpy_does():
+    x = np.arange(5)
+    got = jitscan.cumsum(x, dtype=">i8")
+    want = np.cumsum(x, dtype=">i8")
+    assert got.dtype == want.dtype == np.dtype("int64")
+    np.testing.assert_array_equal(got, want)

@@ -146,6 +146,7 @@ def test_a_value_written_in_another_queue_is_waited_for():
         (lambda x: jitscan.segmented_scan(x, offsets=[0, 3, x.size], initial=1), "give flags="),
         (lambda x: jitscan.scan(x, initial=1.5), "is not an integer"),
         (lambda x: jitscan.scan(x, initial=2**40), "out of int32's range"),
+        (lambda x: jitscan.scan(x.astype(np.uint64), initial=2**64), "out of uint64's range"),
         (lambda x: jitscan.scan(x, initial=[1, 2]), "one real number"),
         (lambda x: jitscan.scan(x.astype(np.complex64), initial=1), "complex"),
         (

@@ -93,6 +93,8 @@ def types(src: np.dtype, dtype: Any, rule: str) -> Types:
     """The scan and result dtypes of a call on input of dtype ``src`` with ``dtype=``."""
     if dtype is not None:
         want = np.dtype(dtype)
+        if not want.isnative:  # NumPy's results are in native byte order whatever dtype= says
+            want = want.newbyteorder("=")
         if want.name in WIDENED:
             return Types(lookup(WIDENED[want.name]), want)
         if want.name not in DTYPES:

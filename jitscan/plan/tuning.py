@@ -347,7 +347,7 @@ def launch_for(
         )
     if variant not in CHAINED:
         if simulate_blocking:
-            raise ValueError(f"simulated blocking applies to variants {CHAINED}, not {variant!r}")
+            raise ValueError(f"simulated blocking applies to variant 'fallback', not {variant!r}")
         return LaunchArgs(kind=kind)
     spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
     wait = 0
