@@ -20,6 +20,8 @@ from .cache import as_array, call_key, prepared, remember, shortcut, shortcut_fo
 
 #: variants a segmented scan can use; "rts" is the multi-pass baseline
 SEGMENTED_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
+#: the kinds of a segmented scan (segmented_reduce is the reduction)
+SEGMENTED_KINDS = tuple(k for k in KINDS if k != "reduce")
 #: segmented_reduce's default variant (see its docstring)
 REDUCE_VARIANT = "rts"
 
@@ -99,7 +101,7 @@ def segmented_scan(
             remember(_SHORTCUTS, key, p)
         if p is not None:
             return p(values, out, flags=flags, offsets=offsets)
-    check_choice("kind", kind, tuple(k for k in KINDS if k != "reduce"))
+    check_choice("kind", kind, SEGMENTED_KINDS)
     if type(values) is tuple:
         if variant is not None:
             check_choice("variant", variant, SEGMENTED_VARIANTS)
@@ -194,7 +196,7 @@ def _shortcut_for(
 ) -> Any:
     """The prepared scan that does the whole call, as :func:`jitscan.api.cache.shortcut_for`
     finds it (None: the long way, which also raises what is wrong with the call)."""
-    if kind not in KINDS or kind == "reduce" or (variant is not None and variant not in SEGMENTED_VARIANTS):
+    if kind not in SEGMENTED_KINDS or (variant is not None and variant not in SEGMENTED_VARIANTS):
         return None
     if (offsets is None) == (flags is None):
         return None

@@ -245,11 +245,9 @@ def initial_value(initial: Any, dtype: np.dtype) -> Any:
     if backends.for_array(initial) is not None:
         check_initial(initial, dtype)
         return initial if initial.dtype == dtype else initial.reshape(1).astype(dtype)
-    if type(initial) is int and dtype.kind in "iu":  # beyond 64 bits NumPy makes it an object
-        info = np.iinfo(dtype)
-        if not info.min <= initial <= info.max:
-            raise ValueError(f"initial={initial!r} is out of {dtype.name}'s range")
     value = np.asarray(initial)
+    if type(initial) is int and value.dtype == object:  # beyond 64 bits: the range check below
+        value = np.asarray(float(initial))
     if value.size != 1 or value.dtype.kind not in "biuf":
         raise TypeError(f"initial must be one real number, got {initial!r}")
     value = value.reshape(())  # a one-element host array, as a device array may be
