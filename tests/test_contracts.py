@@ -16,6 +16,7 @@ from functools import cache
 import pytest
 from conftest import DTYPES
 
+import jitscan
 from jitscan import backends, kernels, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
@@ -47,7 +48,8 @@ needs_cpp = pytest.mark.skipif(
 def spec_of(variant: str, dialect: str, kind: str = "inclusive", **knobs) -> ScanSpec:
     info = backends.typical_device(DIALECTS[dialect])
     knobs.setdefault("dtype", lookup("int32"))
-    return tuning.spec_for(info, variant=variant, kind=kind, monoid=resolve("add"), **knobs)
+    knobs.setdefault("monoid", resolve("add"))
+    return tuning.spec_for(info, variant=variant, kind=kind, **knobs)
 
 
 def defines(text: str) -> dict[str, str]:
@@ -279,3 +281,42 @@ def test_the_chained_variants_are_exactly_those_whose_source_defines_js_fallback
     assert set(values) == set(CHAINED)
     assert values == {"fallback": 1, "lookback": 0}
     assert {name for name, v in variants.REGISTRY.items() if isinstance(v, Chained)} == set(CHAINED)
+
+
+# -- (f) which tiles hold their vectors as lanes ----------------------------------------
+
+
+def lanes_of(variant: str, dialect: str, **knobs) -> str:
+    spec = spec_of(variant, dialect, **knobs)
+    return defines(variants.get(variant).source(spec, dialect))["JS_LANES"]
+
+
+@pytest.mark.parametrize("variant", CHAINED)
+@pytest.mark.parametrize("op", ["add", "mul", "min", "max", "or"])
+@pytest.mark.parametrize("dtype", ["int32", "uint64", "float64"])
+def test_a_cpu_tile_holds_its_vectors_as_lanes_for_the_built_in_operators(variant, op, dtype):
+    if op == "or" and dtype == "float64":
+        pytest.skip("or is for integers")
+    monoid = resolve(op)
+    assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype)) == "1"
+    assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype), deterministic=True) == "1"
+
+
+@pytest.mark.parametrize(
+    ("variant", "knobs"),
+    [
+        # a user's operator may not commute, whatever it declares; its lanes would be reordered
+        ("fallback", {"monoid": jitscan.Monoid("sum", "a + b", 0, commutative=True)}),
+        ("fallback", {"segmented": "flags"}),
+        ("rts", {}),
+        ("fallback", {"threads": 4}),  # several threads: the rows are scanned across them
+    ],
+)
+def test_other_tiles_keep_their_values_as_items(variant, knobs):
+    assert lanes_of(variant, "opencl", **knobs) == "0"
+
+
+def test_a_dialect_without_vector_types_has_no_lanes():
+    spec = spec_of("fallback", "opencl")  # a one-thread CPU tile, rendered as CUDA C
+    assert spec.lanes
+    assert defines(variants.get("fallback").source(spec, "cuda"))["JS_LANES"] == "0"

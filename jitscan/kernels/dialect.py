@@ -184,6 +184,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             "",
             f"/* op {spec.monoid.name}: its first argument combines the earlier elements */",
             spec.monoid.c_function(dt.fields if spec.record else dt),
+            *self.lanes(spec),
         ]
         if spec.segmented:
             lines += [
@@ -258,6 +259,11 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             ]
         return "\n".join(lines) + "\n"
 
+    def lanes(self, spec: ScanSpec) -> list[str]:
+        """JS_LANES, and where it is 1 the vector type ``js_vec`` of a tile's vector and its
+        moves and shifts (``ScanSpec.lanes``); a dialect without vector types says 0."""
+        return ["#define JS_LANES 0"]
+
     @abstractmethod
     def vector_store(self, macro: str, dtype: DType, width: int) -> str:
         """``macro(src, ptr, vi)``: ``src[0 .. width)`` stored as vector ``vi`` of ``ptr``."""
@@ -293,6 +299,37 @@ class OpenCLDialect(Dialect):
         packs = ", ".join(f"(src)[{i}]" for i in range(width))
         vec = self.vector_type(dtype, width)
         return f"#define {macro}(src, ptr, vi) (((__global {vec}*)(ptr))[vi] = ({vec})({packs}))"
+
+    def lanes(self, spec: ScanSpec) -> list[str]:
+        if not spec.lanes:
+            return super().lanes(spec)
+        v = spec.vector_width
+        vec = self.vector_type(spec.dtype_info, v)
+        src = self.vector_type(spec.input_info, v)
+        load = f"(((__global const {src}*)(ptr))[vi])"
+        if spec.input_info is not spec.dtype_info:  # C's conversions, as JS_SRC_ITEM's cast
+            load = f"convert_{vec}({load})"
+        digits = "0123456789abcdef"[:v]  # a lane's name: s and its hex digit
+        to = " ".join(f"(a)[{e}] = (x).s{digits[e]};" for e in range(v))
+        combine = spec.monoid.combine
+        lines = [
+            "/* one-thread tiles hold each vector as the lanes of js_vec (tile.h) */",
+            "#define JS_LANES 1",
+            f"typedef {vec} js_vec;",
+            f"#define JS_VEC_LOAD(ptr, vi) {load}",
+            f"#define JS_VEC_STORE(x, ptr, vi) (((__global {vec}*)(ptr))[vi] = (x))",
+            "#define JS_VEC_SPLAT(s) ((js_vec)(s))",
+            f"#define JS_VEC_OF(a) ((js_vec)({', '.join(f'(a)[{e}]' for e in range(v))}))",
+            f"#define JS_VEC_TO(a, x) do {{ {to} }} while (0)",
+            f"#define JS_VEC_LAST(x) ((x).s{digits[-1]})",
+        ]
+        d = 1
+        while d < v:  # the lanes moved up by d, the first d taken from f
+            lines.append(f"#define JS_VEC_UP{d}(x, f) ((js_vec)((f).s{digits[:d]}, (x).s{digits[: v - d]}))")
+            d *= 2
+        # the built-in operators' expressions hold for vectors too, lane by lane
+        lines.append(f"JS_DEVICE_FN js_vec js_vec_op(js_vec a, js_vec b) {{ return ({combine}); }}")
+        return lines
 
     def shuffle_field(self, macro: str, d: DType, x: str) -> str:
         fn = "js_shfl_up_u32" if macro == "JS_SHFL_UP_FIELD" else "js_shfl_idx_u32"

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import INPUTS, VECTOR_BYTES, DType, Record, loaded_as, value_type
-from ..operators import Monoid
+from ..operators import BUILTIN, Monoid
 
 KINDS = ("inclusive", "exclusive", "reduce")
 SEGMENTED = ("", "flags", "rows", "offsets")
@@ -214,6 +214,24 @@ class ScanSpec:
     @property
     def chained(self) -> bool:
         return self.variant in CHAINED
+
+    @property
+    def lanes(self) -> bool:
+        """Whether a one-thread tile (CPUs) holds its vectors as the lanes of vector types.
+
+        Its aggregate is then reduced lane by lane and its scan computed by shifted
+        combines (``JS_LANES`` in ``src/tile.h``). Lane-wise reduction reorders operands,
+        so only a plain chained scan of a built-in operator (they commute) takes it; the
+        dialect says whether it has the vector types.
+        """
+        return (
+            self.threads == 1
+            and self.vector_width > 1
+            and self.chained
+            and not self.segmented
+            and not self.record
+            and self.monoid in BUILTIN.values()
+        )
 
     @property
     def head_words(self) -> int:

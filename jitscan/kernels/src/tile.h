@@ -433,6 +433,105 @@ JS_UNROLL
 #endif
 }
 
+#if JS_LANES
+/* One-thread tiles of a built-in operator on a CPU (ScanSpec.lanes): the items of a
+ * vector are the lanes of a js_vec. Loops over js_val arrays compiled to scalar code
+ * there, a lane at a time; these stay in vector registers.
+ * - js_load_scan only reduces the tile, lane by lane: one combine a vector, no stores.
+ *   This reorders operands, which the built-in operators allow (they commute), and the
+ *   aggregate is still the same bits whoever reduces the tile.
+ * - js_lanes_store reads the tile again once its prefix is known (from the cache it was
+ *   just read into) and scans and stores it in one pass: log2(JS_V) shifted combines a
+ *   vector, each operand kept on its side, then the carry into every lane at once. */
+JS_DEVICE_FN js_vec js_lanes_load(js_src in, js_size base, js_size n, int full, js_u32 j)
+{
+    if (full)
+        return JS_VEC_LOAD(in + base, j);
+    js_val v[JS_V];
+    js_load_vector(in, base, n, 0, j, v);
+    return JS_VEC_OF(v);
+}
+
+JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
+{
+    js_vec acc = JS_VEC_SPLAT(JS_VIDENTITY);
+#if JS_P % 4 == 0
+    /* four accumulators: one would wait out a float add's latency at every vector */
+    js_vec acc1 = acc, acc2 = acc, acc3 = acc;
+    if (base + JS_TILE <= n) {
+        for (js_u32 j = 0; j < JS_P; j += 4) {
+            acc = js_vec_op(acc, JS_VEC_LOAD(in + base, j));
+            acc1 = js_vec_op(acc1, JS_VEC_LOAD(in + base, j + 1));
+            acc2 = js_vec_op(acc2, JS_VEC_LOAD(in + base, j + 2));
+            acc3 = js_vec_op(acc3, JS_VEC_LOAD(in + base, j + 3));
+        }
+        acc = js_vec_op(js_vec_op(acc, acc1), js_vec_op(acc2, acc3));
+    } else
+#endif
+    {
+        for (js_u32 j = 0; j < JS_P; ++j)
+            acc = js_vec_op(acc, js_lanes_load(in, base, n, base + JS_TILE <= n, j));
+    }
+    js_val a[JS_V];
+    JS_VEC_TO(a, acc);
+    js_val r = a[0];
+#pragma unroll
+    for (js_u32 e = 1; e < JS_V; ++e)
+        r = js_vop(r, a[e]);
+    return r;
+}
+
+/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left). */
+JS_DEVICE_FN js_vec js_lanes_scan(js_vec x)
+{
+    js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
+    x = js_vec_op(JS_VEC_UP1(x, id), x);
+#if JS_V > 2
+    x = js_vec_op(JS_VEC_UP2(x, id), x);
+#endif
+#if JS_V > 4
+    x = js_vec_op(JS_VEC_UP4(x, id), x);
+#endif
+#if JS_V > 8
+    x = js_vec_op(JS_VEC_UP8(x, id), x);
+#endif
+    return x;
+}
+
+/* Vector j's output after the carry *c (every lane of it), which moves on past the vector.
+ * The carry's chain from vector to vector is one combine: the vector's own scan and its
+ * last lane are worked out beside it. */
+JS_DEVICE_FN js_vec js_lanes_output(js_vec x, js_vec* c, int exclusive)
+{
+    js_vec s = js_lanes_scan(x);
+    js_vec w = js_vec_op(*c, s);
+    js_vec y = exclusive ? JS_VEC_UP1(w, *c) : w;
+    *c = js_vec_op(*c, JS_VEC_SPLAT(JS_VEC_LAST(s)));
+    return y;
+}
+
+JS_DEVICE_FN void js_lanes_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
+                                 int exclusive)
+{
+    js_vec c = JS_VEC_SPLAT(has_prefix ? prefix : JS_VIDENTITY);
+    if (base + JS_TILE <= n) {
+        for (js_u32 j = 0; j < JS_P; ++j)
+            JS_VEC_STORE(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
+        return;
+    }
+    for (js_u32 j = 0; j < JS_P && base + (js_size)j * JS_V < n; ++j) {
+        js_vec w = js_lanes_output(js_lanes_load(in, base, n, 0, j), &c, exclusive);
+        js_val y[JS_V];
+        JS_VEC_TO(y, w);
+        js_size first = base + (js_size)j * JS_V;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            if (first + e < n)
+                JS_DST_ITEM(out, first + e, y[e]);
+    }
+}
+#endif
+
 /* Loads the tile at base and scans it (js_load_input, then js_scan_tile): the one step
  * the owner of a tile and a workgroup falling back on it take. A one-thread tile does
  * both in one pass over its vectors, with the same expressions: on a CPU the tile is an
@@ -472,6 +571,13 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
     }
     *own = mask;
     return JS_LIFT(seen != 0u, c);
+#elif JS_LANES
+    /* the aggregate alone: js_lanes_store scans the tile */
+    (void)x;
+    (void)left;
+    (void)full;
+    *own = mask;
+    return js_lanes_reduce(in, base, n);
 #else
     T carry = JS_IDENTITY;
 JS_UNROLL
