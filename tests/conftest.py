@@ -16,6 +16,7 @@ import jitscan
 from jitscan import backends
 from jitscan.api.chunked import UFUNCS as BUILTIN_UFUNCS
 from jitscan.dtypes import lookup
+from jitscan.operators import resolve
 from jitscan.plan import tuning
 
 INT_DTYPES = ("int32", "uint32", "int64", "uint64")
@@ -67,13 +68,16 @@ def device_info(backend: str):
     return b.device_info(b.queue_of(None))
 
 
-def geometries(backend: str, dtype: str) -> list[dict[str, int]]:
-    """The default tile shapes of this backend's default device (one per size class)."""
+def geometries(backend: str, dtype: str, op: object = "add") -> list[dict[str, int]]:
+    """The default tile shapes of this backend's default device for ``op`` (one per size class)."""
     info = device_info(backend)
     shapes = []
     dt = lookup(dtype)
+    monoid = op if isinstance(op, jitscan.Monoid) else resolve(op)
     for n in (1, (1 << 22) // dt.itemsize, None):  # small, mid-size (4 MiB) and large inputs
-        geo = tuning.geometry(info, dt, n)
+        spec = tuning.spec_for(info, variant="fallback", dtype=dt, monoid=monoid, n=n)
+        geo = {k: getattr(spec, k) for k in ("threads", "vectors", "vector_width", "min_blocks")}
+        geo["lookback_width"] = spec.lookback_width
         if geo not in shapes:
             shapes.append(geo)
     return shapes

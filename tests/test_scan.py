@@ -34,10 +34,10 @@ def run_on_device(backend: str, x: np.ndarray, op: object, kind: str, variant: s
     return b.to_host(out)
 
 
-def boundary_cases(backend: str, dtype: str) -> list[tuple[int, dict]]:
-    """(n, tile shape) around the tile boundaries of every default tile shape."""
+def boundary_cases(backend: str, dtype: str, op: object = "add") -> list[tuple[int, dict]]:
+    """(n, tile shape) around the tile boundaries of every default tile shape of ``op``."""
     cases = []
-    for geo in geometries(backend, dtype):
+    for geo in geometries(backend, dtype, op):
         tile = tile_of(geo)
         cases += [(n, geo) for n in (1, 2, tile - 1, tile, tile + 1, 5 * tile + 3)]
     return cases
@@ -47,7 +47,7 @@ def boundary_cases(backend: str, dtype: str) -> list[tuple[int, dict]]:
 @pytest.mark.parametrize("kind", jitscan.KINDS)
 @pytest.mark.parametrize(("op", "dtype"), op_dtype_pairs())
 def test_every_variant_kind_dtype_and_op_matches_numpy(backend, rng, variant, kind, op, dtype):
-    for n, geo in boundary_cases(backend, dtype):
+    for n, geo in boundary_cases(backend, dtype, op):
         x = random_input(rng, n, dtype, op)
         got = run_on_device(backend, x, op, kind, variant, **geo)
         assert_scan_equal(got, reference(x, op, kind), x, op)
@@ -57,7 +57,7 @@ def test_every_variant_kind_dtype_and_op_matches_numpy(backend, rng, variant, ki
 @pytest.mark.parametrize("kind", jitscan.KINDS)
 @pytest.mark.parametrize("dtype", ["int32", "uint64", "float32", "float64"])
 def test_non_commutative_user_monoid_comes_out_in_order(backend, rng, variant, kind, dtype):
-    for n, geo in boundary_cases(backend, dtype):
+    for n, geo in boundary_cases(backend, dtype, FFILL):
         x = random_input(rng, n, dtype, FFILL)
         got = run_on_device(backend, x, FFILL, kind, variant, **geo)
         assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
