@@ -294,12 +294,17 @@ def lanes_of(variant: str, dialect: str, **knobs) -> str:
 @pytest.mark.parametrize("variant", CHAINED)
 @pytest.mark.parametrize("op", ["add", "mul", "min", "max", "or"])
 @pytest.mark.parametrize("dtype", ["int32", "uint64", "float64"])
-def test_a_cpu_tile_holds_its_vectors_as_lanes_for_the_built_in_operators(variant, op, dtype):
+def test_a_cpu_tile_holds_its_vectors_as_lanes_for_the_built_in_operators_that_allow_it(variant, op, dtype):
     if op == "or" and dtype == "float64":
         pytest.skip("or is for integers")
     monoid = resolve(op)
-    assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype)) == "1"
-    assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype), deterministic=True) == "1"
+    # float min and max do not commute bit for bit (signed zeros, NaNs): a plain scan would
+    # reduce them out of order
+    plain = "0" if dtype == "float64" and op in ("min", "max") else "1"
+    assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype)) == plain
+    assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype), deterministic=True) == plain
+    for mode in ("flags", "offsets", "rows"):  # scanned in lanes as they load, reduced in order
+        assert lanes_of(variant, "opencl", monoid=monoid, dtype=lookup(dtype), segmented=mode) == "1"
 
 
 @pytest.mark.parametrize(
@@ -307,7 +312,6 @@ def test_a_cpu_tile_holds_its_vectors_as_lanes_for_the_built_in_operators(varian
     [
         # a user's operator may not commute, whatever it declares; its lanes would be reordered
         ("fallback", {"monoid": jitscan.Monoid("sum", "a + b", 0, commutative=True)}),
-        ("fallback", {"segmented": "flags"}),
         ("rts", {}),
         ("fallback", {"threads": 4}),  # several threads: the rows are scanned across them
     ],

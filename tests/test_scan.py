@@ -13,6 +13,7 @@ from conftest import (
     random_input,
     reference,
     tile_of,
+    tile_size,
 )
 
 import jitscan
@@ -82,3 +83,36 @@ def test_memcpy_copies_every_element(backend, rng, dtype):
         out = b.to_device(poison(n, dtype), q)
         jitscan.memcpy(b.to_device(x, q), out=out, **geo)
         np.testing.assert_array_equal(b.to_host(out), x)
+
+
+def _in_order(x: np.ndarray, op: str) -> np.ndarray:
+    """The scan of ``x`` one element after the other, with the built-in rule: the earlier
+    value is kept only when it is strictly smaller (larger) or a NaN."""
+    out = np.empty_like(x)
+    acc = x[0]
+    for i, v in enumerate(x):
+        if i:
+            keep = (acc < v if op == "min" else acc > v) or np.isnan(acc)
+            acc = acc if keep else v
+        out[i] = acc
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_float_min_and_max_keep_signed_zeros_and_the_first_nan_across_tiles(backend, dtype, op):
+    # min(+0.0, -0.0) is -0.0 but min(-0.0, +0.0) is +0.0, and the first NaN wins: a tile
+    # whose total is combined out of order would hand its successor the other zero or NaN
+    tile = tile_size(backend, dtype)
+    one = 1.0 if op == "min" else -1.0
+    x = np.zeros(2 * tile, dtype)
+    x[15:tile:16] = one
+    x[tile - 2] = -0.0
+    x[tile:] = one
+    y = jitscan.scan(x, op, backend=backend)
+    bits = f"u{x.itemsize}"
+    np.testing.assert_array_equal(y.view(bits), _in_order(x, op).view(bits))
+    w = np.full(2 * tile, one, dtype)
+    w[1], w[4] = -np.nan, np.nan
+    y = jitscan.scan(w, op, backend=backend)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(_in_order(w, op)))

@@ -311,11 +311,15 @@ class OpenCLDialect(Dialect):
             load = f"convert_{vec}({load})"
         digits = "0123456789abcdef"[:v]  # a lane's name: s and its hex digit
         to = " ".join(f"(a)[{e}] = (x).s{digits[e]};" for e in range(v))
+        bits = ", ".join(str(1 << e) for e in range(v))
+        mask = f"{'int' if spec.dtype_info.itemsize == 4 else 'long'}{v}"  # integers of the lanes' width
         combine = spec.monoid.combine
         lines = [
             "/* one-thread tiles hold each vector as the lanes of js_vec (tile.h) */",
             "#define JS_LANES 1",
             f"typedef {vec} js_vec;",
+            f"typedef {mask} js_vmask;  /* a lane-wise condition: -1 or 0 */",
+            f"#define JS_VEC_HEADS(b) (((js_vmask)(b) & (js_vmask)({bits})) != (js_vmask)(0))",
             f"#define JS_VEC_LOAD(ptr, vi) {load}",
             f"#define JS_VEC_STORE(x, ptr, vi) (((__global {vec}*)(ptr))[vi] = (x))",
             "#define JS_VEC_SPLAT(s) ((js_vec)(s))",
@@ -325,7 +329,7 @@ class OpenCLDialect(Dialect):
         ]
         d = 1
         while d < v:  # the lanes moved up by d, the first d taken from f
-            lines.append(f"#define JS_VEC_UP{d}(x, f) ((js_vec)((f).s{digits[:d]}, (x).s{digits[: v - d]}))")
+            lines.append(f"#define JS_VEC_UP{d}(t, x, f) ((t)((f).s{digits[:d]}, (x).s{digits[: v - d]}))")
             d *= 2
         # the built-in operators' expressions hold for vectors too, lane by lane
         lines.append(f"JS_DEVICE_FN js_vec js_vec_op(js_vec a, js_vec b) {{ return ({combine}); }}")

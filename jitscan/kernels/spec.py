@@ -219,19 +219,24 @@ class ScanSpec:
     def lanes(self) -> bool:
         """Whether a one-thread tile (CPUs) holds its vectors as the lanes of vector types.
 
-        Its aggregate is then reduced lane by lane and its scan computed by shifted
-        combines (``JS_LANES`` in ``src/tile.h``). Lane-wise reduction reorders operands,
-        so only a plain chained scan of a built-in operator (they commute) takes it; the
-        dialect says whether it has the vector types.
+        Every vector is then scanned by shifted combines, and a plain scan's aggregate is
+        reduced lane by lane (``JS_LANES`` in ``src/tile.h``). Only the built-in operators
+        have expressions that hold lane by lane, so only chained scans of those take it;
+        the dialect says whether it has the vector types. Lane-wise reduction reorders
+        operands, which float min and max do not allow bit for bit (``min(+0.0, -0.0)`` is
+        -0.0 and ``min(-0.0, +0.0)`` is +0.0; the first NaN is kept): their plain scans keep
+        the items in arrays. A segmented scan reduces its vectors in order.
         """
-        return (
+        if not (
             self.threads == 1
             and self.vector_width > 1
             and self.chained
-            and not self.segmented
             and not self.record
             and self.monoid in BUILTIN.values()
-        )
+        ):
+            return False
+        reorders = self.dtype_info.is_float and self.monoid.name in ("min", "max")
+        return bool(self.segmented) or not reorders
 
     @property
     def head_words(self) -> int:

@@ -1,8 +1,10 @@
 """Monoids written in C: the associative operators a scan combines with.
 
 A monoid is a C expression over two values ``a`` (the earlier one) and ``b`` (the
-later one) plus an identity element. jitscan never reorders operands, so monoids
-need not be commutative: ``a`` always stands for the elements before ``b``.
+later one) plus an identity element. jitscan never reorders the operands of a monoid you
+write, so it need not be commutative: ``a`` always stands for the elements before ``b``.
+(The CPU tiles reduce the built-in integer operators and float add and mul lane by lane,
+out of order: those commute bit for bit.)
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class Monoid:
         A mapping gives one value per dtype name, with ``"*"`` for the dtypes it
         does not name.
     commutative : bool, optional
-        Informational; jitscan keeps operands in order either way.
+        Informational; jitscan keeps a user monoid's operands in order either way.
     integer_only : bool, optional
         Refuse floating-point dtypes (bitwise operators).
 

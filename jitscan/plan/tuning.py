@@ -303,7 +303,7 @@ def spec_for(
         outputs=outputs,
         clock=info.clock if variant == "lookback" else "",
     )
-    if vectors is None and not info.is_gpu and spec.lanes:
+    if vectors is None and not info.is_gpu and spec.lanes and not segmented:
         spec = replace(spec, vectors=CPU_LANE_BYTES // VECTOR_BYTES)
     if info.local_memory is not None and variant != "memcpy" and spec.local_bytes > info.local_memory:
         raise ValueError(

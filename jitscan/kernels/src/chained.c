@@ -200,7 +200,7 @@ JS_UNROLL
             JS_DST_ITEM(out, 0, JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg));
 #endif
     } else {
-#if JS_LANES
+#if JS_LANES && !JS_SEGMENTED
         js_lanes_store(in, out, base, n, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE);
 #else
         js_store_output(out, base, n, own, own_left, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE, own_heads);

@@ -437,12 +437,16 @@ JS_UNROLL
 /* One-thread tiles of a built-in operator on a CPU (ScanSpec.lanes): the items of a
  * vector are the lanes of a js_vec. Loops over js_val arrays compiled to scalar code
  * there, a lane at a time; these stay in vector registers.
- * - js_load_scan only reduces the tile, lane by lane: one combine a vector, no stores.
- *   This reorders operands, which the built-in operators allow (they commute), and the
- *   aggregate is still the same bits whoever reduces the tile.
- * - js_lanes_store reads the tile again once its prefix is known (from the cache it was
+ * - A plain scan's js_load_scan only reduces the tile, lane by lane: one combine a
+ *   vector, no stores. This reorders operands, which the built-in operators allow (they
+ *   commute bit for bit; ScanSpec.lanes leaves out float min and max, which do not), and
+ *   the aggregate is still the same bits whoever reduces the tile.
+ *   js_lanes_store reads the tile again once its prefix is known (from the cache it was
  *   just read into) and scans and stores it in one pass: log2(JS_V) shifted combines a
- *   vector, each operand kept on its side, then the carry into every lane at once. */
+ *   vector, each operand kept on its side, then the carry into every lane at once.
+ * - A segmented scan's js_load_scan scans each vector as it loads, with the same shifted
+ *   combines kept from reaching across a head (js_lanes_segment), into the tile's array,
+ *   which the output pass reads as before. */
 JS_DEVICE_FN js_vec js_lanes_load(js_src in, js_size base, js_size n, int full, js_u32 j)
 {
     if (full)
@@ -450,6 +454,53 @@ JS_DEVICE_FN js_vec js_lanes_load(js_src in, js_size base, js_size n, int full, 
     js_val v[JS_V];
     js_load_vector(in, base, n, 0, j, v);
     return JS_VEC_OF(v);
+}
+
+#if JS_SEGMENTED
+/* A segmented vector (heads in bits b) after the carry c: its scan, restarted at each
+ * head, goes to y, and the carry past it is returned. The same shifted combines, each kept
+ * from reaching across a head (a lane-wise ?:, which PoCL inlines where it calls
+ * select()); the carry goes only up to the first head. */
+JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec c, js_val y[JS_V])
+{
+    js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
+    js_vmask h = JS_VEC_HEADS(b), none = (js_vmask)(0);
+    /* after each step, h: a head at the lane or within the lanes the step reached back over */
+    x = h ? x : js_vec_op(JS_VEC_UP1(js_vec, x, id), x);
+    h |= JS_VEC_UP1(js_vmask, h, none);
+#if JS_V > 2
+    x = h ? x : js_vec_op(JS_VEC_UP2(js_vec, x, id), x);
+    h |= JS_VEC_UP2(js_vmask, h, none);
+#endif
+#if JS_V > 4
+    x = h ? x : js_vec_op(JS_VEC_UP4(js_vec, x, id), x);
+    h |= JS_VEC_UP4(js_vmask, h, none);
+#endif
+#if JS_V > 8
+    x = h ? x : js_vec_op(JS_VEC_UP8(js_vec, x, id), x);
+    h |= JS_VEC_UP8(js_vmask, h, none);
+#endif
+    js_vec w = h ? x : js_vec_op(c, x);
+    JS_VEC_TO(y, w);
+    js_vec last = JS_VEC_SPLAT(JS_VEC_LAST(x));
+    return b ? last : js_vec_op(c, last);
+}
+#else
+/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left). */
+JS_DEVICE_FN js_vec js_lanes_scan(js_vec x)
+{
+    js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
+    x = js_vec_op(JS_VEC_UP1(js_vec, x, id), x);
+#if JS_V > 2
+    x = js_vec_op(JS_VEC_UP2(js_vec, x, id), x);
+#endif
+#if JS_V > 4
+    x = js_vec_op(JS_VEC_UP4(js_vec, x, id), x);
+#endif
+#if JS_V > 8
+    x = js_vec_op(JS_VEC_UP8(js_vec, x, id), x);
+#endif
+    return x;
 }
 
 JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
@@ -481,23 +532,6 @@ JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
     return r;
 }
 
-/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left). */
-JS_DEVICE_FN js_vec js_lanes_scan(js_vec x)
-{
-    js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
-    x = js_vec_op(JS_VEC_UP1(x, id), x);
-#if JS_V > 2
-    x = js_vec_op(JS_VEC_UP2(x, id), x);
-#endif
-#if JS_V > 4
-    x = js_vec_op(JS_VEC_UP4(x, id), x);
-#endif
-#if JS_V > 8
-    x = js_vec_op(JS_VEC_UP8(x, id), x);
-#endif
-    return x;
-}
-
 /* Vector j's output after the carry *c (every lane of it), which moves on past the vector.
  * The carry's chain from vector to vector is one combine: the vector's own scan and its
  * last lane are worked out beside it. */
@@ -505,7 +539,7 @@ JS_DEVICE_FN js_vec js_lanes_output(js_vec x, js_vec* c, int exclusive)
 {
     js_vec s = js_lanes_scan(x);
     js_vec w = js_vec_op(*c, s);
-    js_vec y = exclusive ? JS_VEC_UP1(w, *c) : w;
+    js_vec y = exclusive ? JS_VEC_UP1(js_vec, w, *c) : w;
     *c = js_vec_op(*c, JS_VEC_SPLAT(JS_VEC_LAST(s)));
     return y;
 }
@@ -531,6 +565,7 @@ JS_DEVICE_FN void js_lanes_store(js_src in, js_dst out, js_size base, js_size n,
     }
 }
 #endif
+#endif
 
 /* Loads the tile at base and scans it (js_load_input, then js_scan_tile): the one step
  * the owner of a tile and a workgroup falling back on it take. A one-thread tile does
@@ -546,7 +581,21 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
     js_mark_heads(base, n JS_SEG_LOAD_FWD);
 #endif
     js_heads mask = js_no_heads();
-#if JS_SEQ_SEGMENTS
+#if JS_SEQ_SEGMENTS && JS_LANES
+    /* as below, in lanes (js_lanes_segment); the aggregate is again one function of the
+     * tile's items, whoever computes it */
+    (void)left;
+    js_u32 seen = 0u;
+    js_vec c = JS_VEC_SPLAT(JS_VIDENTITY);
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_u32 b = JS_VECTOR_HEADS(base, n, full, j);
+        JS_SET_HEADS(mask, j, b);
+        c = js_lanes_segment(js_lanes_load(in, base, n, full, j), b, c, x[j]);
+        seen |= b;
+    }
+    *own = mask;
+    return JS_LIFT(seen != 0u, JS_VEC_LAST(c));
+#elif JS_SEQ_SEGMENTS
     /* the carry is the last item's value: x already holds the scan so far. The tile's
      * aggregate is the same pair as js_scan_tile's, bit for bit (the same adds) */
     (void)left;
