@@ -87,10 +87,12 @@ def tile_of(geo: dict[str, int]) -> int:
     return geo["threads"] * geo["vectors"] * geo["vector_width"]
 
 
-def tile_size(backend: str, dtype: str, segmented: str = "", variant: str = "", kind: str = "") -> int:
-    """Elements per tile of the default spec for large inputs (of a segmented mode, variant, kind)."""
+def tile_size(
+    backend: str, dtype: str, segmented: str = "", variant: str = "", kind: str = "", op: object = "add"
+) -> int:
+    """Elements per tile of the default spec for large inputs (of a segmented mode, variant, kind, op)."""
     if not segmented:
-        return tile_of(geometries(backend, dtype)[-1])
+        return tile_of(geometries(backend, dtype, op)[-1])
     return tile_of(tuning.geometry(device_info(backend), lookup(dtype), None, segmented, variant, kind))
 
 

@@ -320,6 +320,13 @@ def test_other_tiles_keep_their_values_as_items(variant, knobs):
     assert lanes_of(variant, "opencl", **knobs) == "0"
 
 
+def test_memcpy_moves_a_cpu_tile_as_the_scans_do():
+    # the yardstick of the scans' loads and stores: the same lanes and the same tiles
+    memcpy, scan = spec_of("memcpy", "opencl"), spec_of("fallback", "opencl")
+    assert memcpy.lanes and scan.lanes
+    assert (memcpy.vectors, memcpy.vector_width) == (scan.vectors, scan.vector_width)
+
+
 def test_a_dialect_without_vector_types_has_no_lanes():
     spec = spec_of("fallback", "opencl")  # a one-thread CPU tile, rendered as CUDA C
     assert spec.lanes

@@ -40,7 +40,7 @@ def test_a_scan_from_a_value_is_the_scan_with_that_value_in_front(backend, rng, 
 def test_the_value_reaches_tiles_whose_walk_falls_back_to_the_first_tile(backend, rng, every):
     # 1 in `every` tiles never posts, tile 0 among them: successors reduce the first tile
     # themselves, see it READY (without the value) and must put the value in front
-    x = random_input(rng, 40 * tile_size(backend, "int32") + 3, "int32", FFILL)
+    x = random_input(rng, 40 * tile_size(backend, "int32", op=FFILL) + 3, "int32", FFILL)
     got = jitscan.scan(x, FFILL, simulate_blocking=every, initial=5)
     assert_scan_equal(got, from_initial(x, FFILL, "inclusive", 5), x, FFILL)
 

@@ -152,7 +152,7 @@ def test_segmented_reduce_on_shapes_that_trip_scans_up(backend, rng, variant):
 @pytest.mark.parametrize("every", [2, 64])
 def test_fallback_under_simulated_blocking(backend, rng, tile_state, every):
     tiles = max(2 * every, 40)
-    n = tiles * tile_size(backend, "int64") - 3
+    n = tiles * tile_size(backend, "int64", "offsets") - 3
     for mean in (1, 10, 1000):
         off = offsets_of(lengths(rng, n, mean))
         x = random_input(rng, n, "int64")
@@ -185,7 +185,7 @@ def test_fallback_under_simulated_blocking(backend, rng, tile_state, every):
 
 def test_flags_give_the_same_segments_as_offsets(backend, rng):
     b = backends.get(backend)
-    n = 5 * tile_size(backend, "float32") + 9
+    n = 5 * tile_size(backend, "float32", "flags") + 9
     off = offsets_of(lengths(rng, n, 10))
     x = random_input(rng, n, "float32")
     heads = np.zeros(n, dtype=bool)
@@ -203,7 +203,7 @@ def test_flags_give_the_same_segments_as_offsets(backend, rng):
 @pytest.mark.parametrize("op", ["add", "max", "min", "mul"])
 def test_segmented_reduce_gives_one_value_per_segment(backend, rng, op):
     b = backends.get(backend)
-    n = 6 * tile_size(backend, "int32") + 5
+    n = 6 * tile_size(backend, "int32", "offsets") + 5
     off = offsets_of(lengths(rng, n, 10))
     x = random_input(rng, n, "int32", op)
     ref = seg_reduce_reference(x, off, op)
@@ -337,7 +337,7 @@ def test_bad_device_offsets_are_caught_on_the_device_with_the_same_message(backe
 def test_device_offsets_stay_on_the_device(backend, rng):
     b = backends.get(backend)
     q = b.queue_of(None)
-    n = 5 * tile_size(backend, "int32") + 3
+    n = 5 * tile_size(backend, "int32", "offsets") + 3
     off = offsets_of(lengths(rng, n, 10))
     x = random_input(rng, n, "int32")
     for dtype in (np.int64, np.int32, np.uint64):

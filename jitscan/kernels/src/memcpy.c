@@ -4,6 +4,14 @@
 JS_KERNEL void js_memcpy(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n)
 {
     js_size base = (js_size)JS_GROUP_ID * JS_TILE;
+#if JS_LANES
+    /* a CPU tile in lanes, as the scans move theirs: vector by vector, no array between */
+    if (base + JS_TILE <= n) {
+        for (js_u32 j = 0; j < JS_P; ++j)
+            JS_VEC_STORE(JS_VEC_LOAD(JS_SRC_AT + base, j), JS_DST_AT + base, j);
+        return;
+    }
+#endif
     js_val x[JS_P][JS_V];
     js_load_values(JS_SRC_AT, base, n, x);
     js_store_values(JS_DST_AT, base, n, x);
