@@ -520,8 +520,10 @@ JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
     } else
 #endif
     {
-        for (js_u32 j = 0; j < JS_P; ++j)
-            acc = js_vec_op(acc, js_lanes_load(in, base, n, base + JS_TILE <= n, j));
+        /* the last tile (or JS_P < 4): its vectors up to n, each whole one loaded whole;
+         * the identity past them would change nothing */
+        for (js_u32 j = 0; j < JS_P && base + (js_size)j * JS_V < n; ++j)
+            acc = js_vec_op(acc, js_lanes_load(in, base, n, base + (js_size)(j + 1) * JS_V <= n, j));
     }
     js_val a[JS_V];
     JS_VEC_TO(a, acc);
@@ -553,11 +555,17 @@ JS_DEVICE_FN void js_lanes_store(js_src in, js_dst out, js_size base, js_size n,
             JS_VEC_STORE(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
         return;
     }
+    /* the last tile: whole vectors as above, the one that n cuts item by item */
     for (js_u32 j = 0; j < JS_P && base + (js_size)j * JS_V < n; ++j) {
-        js_vec w = js_lanes_output(js_lanes_load(in, base, n, 0, j), &c, exclusive);
+        js_size first = base + (js_size)j * JS_V;
+        int whole = first + JS_V <= n;
+        js_vec w = js_lanes_output(js_lanes_load(in, base, n, whole, j), &c, exclusive);
+        if (whole) {
+            JS_VEC_STORE(w, out + base, j);
+            continue;
+        }
         js_val y[JS_V];
         JS_VEC_TO(y, w);
-        js_size first = base + (js_size)j * JS_V;
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
             if (first + e < n)
