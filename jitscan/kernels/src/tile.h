@@ -456,53 +456,45 @@ JS_DEVICE_FN js_vec js_lanes_load(js_src in, js_size base, js_size n, int full, 
     return JS_VEC_OF(v);
 }
 
-#if JS_SEGMENTED
-/* A segmented vector (heads in bits b) after the carry c: its scan, restarted at each
- * head, goes to y, and the carry past it is returned. The same shifted combines, each kept
- * from reaching across a head (a lane-wise ?:, which PoCL inlines where it calls
- * select()); the carry goes only up to the first head. */
-JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec c, js_val y[JS_V])
+/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left),
+ * restarted at the lanes set in *h (a lane-wise ?:, which PoCL inlines where it calls
+ * select()); *h becomes: a head at the lane or before it. A plain scan passes no heads,
+ * and the conditions fold away. */
+JS_DEVICE_FN js_vec js_lanes_scan(js_vec x, js_vmask* h)
 {
     js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
-    js_vmask h = JS_VEC_HEADS(b), none = (js_vmask)(0);
-    /* after each step, h: a head at the lane or within the lanes the step reached back over */
-    x = h ? x : js_vec_op(JS_VEC_UP1(js_vec, x, id), x);
-    h |= JS_VEC_UP1(js_vmask, h, none);
+    js_vmask none = (js_vmask)(0);
+    x = *h ? x : js_vec_op(JS_VEC_UP1(js_vec, x, id), x);
+    *h |= JS_VEC_UP1(js_vmask, *h, none);
 #if JS_V > 2
-    x = h ? x : js_vec_op(JS_VEC_UP2(js_vec, x, id), x);
-    h |= JS_VEC_UP2(js_vmask, h, none);
+    x = *h ? x : js_vec_op(JS_VEC_UP2(js_vec, x, id), x);
+    *h |= JS_VEC_UP2(js_vmask, *h, none);
 #endif
 #if JS_V > 4
-    x = h ? x : js_vec_op(JS_VEC_UP4(js_vec, x, id), x);
-    h |= JS_VEC_UP4(js_vmask, h, none);
+    x = *h ? x : js_vec_op(JS_VEC_UP4(js_vec, x, id), x);
+    *h |= JS_VEC_UP4(js_vmask, *h, none);
 #endif
 #if JS_V > 8
-    x = h ? x : js_vec_op(JS_VEC_UP8(js_vec, x, id), x);
-    h |= JS_VEC_UP8(js_vmask, h, none);
+    x = *h ? x : js_vec_op(JS_VEC_UP8(js_vec, x, id), x);
+    *h |= JS_VEC_UP8(js_vmask, *h, none);
 #endif
+    return x;
+}
+
+#if JS_SEGMENTED
+/* A segmented vector (heads in bits b) after the carry c: its scan, restarted at each
+ * head, goes to y, and the carry past it is returned; the carry goes only up to the first
+ * head. */
+JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec c, js_val y[JS_V])
+{
+    js_vmask h = JS_VEC_HEADS(b);
+    x = js_lanes_scan(x, &h);
     js_vec w = h ? x : js_vec_op(c, x);
     JS_VEC_TO(y, w);
     js_vec last = JS_VEC_SPLAT(JS_VEC_LAST(x));
     return b ? last : js_vec_op(c, last);
 }
 #else
-/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left). */
-JS_DEVICE_FN js_vec js_lanes_scan(js_vec x)
-{
-    js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
-    x = js_vec_op(JS_VEC_UP1(js_vec, x, id), x);
-#if JS_V > 2
-    x = js_vec_op(JS_VEC_UP2(js_vec, x, id), x);
-#endif
-#if JS_V > 4
-    x = js_vec_op(JS_VEC_UP4(js_vec, x, id), x);
-#endif
-#if JS_V > 8
-    x = js_vec_op(JS_VEC_UP8(js_vec, x, id), x);
-#endif
-    return x;
-}
-
 JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
 {
     js_vec acc = JS_VEC_SPLAT(JS_VIDENTITY);
@@ -539,7 +531,8 @@ JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
  * last lane are worked out beside it. */
 JS_DEVICE_FN js_vec js_lanes_output(js_vec x, js_vec* c, int exclusive)
 {
-    js_vec s = js_lanes_scan(x);
+    js_vmask none = (js_vmask)(0);
+    js_vec s = js_lanes_scan(x, &none);
     js_vec w = js_vec_op(*c, s);
     js_vec y = exclusive ? JS_VEC_UP1(js_vec, w, *c) : w;
     *c = js_vec_op(*c, JS_VEC_SPLAT(JS_VEC_LAST(s)));
