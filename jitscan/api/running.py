@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from numpy import ndarray
+
 from ..kernels.spec import check_choice
 from ..variants import VARIANTS
 from . import conventions
@@ -39,8 +41,10 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
             check_choice("variant", variant, RUNNING_VARIANTS)  # memcpy is no cumulative op
         if axis is None and stats is None and not include_initial and nan is None:
             # the common call: one lookup, keyed on what can differ between such calls
-            key = (type(x), getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
-            key += host_tag(x)
+            t = type(x)
+            key = (t, getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
+            if t is ndarray:  # host_tag adds nothing for device arrays: not called for them
+                key += host_tag(x)
             if knobs or variant is not None or backend is not None:
                 key += (variant, backend, *knobs.items())
             try:

@@ -153,16 +153,24 @@ class Program(ABC):
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
         """Enqueue ``groups`` workgroups of kernel ``entry`` on ``queue``; args are buffers and ints."""
 
-    def launcher(self, entry: str, queue: Any) -> Callable[..., None]:
-        """``fire(groups, *args)``: :meth:`launch` of one entry point on one queue, set up once.
+    def launcher(
+        self, entry: str, queue: Any, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+    ) -> Callable[..., None]:
+        """``fire(groups, src, dst, *args)``: :meth:`launch` of one entry point on one queue, set up once.
 
-        The launcher keeps its own argument storage, so launchers may fire from several
-        threads at once; the calls of one launcher must not overlap (its owner
-        serializes them). Backends override this to do per call only the packing and
-        the enqueue.
+        The entry's first arguments are two arrays, which ``fire`` passes as ``buffer``
+        (the backend's :meth:`Backend.buffer`) makes them, and its last are ``tail``,
+        the same on every call (backends set them once). The launcher keeps its own
+        argument storage, so launchers may fire from several threads at once; the calls
+        of one launcher must not overlap (its owner serializes them). Backends override
+        this to do per call only the packing and the enqueue.
         """
         launch = self.launch
-        return lambda groups, *args: launch(entry, groups, args, queue)
+
+        def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            launch(entry, groups, (*buffer(src), *buffer(dst), *args, *tail), queue)
+
+        return fire
 
 
 class Backend(ABC):

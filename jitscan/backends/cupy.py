@@ -26,7 +26,10 @@ from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
 try:  # optional dependency
     import cupy
 
+    # looked up once: the common call reaches for these on every call
     _launch = cupy.cuda.driver.launchKernel
+    _ndarray = cupy.ndarray
+    _current_stream = cupy.cuda.get_current_stream
     _IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - depends on the machine
     cupy = None
@@ -62,12 +65,13 @@ class _Entry:
     Every argument gets an 8-byte slot (a js_u32 reads the low half: the machines CUDA
     and ROCm run on are little-endian); ``params`` holds the slots' addresses, which is
     what cuLaunchKernel's ``kernelParams`` wants. Packing ints into one buffer costs a
-    fraction of CuPy's per-argument conversion in ``RawKernel.__call__``.
+    fraction of CuPy's per-argument conversion in ``RawKernel.__call__``. ``tail``: the
+    last arguments, packed once; ``pack`` then packs the ones before them.
     """
 
     __slots__ = ("function", "ptr", "nargs", "slots", "view", "params", "params_ptr", "pack")
 
-    def __init__(self, function: Any, nargs: int) -> None:
+    def __init__(self, function: Any, nargs: int, tail: Sequence[int] = ()) -> None:
         # RawModule.get_function gives a RawKernel, whose loaded cuda Function has the pointer
         self.function = getattr(function, "kernel", function)  # keeps the module alive
         self.ptr = self.function.ptr
@@ -76,7 +80,10 @@ class _Entry:
         self.view = memoryview(self.slots).cast("B")
         self.params = self.slots.ctypes.data + 8 * np.arange(nargs, dtype=np.uint64)
         self.params_ptr = self.params.ctypes.data
-        self.pack = struct.Struct(f"<{nargs}Q").pack_into
+        head = nargs - len(tail)
+        if tail:
+            struct.pack_into(f"<{len(tail)}Q", self.view, 8 * head, *tail)
+        self.pack = struct.Struct(f"<{head}Q").pack_into
 
 
 #: per thread: whether it has bound a CUDA context (see _bind_context)
@@ -117,25 +124,28 @@ class _CudaProgram(Program):
                 with cupy.cuda.Device(self.device):
                     _launch(e.ptr, groups, 1, 1, self.threads, 1, 1, 0, queue.ptr, e.params_ptr, 0)
 
-    def launcher(self, entry: str, queue: CudaQueue) -> Callable[..., None]:
+    def launcher(
+        self, entry: str, queue: CudaQueue, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+    ) -> Callable[..., None]:
         shared = self.kernels[entry]
-        e = _Entry(shared.function, shared.nargs)  # its own argument block: no lock
+        e = _Entry(shared.function, shared.nargs, tail)  # its own argument block: no lock
         pack, view, ptr, threads, params = e.pack, e.view, e.ptr, self.threads, e.params_ptr
         stream, device, thread = queue.ptr, self.device, _thread
+        # the arrays' device pointers, as CupyBackend.buffer gives them (offset 0), without the call
         if self.only_device:
 
-            def fire(groups: int, *args: Any) -> None:
+            def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
                 if not getattr(thread, "has_context", False):
                     _bind_context()
-                pack(view, 0, *args)
+                pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, *args)
                 _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
 
         else:
 
-            def fire(groups: int, *args: Any) -> None:
+            def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
                 if not getattr(thread, "has_context", False):
                     _bind_context()
-                pack(view, 0, *args)
+                pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, *args)
                 if cupy.cuda.runtime.getDevice() == device:
                     _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
                 else:
@@ -203,7 +213,7 @@ class CupyBackend(Backend):
     def queue_of(self, x: object | None) -> CudaQueue:
         if self._devices == 1 and x is not None:
             # one GPU: the array is on it, and so is the current stream
-            stream = cupy.cuda.get_current_stream()
+            stream = _current_stream()
             q = self._queues.get((0, stream.ptr))
             if q is not None:
                 q.stream = stream  # the same stream; keep the live object
@@ -274,10 +284,11 @@ class CupyBackend(Backend):
         return cupy.asnumpy(arr)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: CudaQueue) -> Any:
+        # the constructor itself: cupy.empty is a Python function around it
         if self._devices == 1 or cupy.cuda.runtime.getDevice() == queue.device:
-            return cupy.empty(shape, dtype)
+            return _ndarray(shape, dtype)
         with cupy.cuda.Device(queue.device):
-            return cupy.empty(shape, dtype)
+            return _ndarray(shape, dtype)
 
     def contiguous(self, arr: Any) -> Any:
         if arr.flags.c_contiguous and arr.data.ptr % VECTOR_BYTES == 0:
@@ -300,9 +311,10 @@ class CupyBackend(Backend):
             self, x: Any, out: Any, dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
         ) -> tuple[Any, int, Any] | None:
             # Backend.operands in one function: this is most of a warm call's Python
-            if type(x) is not cupy.ndarray or not x._c_contiguous:
+            if type(x) is not _ndarray or not x._c_contiguous:
                 return None
-            if x.dtype is not dtype and x.dtype not in loads:
+            t = x.dtype
+            if t is not dtype and t not in loads:
                 return None  # built-in dtypes are singletons; any other takes the long way
             n = x.size
             at = x.data.ptr
@@ -312,7 +324,7 @@ class CupyBackend(Backend):
             if out is None:
                 queue = self.queue_of(x)
                 return queue, n, self.empty((m,), dtype, queue)
-            if type(out) is not cupy.ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
+            if type(out) is not _ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
                 return None
             to = out.data.ptr
             if not out._c_contiguous or to % VECTOR_BYTES or (to < at + x.nbytes and at < to + out.nbytes):

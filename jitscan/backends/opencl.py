@@ -111,13 +111,18 @@ class _CLProgram(Program):
         with self._lock:
             self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
 
-    def launcher(self, entry: str, queue: Any) -> Callable[..., None]:
+    def launcher(
+        self, entry: str, queue: Any, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+    ) -> Callable[..., None]:
         kernel = self._kernel(entry)  # a kernel object of its own: its arguments are its own
         local = self.local
         width = local[0]
+        tail = tuple(tail)
 
-        def fire(groups: int, *args: Any) -> None:
-            kernel(queue, (groups * width,), local, *args)
+        def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            s, s_off = buffer(src)
+            d, d_off = buffer(dst)
+            kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
 
         return fire
 

@@ -65,6 +65,10 @@ class TileState:
         """Scratch bytes for a launch of ``tiles`` tiles."""
         return CTRL_WORDS * 4 + tiles * self.parts * self.word_bytes
 
+    def tiles_in(self, nbytes: int) -> int:
+        """How many tiles a scratch buffer of ``nbytes`` holds (negative: not even the control words)."""
+        return (nbytes - CTRL_WORDS * 4) // (self.parts * self.word_bytes)
+
 
 @cache
 def of(encoding: str, value_bytes: int) -> TileState:

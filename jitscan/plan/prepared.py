@@ -106,6 +106,8 @@ class PreparedScan(FieldCalls):
         self.knobs = dict(knobs)
         check_form(kind, variant, segmented)
         self.backend: Backend = backends.require(backend) if backend is not None else backends.default()
+        #: Backend.operands, the check of every common call, bound once
+        self._operands = self.backend.operands
         self._device = device
         self._queue = self.backend.queue_for(device)
         info = self.backend.device_info(self._queue)
@@ -284,10 +286,13 @@ class PreparedScan(FieldCalls):
         if self._plain and stats is None and flags is None and offsets is None and not row_len:
             carry = None if initial is None else self._carry_of(initial)
             loads = self._loads
-            common = self.backend.operands(x, out, self._np, self._reduce, loads)
+            common = self._operands(x, out, self._np, self._reduce, loads)
             if common is not None:  # a device array as the kernels take it
                 queue, n, dst = common
-                self._launcher(queue, n, loads[x.dtype])(x, dst, n, carry)
+                go = self._plain_launchers.get((queue, bisect_left(self._class_sizes, n), loads[x.dtype]))
+                if go is None:
+                    go = self._launcher(queue, n, loads[x.dtype])
+                go(x, dst, n, carry)
                 return dst.reshape(()) if self._reduce and out is None else dst
             if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
                 queue = self._host_queue

@@ -96,30 +96,34 @@ class Chained(Variant):
             return super().plain_launcher(bound, queue, launch)
         # _launch of a plain scan, with what does not depend on the arrays looked up once
         b, state, tile = bound.backend, bound.state, bound.spec.tile
-        buffer, nbytes, encoding, limit = b.buffer, state.nbytes, state.encoding, state.epoch_limit
-        kind, spin, every = launch.kind_code, launch.spin_limit, launch.block_every
+        nbytes, encoding, limit = state.nbytes, state.encoding, state.epoch_limit
+        kind = launch.kind_code
+        # the spin limit and the blocking period are the same on every launch: set once
+        tail = (launch.spin_limit, 0, launch.block_every, 0)
+        fire = bound.program.launcher(KERNEL, queue, b.buffer, tail)
         scratch = b.scratch(0, queue, encoding)  # the queue's one Scratch of this encoding
-        fire = bound.program.launcher(KERNEL, queue)
+        room = state.tiles_in(scratch.nbytes)  # tiles its buffer holds: it only grows
 
         def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
-            nonlocal scratch
+            nonlocal scratch, room
             tiles = -(-n // tile)
-            in_buf, in_off = buffer(src)
-            out_buf, out_off = buffer(dst)
-            need = nbytes(tiles)
             with LOCK:
-                if scratch.nbytes < need:
+                if tiles > room:
                     # the backend's Scratch of the queue, grown: once the backend has let
                     # this queue's entry go (its bound on queues), that is a new one, and
                     # the one held here would stay too small for the tiles
-                    scratch = b.scratch(need, queue, encoding)
-                epoch = next_epoch(b, scratch, queue, limit)
+                    scratch = b.scratch(nbytes(tiles), queue, encoding)
+                    room = state.tiles_in(scratch.nbytes)
+                epoch = scratch.epoch + 1
+                if epoch > limit:  # the tags would overflow: zero the buffer, start again
+                    epoch = next_epoch(b, scratch, queue, limit)
+                scratch.epoch = epoch
                 code = kind
                 if carry is not None:  # before the launch, in queue order
                     code |= KIND_CARRY
                     put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes
                     put(scratch.buf, tile_state.CTRL_CARRY * 4, carry, queue)
-                fire(tiles, in_buf, in_off, out_buf, out_off, n, scratch.buf, code, epoch, spin, 0, every, 0)
+                fire(tiles, src, dst, n, scratch.buf, code, epoch)
 
         return go
 
