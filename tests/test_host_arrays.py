@@ -8,6 +8,11 @@ copies as before and is just as right.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from conftest import device_info, tile_size
@@ -135,3 +140,43 @@ def test_results_need_no_map_where_the_device_writes_the_host_array(cpu_opencl, 
         x = rng.integers(-8, 9, n).astype(np.float32)
         for _ in range(3):
             np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))
+
+
+_IN_THREAD_SCRIPT = """
+import json
+import numpy as np, jitscan
+from jitscan import backends
+from jitscan.plan import tuning
+
+b = backends.get("opencl")
+ran_on = []
+real = b.host_operands
+
+
+def spy(x, out, dtype, one, queue, loads):
+    ran_on.append(queue.device.max_compute_units)
+    return real(x, out, dtype, one, queue, loads)
+
+
+b.host_operands = spy
+assert b.default_queue().device.max_compute_units > 1, "the threaded driver is the default device"
+p = jitscan.plan("int32", backend="opencl")
+small = np.arange(1000, dtype=np.int32) % 7
+big = np.arange(tuning.CPU_IN_THREAD_BYTES // 4 + 1, dtype=np.int32) % 7
+for x in (small, big):
+    np.testing.assert_array_equal(p(x), np.cumsum(x, dtype=np.int32))
+print(json.dumps(ran_on))
+"""
+
+
+def test_small_numpy_calls_run_in_the_calling_thread_where_pocl_offers_its_single_thread_driver(cpu_opencl):
+    # POCL_DEVICES="pthread basic" lists PoCL's single-thread driver beside the threaded
+    # one: small calls skip the hand-off to worker threads, large ones keep every core
+    if "Portable Computing Language" not in cpu_opencl.default_queue().device.platform.name:
+        pytest.skip("the default OpenCL device is not PoCL's")
+    env = dict(os.environ, POCL_DEVICES="pthread basic")
+    env.pop("PYOPENCL_CTX", None)
+    done = subprocess.run([sys.executable, "-c", _IN_THREAD_SCRIPT], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    small, big = json.loads(done.stdout.strip().splitlines()[-1])
+    assert small == 1 and big > 1  # the compute units of the device each call ran on

@@ -244,6 +244,16 @@ class Backend(ABC):
         """
         return None
 
+    def host_sibling(self, queue: Any) -> Any:
+        """A queue for small host calls of ``queue``'s CPU device, on a device of the same
+        processor that runs each kernel in the calling thread; None where there is none.
+
+        A threaded CPU runtime hands every command to worker threads and wakes the caller
+        when they are done, which costs a small call more than its kernel. Host calls up
+        to ``tuning.CPU_IN_THREAD_BYTES`` go to this queue instead.
+        """
+        return None
+
     def host_done(self, dst: Any, queue: Any) -> None:
         """Make the kernels' writes through ``dst`` of :meth:`host_operands` visible on the host."""
         return None  # never asked where host_operands gives None

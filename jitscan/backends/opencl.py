@@ -178,7 +178,8 @@ SIMULATORS = ("Oclgrind",)
 
 
 def _pick_device() -> Any:
-    """A GPU if there is one, else the first device (PoCL on a CPU machine).
+    """A GPU if there is one, else the device with the most compute units (PoCL on a CPU
+    machine: its threaded driver before its single-thread one, when both are there).
 
     A simulator (Oclgrind) is taken only when it is the only device. PYOPENCL_CTX, if
     set, chooses as it does for PyOpenCL itself.
@@ -191,7 +192,23 @@ def _pick_device() -> Any:
         raise BackendUnavailableError("no OpenCL device found")
     real = [d for d in devices if not d.platform.name.strip().startswith(SIMULATORS)]
     gpus = [d for d in real if d.type & cl.device_type.GPU]
-    return cl.Context([(gpus or real or devices)[0]])
+    if gpus:
+        return cl.Context([gpus[0]])
+    return cl.Context([max(real or devices, key=lambda d: d.max_compute_units)])  # the first of equals
+
+
+def _in_thread_sibling(device: Any) -> Any:
+    """A CPU device of ``device``'s platform with one compute unit, where ``device`` is a
+    CPU device with several; else None.
+
+    PoCL lists its single-thread driver (``basic``, later ``cpu-minimal``) beside the
+    threaded one when ``POCL_DEVICES`` names both: it runs a kernel in the thread that
+    waits for it, without handing the command to worker threads.
+    """
+    if not device.type & cl.device_type.CPU or device.max_compute_units < 2:
+        return None
+    others = (d for d in device.platform.get_devices() if d.int_ptr != device.int_ptr)
+    return next((d for d in others if d.type & cl.device_type.CPU and d.max_compute_units == 1), None)
 
 
 #: PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg". NVIDIA's
@@ -246,6 +263,8 @@ class OpenCLBackend(Backend):
         #: per device: whether its writes to a host-pointer buffer land in the host array
         #: itself (probed once, see _in_place)
         self._in_place: dict[int, bool] = {}
+        #: per device: the queue of its single-thread sibling, or None (host_sibling)
+        self._siblings: dict[int, Any] = {}
 
     # -- availability ------------------------------------------------------------
     def available(self) -> bool:
@@ -371,6 +390,15 @@ class OpenCLBackend(Backend):
 
     def settle(self, arr: Any) -> None:
         self.host_done(arr.base_data, arr.queue)
+
+    def host_sibling(self, queue: Any) -> Any:
+        # one queue per device, in a context of its own: host calls make their buffers
+        # on the queue they run on
+        key = queue.device.int_ptr
+        if key not in self._siblings:
+            other = _in_thread_sibling(queue.device)
+            self._siblings[key] = None if other is None else cl.CommandQueue(cl.Context([other]))
+        return self._siblings[key]
 
     def host_operands(
         self, x: Any, out: Any, dtype: np.dtype, one: bool, queue: Any, loads: Mapping[np.dtype, str]

@@ -153,6 +153,11 @@ class PreparedScan(FieldCalls):
         self._reduce = kind == "reduce"
         #: where NumPy arrays are scanned in place (a CPU device), else None
         self._host_queue = None if info.is_gpu else self._queue
+        #: where small ones are, on the default device: a device of the same CPU that runs
+        #: kernels in the calling thread (Backend.host_sibling), up to _near_items elements
+        near = not info.is_gpu and device is None
+        self._near_queue = self.backend.host_sibling(self._queue) if near else None
+        self._near_items = tuning.CPU_IN_THREAD_BYTES // self._itemsize
         #: a Python operator not yet checked on this dtype (Operator.verify, first call)
         m = self.monoid
         self._unverified = isinstance(m, Operator) and m.check
@@ -295,10 +300,10 @@ class PreparedScan(FieldCalls):
                 go(x, dst, n, carry)
                 return dst.reshape(()) if self._reduce and out is None else dst
             if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
-                queue = self._host_queue
                 t = getattr(x, "dtype", None)
                 if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
                     x = x.astype(self._np)  # narrowing, float to integer, float16
+                queue = self._host_queue_for(getattr(x, "size", 0))
                 common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
                 if common is not None:
                     src, dst, result = common
@@ -353,6 +358,11 @@ class PreparedScan(FieldCalls):
             self.monoid.verify(self.dtype, (arrays.sample(x, arrays.sample_runs(n)),))  # type: ignore[attr-defined]
         self._unverified = False
 
+    def _host_queue_for(self, n: int) -> Any:
+        """The queue a host call of ``n`` elements runs on, on a CPU device."""
+        near = self._near_queue
+        return near if near is not None and n <= self._near_items else self._host_queue
+
     def _launcher(self, queue: Any, n: int, loads: str = "") -> Any:
         """The common call's launch function for ``n`` elements on ``queue`` (made on first use)."""
         key = (queue, bisect_left(self._class_sizes, n), loads)
@@ -387,7 +397,12 @@ class PreparedScan(FieldCalls):
             return self._call_fields(x, out, flags, offsets, row_len, stats)
         b = self.backend
         _, on_device = arrays.pick_backend(x, b.name)  # raises for another backend's array
-        queue = None if on_device else b.queue_for(self._device)
+        if on_device:
+            queue = None
+        elif self._host_queue is not None:
+            queue = self._host_queue_for(int(np.size(x)))
+        else:
+            queue = b.queue_for(self._device)
         inp = arrays.to_input(x, b, on_device, self.dtype, queue, self._loads)
         seg, length, unchecked = self._segments(inp, flags, offsets, row_len)
         reduce = self._reduce

@@ -38,6 +38,12 @@ MAX_SPIN_TIMEOUT = 600.0
 #: pyopencl arrays, 2-core EPYC), 25% faster than 4 KiB at 2^16; 128 KiB matched 64 and
 #: 256 KiB was slower
 CPU_LANE_BYTES = 1 << 16
+#: host calls up to this many bytes of input go to a device that runs kernels in the
+#: calling thread, where the CPU has one beside its threaded one (Backend.host_sibling:
+#: PoCL with POCL_DEVICES="pthread basic"). The 2-core EPYC, NumPy to NumPy, in turns:
+#: the single-thread driver ahead at every size up to 2^22 int32 items (2^16: 40 us
+#: against 143), level with the threaded one from 2^23 to 2^24
+CPU_IN_THREAD_BYTES = 1 << 24
 #: input sizes in bytes at which geometry() may change the tile shape or the look-back
 #: window: a prepared scan keeps one program per class it meets
 SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
