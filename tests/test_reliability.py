@@ -111,17 +111,18 @@ def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():
 
 
 class _Platform:
-    def __init__(self, name: str, kinds: list[int]) -> None:
+    def __init__(self, name: str, kinds: list[int], units: list[int] | None = None) -> None:
         self.name = name
-        self._devices = [_Device(self, kind) for kind in kinds]
+        units = units or [1] * len(kinds)
+        self._devices = [_Device(self, kind, u) for kind, u in zip(kinds, units, strict=True)]
 
     def get_devices(self) -> list:
         return self._devices
 
 
 class _Device:
-    def __init__(self, platform: _Platform, kind: int) -> None:
-        self.platform, self.type = platform, kind
+    def __init__(self, platform: _Platform, kind: int, units: int = 1) -> None:
+        self.platform, self.type, self.max_compute_units = platform, kind, units
 
 
 def test_a_simulator_is_never_the_default_device_while_a_real_one_is_there(monkeypatch):
@@ -137,6 +138,19 @@ def test_a_simulator_is_never_the_default_device_while_a_real_one_is_there(monke
     # and where it is the only device, it is the one there is
     monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind])
     assert opencl._pick_device().platform is oclgrind
+
+
+def test_of_two_cpu_devices_the_default_is_the_one_with_more_compute_units(monkeypatch):
+    # PoCL lists its single-thread driver first when POCL_DEVICES names it beside the
+    # threaded one: the threaded one stays the default, and the other takes small host calls
+    cl = pytest.importorskip("pyopencl")
+    cpu = cl.device_type.CPU
+    pocl = _Platform("Portable Computing Language", [cpu, cpu], units=[1, 2])
+    monkeypatch.setattr(cl, "get_platforms", lambda: [pocl])
+    monkeypatch.setattr(cl, "Context", lambda devices: devices[0])
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    _, threaded = pocl.get_devices()
+    assert opencl._pick_device() is threaded
 
 
 def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_entry_was_let_go(monkeypatch):
