@@ -1,0 +1,146 @@
+"""PoCL's threaded driver against its single-thread one, for NumPy calls that wait for their result.
+
+Usage: POCL_DEVICES="pthread basic" python experiments/cpu_drivers.py MODE [LOG2N ...]
+with MODE one of latency (the default), sizes, spin:
+
+- ``latency``: an empty kernel of one work-item, enqueued and waited for 300 times on
+  each driver: with ``queue.finish()``, and on the threaded driver also with the caller
+  spinning on the event's status (median and minimum, microseconds).
+- ``sizes`` (default 14 16 18 20 21 22 23 24): ``jitscan.plan(dtype)(x)`` from a NumPy
+  array to a new NumPy array on each driver (a prepared scan per driver, made on its
+  queue) beside ``numpy.cumsum(x, dtype=dtype)``, int32 and float32, 7 rounds in turns,
+  median microseconds a call.
+- ``spin`` (default 12 14 16 18 20): ``jitscan.cumsum(x, dtype=np.int32)`` on the default
+  device as it is, and with a bounded spin on a marker's status before the wait
+  (``Backend.host_done`` replaced for the run), in turns.
+
+Without ``POCL_DEVICES`` naming both drivers only the threaded one is there, and the rows
+of the other are left out.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyopencl as cl
+
+import jitscan
+from jitscan import backends
+from jitscan.backends import opencl as opencl_backend
+
+KERNEL = "__kernel void k(__global int* a) { if (get_global_id(0) == 0) a[0] = 1; }"
+
+
+def pocl_queues() -> dict[str, cl.CommandQueue]:
+    """A queue on each of PoCL's devices, by driver name (the part of the name before '-')."""
+    platform = next(p for p in cl.get_platforms() if "Portable Computing Language" in p.name)
+    return {d.name.split("-")[0]: cl.CommandQueue(cl.Context([d])) for d in platform.get_devices()}
+
+
+def median_us(fn: Callable[[], object], calls: int = 300) -> tuple[float, float]:
+    """Median and minimum microseconds of single calls (after 20 untimed ones)."""
+    for _ in range(20):
+        fn()
+    ts = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts)) * 1e6, min(ts) * 1e6
+
+
+def latency() -> None:
+    complete = cl.command_execution_status.COMPLETE
+    for name, q in pocl_queues().items():
+        k = cl.Program(q.context, KERNEL).build().k
+        buf = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 64)  # held: the kernel keeps only its handle
+        k.set_args(buf)
+
+        def finish(q: cl.CommandQueue = q, k: cl.Kernel = k) -> None:
+            cl.enqueue_nd_range_kernel(q, k, (1,), (1,))
+            q.finish()
+
+        def spin(q: cl.CommandQueue = q, k: cl.Kernel = k) -> None:
+            e = cl.enqueue_nd_range_kernel(q, k, (1,), (1,))
+            q.flush()
+            while e.command_execution_status != complete:
+                pass
+
+        for how, fn in (("finish", finish), ("spin", spin)) if name != "basic" else (("finish", finish),):
+            med, low = median_us(fn)
+            print(f"{name} {how}: median {med:.1f} us, min {low:.1f}", flush=True)
+
+
+def sizes(exps: list[int]) -> None:
+    queues = pocl_queues()
+    rng = np.random.default_rng(0)
+    for dtype in ("int32", "float32"):
+        plans = {name: jitscan.plan(dtype, backend="opencl", device=q) for name, q in queues.items()}
+        for e in exps:
+            n = 1 << e
+            x = rng.integers(-9, 9, n).astype(dtype)
+            fns: dict[str, Callable[[], object]] = {k: (lambda p=p, x=x: p(x)) for k, p in plans.items()}
+            fns["numpy"] = lambda x=x, dtype=dtype: np.cumsum(x, dtype=dtype)
+            for f in fns.values():
+                f()
+            times: dict[str, list[float]] = {k: [] for k in fns}
+            reps = max(3, (1 << 22) // n)
+            for r in range(7):
+                for k in list(fns) if r % 2 else list(fns)[::-1]:
+                    t = time.perf_counter()
+                    for _ in range(reps):
+                        fns[k]()
+                    times[k].append((time.perf_counter() - t) / reps * 1e6)
+            med = {k: float(np.median(v)) for k, v in times.items()}
+            cells = ", ".join(f"{k} {v:.0f} us ({med['numpy'] / v:.2f}x NumPy)" for k, v in med.items())
+            print(f"{dtype} 2^{e}: {cells}", flush=True)
+
+
+def spin(exps: list[int]) -> None:
+    complete = cl.command_execution_status.COMPLETE
+    as_is = opencl_backend.OpenCLBackend.host_done
+
+    def spinning(self: object, dst: object, queue: cl.CommandQueue) -> None:
+        marker = cl.enqueue_marker(queue)
+        queue.flush()
+        until = time.perf_counter() + 2e-4
+        while marker.command_execution_status != complete and time.perf_counter() < until:
+            pass
+        queue.finish()
+
+    backends.get("opencl").default_queue()
+    rng = np.random.default_rng(0)
+    for e in exps:
+        x = rng.integers(-9, 9, 1 << e).astype(np.int32)
+        times: dict[str, list[float]] = {"wait": [], "spin, then wait": []}
+        for r in range(9):
+            for how in ("wait", "spin, then wait") if r % 2 else ("spin, then wait", "wait"):
+                opencl_backend.OpenCLBackend.host_done = as_is if how == "wait" else spinning
+                jitscan.cumsum(x, dtype=np.int32)
+                t = time.perf_counter()
+                for _ in range(20):
+                    jitscan.cumsum(x, dtype=np.int32)
+                times[how].append((time.perf_counter() - t) / 20 * 1e6)
+        opencl_backend.OpenCLBackend.host_done = as_is
+        print(f"2^{e}: " + ", ".join(f"{k} {np.median(v):.1f} us" for k, v in times.items()), flush=True)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    mode = args.pop(0) if args else "latency"
+    exps = [int(a) for a in args]
+    if mode == "latency":
+        latency()
+    elif mode == "sizes":
+        sizes(exps or [14, 16, 18, 20, 21, 22, 23, 24])
+    elif mode == "spin":
+        spin(exps or [12, 14, 16, 18, 20])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
