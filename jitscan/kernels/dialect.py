@@ -166,6 +166,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
             f"#define JS_SEG_STAGE {int(spec.stages_tile)}",
             f"#define JS_DETERMINISTIC {int(spec.deterministic)}",
+            f"#define JS_PARK {spec.parked_vectors}",
             *self.clock(spec),
             # the loops over a thread's vectors: unrolled where the tile lives in
             # registers (GPUs), kept as loops where it lives in memory (CPUs: a long

@@ -245,6 +245,26 @@ class ScanSpec:
         return max(1, self.vectors * self.vector_width // 64)
 
     @property
+    def parked_vectors(self) -> int:
+        """Vectors of a thread's own tile that wait out the look-back in the workgroup's
+        shared memory (OpenCL's local memory).
+
+        Segmented chained scans on GPUs with shuffles hold their tiles at 64 registers a
+        thread (tuning.geometry), and the look-back's own registers pushed some of the
+        tile's items to CUDA's per-thread local memory (cache-backed), read back after the
+        walk. Half the vectors are parked in shared memory instead: on the H100 the
+        segmented modes of 4-byte values ran 5-24% faster, float64 0-13% and its
+        deterministic scan 14-17% (docs/performance.md, "Half the tile parked in shared
+        memory"). Not a staged tile of 8-byte values (a reduction by offsets), whose
+        shared memory it doubles and which ran 3% slower.
+        """
+        if not (self.segmented and self.shuffle and self.variant in CHAINED):
+            return 0
+        if self.stages_tile and self.dtype_info.itemsize == 8:
+            return 0
+        return self.vectors // 2
+
+    @property
     def local_bytes(self) -> int:
         """An upper estimate of the local memory a workgroup's ``js_shared`` (src/tile.h) takes."""
         t, sg = self.element_bytes, self.subgroup
@@ -262,6 +282,8 @@ class ScanSpec:
             total += (self.tile + 31) // 32 * 4  # the tile's head bits
         if self.stages_tile:
             total += (self.tile + 1) * self.dtype_info.itemsize
+        # parked vectors: their items and each vector's left sum, for every thread
+        total += self.parked_vectors * self.threads * (self.vector_width * self.dtype_info.itemsize + t)
         return total + 128  # members' alignment
 
     @property

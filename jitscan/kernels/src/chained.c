@@ -69,9 +69,30 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     /* what this tile posts: its aggregate, or the first tile's inclusive prefix from a carry */
 #define JS_OWN_POST(a) (carry && tile == row_first ? js_op(js_carry(ctrl), (a)) : (a))
 
+#if JS_PARK && JS_ONE_SCAN_SITE
+#error "parked vectors need the own tile scanned before the protocol loop"
+#endif
+#if JS_PARK
+    /* Vectors of the own tile that wait out the look-back in shared memory (ScanSpec.
+     * parked_vectors): the walk's registers would otherwise push them to local memory,
+     * read back after it at the latency of a cache miss. Each thread reads back only
+     * what it parked, so no barrier is needed. */
+    JS_LOCAL_DECL js_val park[JS_PARK][JS_V][JS_T];
+    JS_LOCAL_DECL T park_left[JS_PARK][JS_T];
+#endif
+
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
     agg = js_load_scan(in, base, n, own, own_left, &own_heads, &sh JS_SEG_LOAD_ARGS);
+#if JS_PARK
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_PARK; ++j) {
+        park_left[j][lid] = own_left[JS_P - JS_PARK + j];
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            park[j][e][lid] = own[JS_P - JS_PARK + j][e];
+    }
+#endif
     if (lid == 0) {
         if (posts)
             js_post(state, epoch, tile, own_flag, JS_OWN_POST(agg));
@@ -191,6 +212,15 @@ JS_UNROLL
     JS_BARRIER();
     T prefix = sh.lb_prefix;
     int has_prefix = tile > row_first || carry;
+#if JS_PARK
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_PARK; ++j) {
+        own_left[JS_P - JS_PARK + j] = park_left[j][lid];
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            own[JS_P - JS_PARK + j][e] = park[j][e][lid];
+    }
+#endif
 
     if (kind == JS_KIND_REDUCE) {
 #if JS_SEG_STAGE
