@@ -73,10 +73,10 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #error "parked vectors need the own tile scanned before the protocol loop"
 #endif
 #if JS_PARK
-    /* Vectors of the own tile that wait out the look-back in shared memory (ScanSpec.
-     * parked_vectors): the walk's registers would otherwise push them to local memory,
-     * read back after it at the latency of a cache miss. Each thread reads back only
-     * what it parked, so no barrier is needed. */
+    /* Vectors of the own tile that wait out the look-back in the workgroup's memory
+     * (ScanSpec.parked_vectors): the walk's registers would otherwise push them to the
+     * thread's spill memory, read back after it at the latency of a cache miss. Each
+     * thread reads back only what it parked, so no barrier is needed. */
     JS_LOCAL_DECL js_val park[JS_PARK][JS_V][JS_T];
     JS_LOCAL_DECL T park_left[JS_PARK][JS_T];
 #endif
