@@ -59,8 +59,7 @@ def sweep(
         )
         if timer.name == "cupy":
             entry = RTS_REDUCE if variant == "rts" else CHAINED_KERNEL
-            k = studies.bound(alt, timer, n, seg).program.kernels[entry][0].attributes
-            line += f" regs={k['num_regs']} local={k['local_size_bytes']}B shared={k['shared_size_bytes']}B"
+            line += " " + studies.resources(studies.bound(alt, timer, n, seg), entry)
         print(line, flush=True)
 
 

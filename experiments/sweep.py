@@ -50,8 +50,7 @@ def main() -> None:
             scan = studies.plan_for(timer, "fallback", dtype, **knobs)
             t = timer.time(studies.launcher(scan, timer, x, y, n), 20)[0]
             bound = studies.bound(scan, timer, n)
-            k = bound.program.kernels[KERNEL][0]  # (CuPy function, its 32-bit argument positions)
-            regs = f"regs={k.attributes['num_regs']} local={k.attributes['local_size_bytes']}B"
+            regs = studies.resources(bound, KERNEL)
             print(
                 f"{dtype} 2^{e} t={threads:4d} p={vectors:2d} mb={mb} tile={bound.spec.tile:6d}: "
                 f"{n / t / 1e9:6.1f} Ge/s = {100 * t_mem / t:5.1f}% of memcpy ({n / t_mem / 1e9:.0f}) {regs}",

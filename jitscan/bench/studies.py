@@ -83,6 +83,16 @@ def bound(scan: PreparedScan, timer: Timer, n: int, seg: Segments = NONE) -> Bou
     return scan.bound(timer.queue, n, seg.row_tiles > 0)
 
 
+def resources(bound: Bound, entry: str) -> str:
+    """Registers a thread, and local (spill) and static shared bytes, of a compiled CUDA entry point."""
+    import cupy
+
+    ptr = bound.program.kernels[entry].function.ptr
+    get = cupy.cuda.driver.funcGetAttribute
+    # CUfunction_attribute: 4 registers a thread, 3 local bytes a thread, 1 static shared bytes
+    return f"regs={get(4, ptr)} local={get(3, ptr)}B shared={get(1, ptr)}B"
+
+
 def launcher(
     scan: PreparedScan,
     timer: Timer,
@@ -217,6 +227,7 @@ def heads_from_offsets(off: np.ndarray, n: int) -> np.ndarray:
 
 
 __all__ = [
+    "resources",
     "host_and_piped",
     "bound",
     "cub_launcher",
