@@ -360,3 +360,16 @@ def test_a_staged_reduction_of_8_byte_values_parks_nothing():
         knobs = {"dtype": lookup(dtype), "segmented": "offsets", "kind": "reduce"}
         assert spec_of("fallback", "cuda", **knobs).stages_tile
         assert parked_of("fallback", "cuda", **knobs) == parked
+
+
+@pytest.mark.parametrize(
+    ("dtype", "first"), [("int32", "1"), ("uint32", "1"), ("float32", "0"), ("float64", "0")]
+)
+def test_segmented_32_bit_integer_gpu_tiles_compute_their_outputs_before_storing(dtype, first):
+    # measured per type on the H100: int32 6% faster so, floats 0.3-6% slower
+    def outputs_first(**knobs) -> str:
+        spec = spec_of("fallback", "cuda", dtype=lookup(dtype), **knobs)
+        return defines(variants.get("fallback").source(spec, "cuda"))["JS_OUTPUTS_FIRST"]
+
+    assert outputs_first(segmented="flags") == first
+    assert outputs_first() == "0"  # the flat tile stores each vector as it is computed

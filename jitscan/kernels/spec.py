@@ -265,6 +265,18 @@ class ScanSpec:
         return self.vectors // 2
 
     @property
+    def outputs_first(self) -> bool:
+        """Whether the store pass computes every vector's output before its stores.
+
+        Segmented tiles of 32-bit integers in registers (GPUs): on the H100, in turns,
+        int32 by flags and by rows ran 6% faster so (2^28), float32 and float64 0.3-6%
+        slower; other tiles store each vector as it is computed (js_store_output).
+        """
+        if not self.segmented or self.threads == 1 or self.record:
+            return False
+        return not self.dtype_info.is_float and self.dtype_info.itemsize == 4
+
+    @property
     def local_bytes(self) -> int:
         """An upper estimate of the local memory a workgroup's ``js_shared`` (src/tile.h) takes."""
         t, sg = self.element_bytes, self.subgroup

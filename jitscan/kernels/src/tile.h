@@ -745,11 +745,9 @@ JS_DEVICE_FN void js_store_output(js_dst out, js_size base, js_size n, js_val x[
         JS_DST_VSTORE(x[j], out, base, js_vec_index(j));
     return;
 #endif
-#if JS_T > 1 && JS_SEGMENTED
-    /* a segmented tile in registers (GPUs): every vector's output first, then the stores
-     * in one run (js_store_values). Storing each vector as it was computed, as below,
-     * ran 12% slower on the H100 (segmented int32 by flags, 2^28); the flat tile keeps
-     * it (computed first, its 168 registers spilled) */
+#if JS_OUTPUTS_FIRST
+    /* every vector's output first, then the stores in one run (ScanSpec.outputs_first:
+     * segmented 32-bit integer tiles in registers, 6% faster so on the H100) */
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_val y[JS_V];
