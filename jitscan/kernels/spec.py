@@ -254,9 +254,9 @@ class ScanSpec:
         tile's items to CUDA's per-thread local memory (cache-backed), read back after the
         walk. Half the vectors are parked in shared memory instead: on the H100 the
         segmented modes of 4-byte values ran 5-24% faster, float64 0-13% and its
-        deterministic scan 14-17% (docs/performance.md, "Half the tile parked in shared
-        memory"). Not a staged tile of 8-byte values (a reduction by offsets), whose
-        shared memory it doubles and which ran 3% slower.
+        deterministic scan 14-17% (docs/performance.md, "Segmented scans on GPUs: a
+        regression found, and half the tile parked"). Not a staged tile of 8-byte values
+        (a reduction by offsets), whose shared memory it doubles and which ran 3% slower.
         """
         if not (self.segmented and self.shuffle and self.variant in CHAINED):
             return 0
