@@ -354,6 +354,15 @@ def test_segmented_chained_tiles_on_gpus_with_shuffles_park_half_their_vectors(v
     assert parked_of(variant, dialect) == "0"  # a plain scan holds its tile in registers
 
 
+def test_wide_tiles_park_only_what_fits_the_workgroups_shared_memory():
+    # 1024 threads would need 24-32 KiB a parked vector: they keep their tiles as before
+    for dtype, threads, vectors in (("int32", 1024, 4), ("float64", 1024, 4), ("float64", 512, 8)):
+        knobs = {"dtype": lookup(dtype), "segmented": "flags", "threads": threads, "vectors": vectors}
+        spec = spec_of("fallback", "cuda", min_blocks=1, **knobs)
+        assert spec.local_bytes <= 48 << 10
+        assert spec.parked_vectors < vectors // 2
+
+
 def test_a_staged_reduction_of_8_byte_values_parks_nothing():
     # it doubles the staged tile's shared memory, and ran 3% slower (H100, float64)
     for dtype, parked in (("float64", "0"), ("int64", "0"), ("float32", "2")):

@@ -165,7 +165,12 @@ small = np.arange(1000, dtype=np.int32) % 7
 big = np.arange(tuning.CPU_IN_THREAD_BYTES // 4 + 1, dtype=np.int32) % 7
 for x in (small, big):
     np.testing.assert_array_equal(p(x), np.cumsum(x, dtype=np.int32))
-print(json.dumps(ran_on))
+# a carry in a device array of the default queue: the call stays in that queue's context
+import pyopencl.array as cla
+
+seven = cla.to_device(b.default_queue(), np.array([7], np.int32))
+np.testing.assert_array_equal(p(small, initial=seven), 7 + np.cumsum(small, dtype=np.int32))
+print(json.dumps(ran_on[:2]))
 """
 
 

@@ -35,6 +35,9 @@ TILE_STATES = ("packed", "split")
 CLOCKS = ("", "globaltimer", "tsc")
 #: variants that carry tile state between workgroups in one pass (they own JS_FALLBACK)
 CHAINED = ("lookback", "fallback")
+#: shared memory a workgroup may give its parked vectors (ScanSpec.parked_vectors); the
+#: default segmented tiles park 6-8 KiB
+PARK_BYTES = 16 << 10
 BLOCKING_RANGE = (2, 512)
 
 
@@ -262,7 +265,10 @@ class ScanSpec:
             return 0
         if self.stages_tile and self.dtype_info.itemsize == 8:
             return 0
-        return self.vectors // 2
+        # at most PARK_BYTES a workgroup: wide tiles keep their static shared memory in
+        # the limit (48 KiB on NVIDIA), parking fewer vectors or none
+        per_vector = self.threads * (self.vector_width * self.dtype_info.itemsize + self.element_bytes)
+        return min(self.vectors // 2, PARK_BYTES // per_vector)
 
     @property
     def outputs_first(self) -> bool:

@@ -303,7 +303,9 @@ class PreparedScan(FieldCalls):
                 t = getattr(x, "dtype", None)
                 if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
                     x = x.astype(self._np)  # narrowing, float to integer, float16
-                queue = self._host_queue_for(getattr(x, "size", 0))
+                # a carry in a device array stays with its own queue's context
+                device_carry = carry is not None and not isinstance(carry, bytes)
+                queue = self._host_queue if device_carry else self._host_queue_for(getattr(x, "size", 0))
                 common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
                 if common is not None:
                     src, dst, result = common
@@ -400,7 +402,8 @@ class PreparedScan(FieldCalls):
         if on_device:
             queue = None
         elif self._host_queue is not None:
-            queue = self._host_queue_for(int(np.size(x)))
+            device_carry = launch is not None and launch.carry_from is not None
+            queue = self._host_queue if device_carry else self._host_queue_for(int(np.size(x)))
         else:
             queue = b.queue_for(self._device)
         inp = arrays.to_input(x, b, on_device, self.dtype, queue, self._loads)
