@@ -106,8 +106,7 @@ class PreparedScan(FieldCalls):
         self.knobs = dict(knobs)
         check_form(kind, variant, segmented)
         self.backend: Backend = backends.require(backend) if backend is not None else backends.default()
-        #: Backend.operands, the check of every common call, bound once
-        self._operands = self.backend.operands
+        self._operands = self.backend.operands  # the check of every common call, bound once
         self._device = device
         self._queue = self.backend.queue_for(device)
         info = self.backend.device_info(self._queue)
@@ -303,9 +302,8 @@ class PreparedScan(FieldCalls):
                 t = getattr(x, "dtype", None)
                 if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
                     x = x.astype(self._np)  # narrowing, float to integer, float16
-                # a carry in a device array stays with its own queue's context
-                device_carry = carry is not None and not isinstance(carry, bytes)
-                queue = self._host_queue if device_carry else self._host_queue_for(getattr(x, "size", 0))
+                on_device = carry is not None and not isinstance(carry, bytes)
+                queue = self._host_queue_for(getattr(x, "size", 0), on_device)
                 common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
                 if common is not None:
                     src, dst, result = common
@@ -360,10 +358,11 @@ class PreparedScan(FieldCalls):
             self.monoid.verify(self.dtype, (arrays.sample(x, arrays.sample_runs(n)),))  # type: ignore[attr-defined]
         self._unverified = False
 
-    def _host_queue_for(self, n: int) -> Any:
-        """The queue a host call of ``n`` elements runs on, on a CPU device."""
+    def _host_queue_for(self, n: int, device_carry: bool = False) -> Any:
+        """The queue a host call of ``n`` elements runs on, on a CPU device (a carry in a
+        device array keeps the call in its own queue's context)."""
         near = self._near_queue
-        return near if near is not None and n <= self._near_items else self._host_queue
+        return near if near is not None and n <= self._near_items and not device_carry else self._host_queue
 
     def _launcher(self, queue: Any, n: int, loads: str = "") -> Any:
         """The common call's launch function for ``n`` elements on ``queue`` (made on first use)."""
@@ -402,8 +401,8 @@ class PreparedScan(FieldCalls):
         if on_device:
             queue = None
         elif self._host_queue is not None:
-            device_carry = launch is not None and launch.carry_from is not None
-            queue = self._host_queue if device_carry else self._host_queue_for(int(np.size(x)))
+            carried = launch is not None and launch.carry_from is not None
+            queue = self._host_queue_for(int(np.size(x)), carried)
         else:
             queue = b.queue_for(self._device)
         inp = arrays.to_input(x, b, on_device, self.dtype, queue, self._loads)
