@@ -1,8 +1,8 @@
 """Deterministic float scans against the ordinary ones and CUB, timed in turns on a CUDA GPU.
 
-Usage: python experiments/deterministic.py [segmented] [DTYPE,...] [LOG2N ...]
+Usage: python experiments/deterministic.py [segmented|flat] [DTYPE,...] [LOG2N ...]
 (default: float32,float64 at 16 18 20 22 24 26 28; ``segmented``: only the segmented rows,
-at the sizes given, default 20 24 28)
+at the sizes given, default 20 24 28; ``flat``: only the flat scans and reductions)
 
 At each size, after checking that every deterministic contender gives one bit pattern
 over 10 runs under simulated blocking (1 in 8 tiles), times in alternating rounds
@@ -94,9 +94,8 @@ def host_calls(dtype: str, e: int, calls: int = 2000, rounds: int = 5) -> str:
 
 def main() -> None:
     args = sys.argv[1:]
-    only_segmented = bool(args) and args[0] == "segmented"
-    if only_segmented:
-        args.pop(0)
+    only = args.pop(0) if args and args[0] in ("segmented", "flat") else ""
+    only_segmented = only == "segmented"
     dtypes = args.pop(0).split(",") if args and not args[0].isdigit() else ["float32", "float64"]
     exps = [int(a) for a in args] or [16, 18, 20, 22, 24, 26, 28]
     timer = bench.Timer("cupy")
@@ -111,6 +110,8 @@ def main() -> None:
         for dtype in dtypes:
             for e in exps if kind == "inclusive" else exps[::2]:
                 print(scans(timer, dtype, e, kind, rng), flush=True)
+    if only == "flat":
+        return
     for dtype in dtypes:
         for e in (20, 24, 28):
             for mean in (1000, 100_000, 10_000_000):
