@@ -22,7 +22,8 @@
  * the way a itself would: it looks at a's window instead (descending anchor by anchor
  * as far as needed), posts I(a), and climbs back anchor by anchor to its own tile. Two
  * posters of I(a) post the same bits, so the atomic max of tile_state.h stays sound.
- * Look-back (JS_FALLBACK 0) waits, with the same watchdog as lookback.h.
+ * Look-back (JS_FALLBACK 0) reduces no stalled tile: it waits for aggregates, with the
+ * same watchdog as lookback.h, and works out a late anchor the same way.
  */
 
 #if JS_DETERMINISTIC
@@ -38,6 +39,8 @@
 #define JS_DET_NONE (2u * JS_LB_W)
 #define JS_DET_CAME 3u  /* beside the JS_LB_* steps: the anchor's prefix came */
 #define JS_DET_FULL 4u  /* a protocol step: look at the whole window (after its first subgroup) */
+/* look-back: spins on a late anchor before working its prefix out (fallback's default limit) */
+#define JS_DET_HELP 16u
 
 /* Thread 0's state of a deterministic walk (E(tile) goes to lb_prefix): few registers,
  * which the segmented float64 kernel is short of. */
@@ -107,8 +110,21 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
 #else
+#if JS_DET_SHUFFLE
+    /* Look-back re-reads no tile, but a late anchor's prefix is only a fold of what its
+     * window posted: after as many spins as fallback allows, work it out as fallback
+     * does, so the chain of anchors moves at the pace of the aggregates. (Not in serial
+     * windows: PoCL 3 crashes running the kernel with this branch.) */
+    if (anchor && d->spins > JS_DET_HELP) {
+        d->spins = 0;
+        d->target = (js_u32)blocker;
+        sh->lb_target = blocker;
+        return JS_LB_LOOK;
+    }
+#else
     (void)anchor;
     (void)sh;
+#endif
     return js_watchdog(d->spins, d->limit, &d->since, d->wait_limit, d->epoch, ctrl);
 #endif
 }
