@@ -110,8 +110,18 @@ def test_lookback_gives_one_bit_pattern(backend):
 @pytest.mark.parametrize("kind", ["exclusive", "reduce"])
 def test_exclusive_scans_and_reductions_give_one_bit_pattern(backend, kind):
     x = normal(size(backend))
-    call = lambda **k: jitscan.scan(x, "add", kind=kind, backend=backend, deterministic=True, **k)  # noqa: E731
+    # (a reduction given no variant runs rts on a GPU at this size: the chained one is named)
+    knobs = {"kind": kind, "backend": backend, "deterministic": True, "variant": "fallback"}
+    call = lambda **k: jitscan.scan(x, "add", **knobs, **k)  # noqa: E731
     assert len(patterns(call, runs(backend))) == 1
+
+
+def test_a_reduction_given_no_variant_gives_one_bit_pattern_with_or_without_the_option(backend):
+    # on a GPU past tuning.RTS_REDUCE_BYTES it runs rts, whose two passes wait on no tile
+    x = normal(size(backend))
+    for det in (False, True) if device_info(backend).is_gpu else (True,):
+        call = lambda det=det: jitscan.reduce(x, backend=backend, deterministic=det)  # noqa: E731
+        assert len(patterns(call, runs(backend), (None,))) == 1
 
 
 def test_segments_crossing_many_tiles_give_one_bit_pattern(backend):

@@ -545,6 +545,51 @@ def test_a_call_makes_the_same_backend_calls_at_any_size(registered, variant, ki
     assert "program" not in plans[0][0]
 
 
+def entries_of_a_call(rb: RecordingBackend, scan, n: int, **kw) -> list[str]:
+    rb.clear()
+    scan(Array((n,), np.int32), **kw)
+    return [launch.entry for launch in rb.launches()]
+
+
+def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_passes(registered):
+    # no tile waits on another there: the H100 reduced 1.16-1.32x faster so from 8 MiB
+    rb = registered
+    edge = tuning.RTS_REDUCE_BYTES // 4
+    scan = jitscan.plan("int32", kind="reduce", backend="recording")
+    assert entries_of_a_call(rb, scan, edge) == [chained.KERNEL]
+    assert entries_of_a_call(rb, scan, edge + 1) == [REDUCE, SPINE]
+    assert entries_of_a_call(rb, scan, 10**9) == [REDUCE, SPINE]
+    # deterministic as it is: the option changes nothing there
+    det = jitscan.plan("int32", kind="reduce", backend="recording", deterministic=True)
+    assert entries_of_a_call(rb, det, edge + 1) == [REDUCE, SPINE]
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{"variant": "fallback"}, {"variant": "lookback"}, {"stats": True}, {"spin_limit": 4}, {"threads": 64}],
+)
+def test_a_reduction_that_asks_for_a_chained_variant_or_its_knobs_stays_chained(registered, knobs):
+    rb = registered
+    scan = jitscan.plan("int32", kind="reduce", backend="recording", **knobs)
+    call = {"stats": {}} if "stats" in knobs else {}
+    assert entries_of_a_call(rb, scan, 10**8, **call) == [chained.KERNEL]
+
+
+def test_a_large_reduction_from_an_initial_value_runs_the_chained_scan_which_takes_the_carry(registered):
+    rb = registered
+    scan = jitscan.plan("int32", kind="reduce", backend="recording")
+    assert entries_of_a_call(rb, scan, 10**8, initial=5) == [chained.KERNEL]
+    assert entries_of_a_call(rb, scan, 10**8) == [REDUCE, SPINE]
+    assert entries_of_a_call(rb, scan, 10**8, initial=5) == [chained.KERNEL]
+
+
+def test_a_scan_given_no_variant_stays_chained_at_every_size(registered):
+    rb = registered
+    for kind in ("inclusive", "exclusive"):
+        scan = jitscan.plan("int32", kind=kind, backend="recording")
+        assert entries_of_a_call(rb, scan, 10**8) == [chained.KERNEL]
+
+
 def test_device_offsets_are_checked_on_the_device_before_the_segmented_reduction(registered):
     rb = registered
     scan = jitscan.plan("int32", kind="reduce", backend="recording", segmented="offsets")

@@ -27,8 +27,9 @@ from . import arrays, tuned, tuning
 from .fields import FieldCalls
 from .knobs import KNOBS, LAUNCH_KNOBS, check_knobs
 
-#: size classes a prepared scan may meet (tuning.size_class)
-_CLASSES = range(len(tuning.SIZE_BOUNDS) + 1)
+#: the variant a reduction of a large input on a GPU runs where none was asked for
+#: (tuning.RTS_REDUCE_BYTES)
+_RTS = variants.get("rts")
 
 
 #: programs and launch functions a prepared scan keeps (per queue and size class)
@@ -91,6 +92,7 @@ class PreparedScan(FieldCalls):
     ) -> None:
         check_knobs(knobs)
         self.kind = check_choice("kind", kind, KINDS)
+        asked = variant
         self.variant = variant = variants.VARIANTS[0] if variant is None else variant
         self._variant = variants.get(variant)
         self.segmented = check_choice("segmented mode", segmented, SEGMENTED)
@@ -127,6 +129,21 @@ class PreparedScan(FieldCalls):
             and not knobs.get("deterministic")
             and not (set(self._program_knobs) & tuned.SHAPE_KNOBS)
         )
+        self._itemsize = self.dtype.packed_bytes
+        # A plain reduction of a large input on a GPU, given no variant, reduces in rts's
+        # two passes: no tile waits on another, and the total is deterministic as it is
+        # (tuning.RTS_REDUCE_BYTES). Its size classes gain a bound there, and classes from
+        # _rts_class on run rts (a carry, which rts does not take, runs the chained one).
+        bounds = tuning.SIZE_BOUNDS
+        self._rts_class = len(bounds) + 1
+        auto_rts = asked is None and kind == "reduce" and not segmented and not self._record
+        if auto_rts and info.is_gpu and not stats and not set(knobs) - {"deterministic"}:
+            bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
+            self._rts_class = bounds.index(tuning.RTS_REDUCE_BYTES) + 1
+        #: tuning's size class (tuning.size_class) of each of this scan's classes
+        self._tuning_class = tuple(tuning.size_class(b) for b in bounds) + (len(tuning.SIZE_BOUNDS),)
+        #: the class bounds in elements: bisect_left(self._class_sizes, n) is n's class
+        self._class_sizes = tuple(bound // self._itemsize for bound in bounds)
         self._specs: dict[tuple, ScanSpec] = {}
         #: compiled programs and launch functions by queue (and size class): at most
         #: QUEUE_ENTRIES, the oldest dropped first, so that queue after queue stays bounded
@@ -134,10 +151,9 @@ class PreparedScan(FieldCalls):
         #: the common call's launch functions (Variant.plain_launcher), by queue and size class
         self._plain_launchers: dict[tuple, Any] = {}
         # validate now, on the plan's device, every size class: calls then check nothing
-        for cls in _CLASSES:
-            self._variant.check(self.spec(info, cls))
+        for cls in range(len(self._tuning_class)):
+            self._variant_of(cls).check(self.spec(info, cls))
         self._np = self.dtype.numpy
-        self._itemsize = self.dtype.packed_bytes
         #: the input dtypes the kernels take as they are: this scan's, and those they
         #: convert as they load, each with the name of its programs' ``in_dtype``
         self._loads = (
@@ -146,8 +162,6 @@ class PreparedScan(FieldCalls):
             else {self._np: ""}
             | {np.dtype(name): name for name in INPUTS if loaded_as(np.dtype(name), self.dtype) is not None}
         )
-        #: tuning.SIZE_BOUNDS in elements: bisect_left(self._class_sizes, n) is n's size class
-        self._class_sizes = tuple(bound // self._itemsize for bound in tuning.SIZE_BOUNDS)
         self._plain = not segmented and not self._record
         self._reduce = kind == "reduce"
         #: where NumPy arrays are scanned in place (a CPU device), else None
@@ -162,64 +176,83 @@ class PreparedScan(FieldCalls):
         self._unverified = isinstance(m, Operator) and m.check
 
     # -- programs --------------------------------------------------------------------
-    def spec(self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "") -> ScanSpec:
-        """The program of size class ``cls`` on a device.
+    def _variant_of(self, cls: int, chained: bool = False) -> variants.Variant:
+        """The variant that runs size class ``cls`` (``chained``: a call with a carry)."""
+        return _RTS if cls >= self._rts_class and not chained else self._variant
+
+    def spec(
+        self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "", chained: bool = False
+    ) -> ScanSpec:
+        """The program of size class ``cls`` (``size_class``) on a device.
 
         ``row_tiles``: plain scans of whole-tile rows; ``loads``: the input dtype the
-        kernels convert as they load (empty: this scan's).
+        kernels convert as they load (empty: this scan's); ``chained``: the chained
+        variant's program where the class would run rts (a call with a carry).
         """
-        key = (info, cls, row_tiles, loads)
+        key = (info, cls, row_tiles, loads, chained)
         spec = self._specs.get(key)
         if spec is None:
             segmented = "" if row_tiles else self.segmented
+            variant = self._variant_of(cls, chained).name
+            tcls = self._tuning_class[cls]
+            knobs = self._program_knobs
+            if variant not in CHAINED:  # rts is deterministic as it is
+                knobs = {k: v for k, v in knobs.items() if k != "deterministic"}
             made = functools.partial(
                 tuning.spec_for,
                 info,
-                variant=self.variant,
+                variant=variant,
                 kind=self.kind,
                 dtype=self.dtype,
                 monoid=self.monoid,
                 stats=self.stats,
-                n=tuning.class_elements(cls, self.dtype.packed_bytes),
+                n=tuning.class_elements(tcls, self.dtype.packed_bytes),
                 segmented=segmented,
                 row_tiles=row_tiles,
                 in_dtype=loads,
                 index_fields=self.index_fields,
                 outputs=self.outputs,
             )
-            found = tuned.knobs_for(info, self.dtype, self.monoid, segmented, cls) if self._tunable else {}
+            tunable = self._tunable and variant in CHAINED
+            found = tuned.knobs_for(info, self.dtype, self.monoid, segmented, tcls) if tunable else {}
             spec = None
             if found:
                 try:
-                    spec = made(**(found | self._program_knobs))
+                    spec = made(**(found | knobs))
                 except (ValueError, TypeError) as exc:  # a table that no longer fits: the defaults
                     note = f"jitscan: tuned knobs {found} do not apply here ({exc}); ignored"
                     warnings.warn(note, stacklevel=2)
             if spec is None:
-                spec = made(**self._program_knobs)
+                spec = made(**knobs)
             self._specs[key] = spec
         return spec
 
-    def bound(self, queue: Any, n: int, row_tiles: bool = False, loads: str = "") -> variants.Bound:
-        """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use)."""
+    def bound(
+        self, queue: Any, n: int, row_tiles: bool = False, loads: str = "", chained: bool = False
+    ) -> variants.Bound:
+        """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use).
+
+        ``chained``: the chained variant's, where ``n`` would run rts (a call with a carry).
+        """
         cls = self.size_class(n)
-        key = (queue, cls, row_tiles, loads)
+        key = (queue, cls, row_tiles, loads, chained)
         bound = self._bounds.get(key)
         if bound is None:
-            spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads)
+            spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads, chained)
             _make_room(self._bounds)
-            bound = self._bounds[key] = self._variant.bind(spec, self.backend, queue)
+            bound = self._bounds[key] = self._variant_of(cls, chained).bind(spec, self.backend, queue)
         return bound
 
     def size_class(self, n: int) -> int:
-        """The size class (``tuning.size_class``) of ``n`` elements of this scan's dtype."""
+        """The size class of ``n`` elements of this scan's dtype: ``tuning.size_class``'s, but
+        for a reduction that runs rts from ``tuning.RTS_REDUCE_BYTES`` (one class more)."""
         return bisect_left(self._class_sizes, n)
 
     def source(self, n: int | None = None) -> str:
         """The generated source of the program that scans ``n`` elements (default: large inputs)."""
-        cls = _CLASSES[-1] if n is None else self.size_class(n)
+        cls = len(self._class_sizes) if n is None else self.size_class(n)
         spec = self.spec(self.backend.device_info(self._queue), cls)
-        return self._variant.source(spec, self.backend.dialect)
+        return self._variant_of(cls).source(spec, self.backend.dialect)
 
     # -- calls -----------------------------------------------------------------------
     def launch(
@@ -245,9 +278,9 @@ class PreparedScan(FieldCalls):
         """
         if queue is None:
             queue = self.backend.queue_of(src)
-        bound = self.bound(queue, n, seg.row_tiles > 0, loads)
+        bound = self.bound(queue, n, seg.row_tiles > 0, loads, launch_args is not None)
         launch = self.launch_args if launch_args is None else launch_args
-        return self._variant.run(bound, queue, launch, src, dst, n, seg, check)
+        return bound.variant.run(bound, queue, launch, src, dst, n, seg, check)
 
     def __call__(
         self,
@@ -366,14 +399,31 @@ class PreparedScan(FieldCalls):
 
     def _launcher(self, queue: Any, n: int, loads: str = "") -> Any:
         """The common call's launch function for ``n`` elements on ``queue`` (made on first use)."""
-        key = (queue, bisect_left(self._class_sizes, n), loads)
+        cls = bisect_left(self._class_sizes, n)
+        key = (queue, cls, loads)
         go = self._plain_launchers.get(key)
         if go is None:
             _make_room(self._plain_launchers)
-            go = self._plain_launchers[key] = self._variant.plain_launcher(
-                self.bound(queue, n, False, loads), queue, self.launch_args
-            )
+            bound = self.bound(queue, n, False, loads)
+            go = bound.variant.plain_launcher(bound, queue, self.launch_args)
+            if cls >= self._rts_class:
+                go = self._carry_to_chained(go, queue, n, loads)
+            self._plain_launchers[key] = go
         return go
+
+    def _carry_to_chained(self, go: Any, queue: Any, n: int, loads: str) -> Any:
+        """``go`` (rts), but a call with a carry runs the chained variant (compiled on first use)."""
+        chained: list[Any] = []
+
+        def launch(src: Any, dst: Any, n: int, carry: Any) -> None:
+            if carry is None:
+                return go(src, dst, n, carry)
+            if not chained:
+                bound = self.bound(queue, n, False, loads, chained=True)
+                chained.append(self._variant.plain_launcher(bound, queue, self.launch_args))
+            return chained[0](src, dst, n, carry)
+
+        return launch
 
     def _call(
         self,
@@ -549,7 +599,8 @@ def plan(
     op : {"add", "mul", "min", "max", "and", "or", "xor"} or Monoid
     kind : {"inclusive", "exclusive", "reduce"}
     variant : {"fallback", "lookback", "rts", "memcpy"}, optional
-        Default ``"fallback"``.
+        Default ``"fallback"``; a reduction given none runs ``"rts"`` on GPUs for inputs
+        over ``tuning.RTS_REDUCE_BYTES`` (4 MiB), but for a call with ``initial=``.
     backend : {"cupy", "opencl"}, optional
         Default: ``$JITSCAN_BACKEND``, else the fastest available. Device arrays must
         belong to it.

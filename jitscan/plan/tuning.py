@@ -48,6 +48,12 @@ CPU_IN_THREAD_BYTES = 1 << 24
 #: window: a prepared scan keeps one program per class it meets
 SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
 
+#: a plain reduction given no variant runs rts's two passes above this many bytes on
+#: GPUs: no tile waits on another, and it reads at the speed of CUB's reduction. On the
+#: H100 (in turns) rts reduced 1.16-1.32x faster than the chained scan from 8 MiB
+#: (float32, int32, float64), 0.92-0.95x at 4 MiB (docs/performance.md, "Reductions")
+RTS_REDUCE_BYTES = 1 << 22
+
 
 def size_class(nbytes: int) -> int:
     """The class of an input of ``nbytes`` bytes: 0 up to 512 KiB, 1 up to 2 MiB, 2 up to 16 MiB, 3 above."""
