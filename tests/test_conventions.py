@@ -382,6 +382,15 @@ def test_narrow_integers_show_their_own_types_identity(dtype):
     assert jitscan.segmented_reduce(x, offsets=[0, 2, 2], op="min").tolist() == [2, info.max]
 
 
+@pytest.mark.parametrize("variant", ["fallback", "rts"])
+def test_a_prepared_float_sum_of_negative_zeros_is_positive_zero_from_the_kernel(variant):
+    # the kernels write the total plus +0.0: no operation after the launch
+    neg = np.full(5000, -0.0, np.float32)
+    assert not np.signbit(jitscan.plan("float32", kind="reduce", variant=variant)(neg))
+    assert np.signbit(jitscan.plan("float32", variant=variant)(neg)).all()  # a scan keeps -0.0
+    assert np.signbit(jitscan.plan("float32", "max", kind="reduce", variant=variant)(neg))
+
+
 def test_a_reduction_into_out_converts_and_keeps_numpys_zero():
     out = np.empty(1, np.int8)
     assert jitscan.scan(np.int8([1, 2, 3]), kind="reduce", out=out) is out and out[0] == 6

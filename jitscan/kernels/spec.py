@@ -277,6 +277,23 @@ class ScanSpec:
         return min(half, PARK_BYTES // per_vector)
 
     @property
+    def positive_zero(self) -> bool:
+        """Whether a whole-array sum of floats is written as ``numpy.sum`` gives it.
+
+        The identity of a float ``add`` is -0.0 (a scan keeps -0.0 where NumPy's does),
+        so a total of negative zeros comes out -0.0; ``numpy.sum`` starts from +0.0 and
+        gives +0.0. The kernels add +0.0 to the total they write, which changes exactly
+        that result, and the call needs no operation of its own after the launch.
+        """
+        return (
+            self.monoid is BUILTIN["add"]
+            and self.dtype_info.is_float
+            and self.dtype_info.itemsize in (4, 8)
+            and not self.segmented
+            and not self.record
+        )
+
+    @property
     def outputs_first(self) -> bool:
         """Whether the store pass computes every vector's output before its stores.
 

@@ -227,7 +227,7 @@ JS_UNROLL
         js_store_segment_totals(out, base, own, own_left, prefix, has_prefix, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
         if (lid == 0 && base + JS_TILE >= n)
-            JS_DST_ITEM(out, 0, JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg));
+            JS_DST_ITEM(out, 0, JS_TOTAL(JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg)));
 #endif
     } else {
 #if JS_LANES && !JS_SEGMENTED

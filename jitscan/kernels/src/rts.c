@@ -63,7 +63,7 @@ JS_UNROLL
      * preprocessor test, not a constant operand of &&, which clang warns about */
 #if !JS_SEG_OFFSETS
     if (kind == JS_KIND_REDUCE && JS_LID == 0)
-        JS_DST_ITEM(JS_DST_AT, 0, JS_VALUE_OF(run));
+        JS_DST_ITEM(JS_DST_AT, 0, JS_TOTAL(JS_VALUE_OF(run)));
 #endif
 }
 
