@@ -552,7 +552,7 @@ def entries_of_a_call(rb: RecordingBackend, scan, n: int, **kw) -> list[str]:
 
 
 def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_passes(registered):
-    # no tile waits on another there: the H100 reduced 1.16-1.32x faster so from 8 MiB
+    # no tile waits on another there: the H100 reduced 1.04-1.42x faster so from 8 MiB
     rb = registered
     edge = tuning.RTS_REDUCE_BYTES // 4
     scan = jitscan.plan("int32", kind="reduce", backend="recording")

@@ -50,7 +50,7 @@ SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
 
 #: a plain reduction given no variant runs rts's two passes above this many bytes on
 #: GPUs: no tile waits on another, and it reads at the speed of CUB's reduction. On the
-#: H100 (in turns) rts reduced 1.16-1.32x faster than the chained scan from 8 MiB
+#: H100 (in turns) rts reduced 1.04-1.42x faster than the chained scan from 8 MiB
 #: (float32, int32, float64), 0.92-0.95x at 4 MiB (docs/performance.md, "Reductions")
 RTS_REDUCE_BYTES = 1 << 22
 
