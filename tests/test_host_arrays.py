@@ -185,3 +185,41 @@ def test_small_numpy_calls_run_in_the_calling_thread_where_pocl_offers_its_singl
     assert done.returncode == 0, done.stderr[-2000:]
     small, big = json.loads(done.stdout.strip().splitlines()[-1])
     assert small == 1 and big > 1  # the compute units of the device each call ran on
+
+
+_ONE_UNIT_SCRIPT = """
+import json, numpy as np, jitscan
+from jitscan import backends
+
+b = backends.get("opencl")
+assert b.device_info(b.default_queue()).compute_units == 1
+assert "#define JS_SERIAL 1" in jitscan.plan("int32", backend="opencl").source(1 << 20)
+# float totals depend on their order: a fallback's reduction would post other bits
+assert "#define JS_SERIAL 0" in jitscan.plan("float32", backend="opencl").source(1 << 20)
+rng = np.random.default_rng(3)
+sizes = (1, 4097, 16384 * 3 + 5, 1 << 20)
+for n in sizes:
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    want = np.cumsum(x, dtype=np.int32)
+    np.testing.assert_array_equal(jitscan.cumsum(x, dtype=np.int32), want)
+    exclusive = np.concatenate([[0], want[:-1]]).astype(np.int32)
+    np.testing.assert_array_equal(jitscan.cumsum(x, dtype=np.int32, exclusive=True), exclusive)
+    np.testing.assert_array_equal(jitscan.cumsum(x, dtype=np.int32, simulate_blocking=3, spin_limit=2), want)
+    np.testing.assert_array_equal(jitscan.cumsum(x, dtype=np.int32, variant="lookback"), want)
+    np.testing.assert_array_equal(jitscan.scan(x, "add", initial=9), want + np.int32(9))
+    np.testing.assert_array_equal(jitscan.cumsum(x.reshape(1, -1), axis=1, dtype=np.int32)[0], want)
+print(json.dumps(len(sizes)))
+"""
+
+
+def test_on_a_device_of_one_compute_unit_integer_scans_take_one_pass_tiles_in_every_form(cpu_opencl):
+    # PoCL's single-thread driver runs workgroups one after another in tile order: each
+    # tile finds its predecessor's inclusive prefix posted, and scans and stores in one
+    # pass; a tile that never posts (simulated blocking) sends its successor the usual way
+    if "Portable Computing Language" not in cpu_opencl.default_queue().device.platform.name:
+        pytest.skip("the default OpenCL device is not PoCL's")
+    env = dict(os.environ, POCL_DEVICES="basic")
+    env.pop("PYOPENCL_CTX", None)
+    done = subprocess.run([sys.executable, "-c", _ONE_UNIT_SCRIPT], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == 4  # every size ran

@@ -47,6 +47,9 @@ class DeviceInfo:
         32-bit registers one thread may use; None where unknown.
     driver : str
         The driver's version as it reports it (tuned tables are kept per driver), or "".
+    compute_units : int
+        Workgroups the device runs at once as it reports them (PoCL's in-thread CPU
+        driver: 1), or 0 where unknown.
     """
 
     name: str
@@ -61,6 +64,7 @@ class DeviceInfo:
     registers: int | None = None
     thread_registers: int | None = None
     driver: str = ""
+    compute_units: int = 0
 
 
 @dataclass(frozen=True)

@@ -333,6 +333,7 @@ class OpenCLBackend(Backend):
                 registers=int(dev.registers_per_block_nv) if "cl_nv_device_attribute_query" in ext else None,
                 thread_registers=255 if "cl_nv_device_attribute_query" in ext else None,
                 driver=dev.driver_version.strip(),
+                compute_units=int(dev.max_compute_units),
             )
         return self._info[key]
 

@@ -116,6 +116,11 @@ class ScanSpec:
     clock : {"", "globaltimer", "tsc"}
         The device clock look-back's watchdog reads to bound a wait in time
         (``backends.clock``); empty: none, and only the spin limit bounds it.
+    serial : bool
+        The device runs one workgroup at a time, in the order they start (a CPU driver of
+        one compute unit: PoCL's ``basic``). A chained scan of integers in lanes whose
+        predecessor has posted its inclusive prefix then scans and stores its tile in one
+        pass (``JS_SERIAL`` in ``src/chained.c``); other specs ignore it.
     """
 
     variant: str
@@ -139,6 +144,7 @@ class ScanSpec:
     index_fields: tuple[int, ...] = ()
     outputs: tuple[int, ...] = ()
     clock: str = ""
+    serial: bool = False
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -213,10 +219,28 @@ class ScanSpec:
             raise ValueError(
                 f"variant {self.variant!r} is deterministic as it is; only chained scans take it"
             )
+        if self.serial and not self.one_pass_tiles:
+            object.__setattr__(self, "serial", False)  # specs it changes nothing in compare equal
 
     @property
     def chained(self) -> bool:
         return self.variant in CHAINED
+
+    @property
+    def one_pass_tiles(self) -> bool:
+        """Whether a tile whose predecessor has posted its inclusive prefix scans in one pass
+        (``serial`` devices): chained plain scans of integers in lanes, whose totals are the
+        same bits in any order, so that the inclusive prefix a tile posts after its one pass
+        is the one a fallback reducing the tile would work out."""
+        return (
+            self.serial
+            and self.lanes
+            and not self.shuffle
+            and self.chained
+            and not self.segmented
+            and not self.dtype_info.is_float
+            and not self.deterministic
+        )
 
     @property
     def lanes(self) -> bool:

@@ -314,6 +314,7 @@ def spec_for(
         index_fields=index_fields,
         outputs=outputs,
         clock=info.clock if variant == "lookback" else "",
+        serial=not info.is_gpu and info.compute_units == 1,
     )
     if vectors is None and not info.is_gpu and spec.lanes and not segmented:
         spec = replace(spec, vectors=CPU_LANE_BYTES // VECTOR_BYTES)

@@ -66,6 +66,29 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #else
     js_u32 own_flag = tile == row_first ? JS_INCLUSIVE : JS_READY;
 #endif
+#if JS_SERIAL
+#if !JS_ONE_SCAN_SITE
+#error "one-pass tiles skip the own tile's scan in the protocol loop"
+#endif
+    /* One workgroup at a time, in tile order (ScanSpec.serial: PoCL's in-thread driver):
+     * the predecessor has posted its inclusive prefix before this tile starts. The tile
+     * then skips its reduction pass: it scans and stores in one pass from that prefix
+     * and posts its own inclusive prefix after the stores (integers: a fallback that
+     * reduced this tile would post the same bits). Otherwise, and for a reduction, which
+     * has no second pass to save, the protocol runs as on every device. */
+    int serial = 0;
+    if (kind != JS_KIND_REDUCE) {
+        T before;
+        serial = tile == row_first || js_read(state, epoch, tile - 1u, &before) == JS_INCLUSIVE;
+        if (serial && tile > row_first)
+            w.prefix = before;
+        if (serial)
+            sh.lb_ctrl[0] = JS_LB_DONE;
+    }
+#else
+    int serial = 0;  /* (a variable: clang warns of a constant operand of &&) */
+#endif
+
     /* what this tile posts: its aggregate, or the first tile's inclusive prefix from a carry */
 #define JS_OWN_POST(a) (carry && tile == row_first ? js_op(js_carry(ctrl), (a)) : (a))
 
@@ -204,7 +227,7 @@ JS_UNROLL
 #else
         if (carry && w.bottom)  /* the walk reached the first tile: the carry goes first */
             w.prefix = tile == row_first ? js_carry(ctrl) : js_op(js_carry(ctrl), w.prefix);
-        if (posts && tile > row_first)
+        if (posts && tile > row_first && !serial)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
         sh.lb_prefix = w.prefix;
 #endif
@@ -231,7 +254,9 @@ JS_UNROLL
 #endif
     } else {
 #if JS_LANES && !JS_SEGMENTED
-        js_lanes_store(in, out, base, n, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE);
+        T total = js_lanes_store(in, out, base, n, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE);
+        if (serial && posts && lid == 0)
+            js_post(state, epoch, tile, JS_INCLUSIVE, total);
 #else
         js_store_output(out, base, n, own, own_left, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE, own_heads);
 #endif

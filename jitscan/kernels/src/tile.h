@@ -548,14 +548,15 @@ JS_DEVICE_FN js_vec js_lanes_output(js_vec x, js_vec* c, int exclusive)
     return y;
 }
 
-JS_DEVICE_FN void js_lanes_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
-                                 int exclusive)
+/* Returns the inclusive prefix past the tile (the prefix, if any, and every item). */
+JS_DEVICE_FN T js_lanes_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
+                              int exclusive)
 {
     js_vec c = JS_VEC_SPLAT(has_prefix ? prefix : JS_VIDENTITY);
     if (base + JS_TILE <= n) {
         for (js_u32 j = 0; j < JS_P; ++j)
             JS_VEC_STORE(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
-        return;
+        return JS_VEC_LAST(c);
     }
     /* the last tile: whole vectors as above, the one that n cuts item by item */
     for (js_u32 j = 0; j < JS_P && base + (js_size)j * JS_V < n; ++j) {
@@ -573,6 +574,7 @@ JS_DEVICE_FN void js_lanes_store(js_src in, js_dst out, js_size base, js_size n,
             if (first + e < n)
                 JS_DST_ITEM(out, first + e, y[e]);
     }
+    return JS_VEC_LAST(c);
 }
 #endif
 #endif
