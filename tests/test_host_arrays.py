@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -174,16 +175,21 @@ print(json.dumps(ran_on[:2]))
 """
 
 
+def on_pocl_devices(cpu_opencl, devices: str, script: str) -> Any:
+    """What ``script`` prints last (JSON), run in a process of its own whose PoCL lists ``devices``."""
+    if "Portable Computing Language" not in cpu_opencl.default_queue().device.platform.name:
+        pytest.skip("the default OpenCL device is not PoCL's")
+    env = dict(os.environ, POCL_DEVICES=devices)
+    env.pop("PYOPENCL_CTX", None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_small_numpy_calls_run_in_the_calling_thread_where_pocl_offers_its_single_thread_driver(cpu_opencl):
     # POCL_DEVICES="pthread basic" lists PoCL's single-thread driver beside the threaded
     # one: small calls skip the hand-off to worker threads, large ones keep every core
-    if "Portable Computing Language" not in cpu_opencl.default_queue().device.platform.name:
-        pytest.skip("the default OpenCL device is not PoCL's")
-    env = dict(os.environ, POCL_DEVICES="pthread basic")
-    env.pop("PYOPENCL_CTX", None)
-    done = subprocess.run([sys.executable, "-c", _IN_THREAD_SCRIPT], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    small, big = json.loads(done.stdout.strip().splitlines()[-1])
+    small, big = on_pocl_devices(cpu_opencl, "pthread basic", _IN_THREAD_SCRIPT)
     assert small == 1 and big > 1  # the compute units of the device each call ran on
 
 
@@ -216,10 +222,4 @@ def test_on_a_device_of_one_compute_unit_integer_scans_take_one_pass_tiles_in_ev
     # PoCL's single-thread driver runs workgroups one after another in tile order: each
     # tile finds its predecessor's inclusive prefix posted, and scans and stores in one
     # pass; a tile that never posts (simulated blocking) sends its successor the usual way
-    if "Portable Computing Language" not in cpu_opencl.default_queue().device.platform.name:
-        pytest.skip("the default OpenCL device is not PoCL's")
-    env = dict(os.environ, POCL_DEVICES="basic")
-    env.pop("PYOPENCL_CTX", None)
-    done = subprocess.run([sys.executable, "-c", _ONE_UNIT_SCRIPT], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == 4  # every size ran
+    assert on_pocl_devices(cpu_opencl, "basic", _ONE_UNIT_SCRIPT) == 4  # every size ran
