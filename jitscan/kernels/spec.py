@@ -118,9 +118,9 @@ class ScanSpec:
         (``backends.clock``); empty: none, and only the spin limit bounds it.
     serial : bool
         The device runs one workgroup at a time, in the order they start (a CPU driver of
-        one compute unit: PoCL's ``basic``). A chained scan of integers in lanes whose
-        predecessor has posted its inclusive prefix then scans and stores its tile in one
-        pass (``JS_SERIAL`` in ``src/chained.c``); other specs ignore it.
+        one compute unit: PoCL's ``basic``). A chained scan in lanes whose predecessor has
+        posted its inclusive prefix then scans and stores its tile in one pass
+        (``JS_SERIAL`` in ``src/chained.c``; ``one_pass_tiles``); other specs ignore it.
     """
 
     variant: str
@@ -229,17 +229,20 @@ class ScanSpec:
     @property
     def one_pass_tiles(self) -> bool:
         """Whether a tile whose predecessor has posted its inclusive prefix scans in one pass
-        (``serial`` devices): chained plain scans of integers in lanes, whose totals are the
-        same bits in any order, so that the inclusive prefix a tile posts after its one pass
-        is the one a fallback reducing the tile would work out."""
+        (``serial`` devices): chained plain scans in lanes, but deterministic float ones.
+
+        The tile posts the carry past its last vector as its inclusive prefix; a float
+        total rounds differently there than the lane-wise reduction a fallback would work
+        out. On a device that runs one workgroup at a time nobody falls back on a tile that
+        will still post, so the two never meet, but a deterministic scan promises the same
+        bits with and without (simulated) stalls, and keeps both passes."""
         return (
             self.serial
             and self.lanes
             and not self.shuffle
             and self.chained
             and not self.segmented
-            and not self.dtype_info.is_float
-            and not self.deterministic
+            and not (self.deterministic and self.dtype_info.is_float)
         )
 
     @property

@@ -73,9 +73,10 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     /* One workgroup at a time, in tile order (ScanSpec.serial: PoCL's in-thread driver):
      * the predecessor has posted its inclusive prefix before this tile starts. The tile
      * then skips its reduction pass: it scans and stores in one pass from that prefix
-     * and posts its own inclusive prefix after the stores (integers: a fallback that
-     * reduced this tile would post the same bits). Otherwise, and for a reduction, which
-     * has no second pass to save, the protocol runs as on every device. */
+     * and posts its own inclusive prefix after the stores. No workgroup falls back on a
+     * tile that will still post here, so no other total of it (a float one rounded
+     * otherwise) is ever posted beside it (ScanSpec.one_pass_tiles). Otherwise, and for a
+     * reduction, which has no second pass to save, the protocol runs as everywhere. */
     int serial = 0;
     if (kind != JS_KIND_REDUCE) {
         T before;
