@@ -391,6 +391,14 @@ def test_a_prepared_float_sum_of_negative_zeros_is_positive_zero_from_the_kernel
     assert np.signbit(jitscan.plan("float32", "max", kind="reduce", variant=variant)(neg))
 
 
+def test_a_float_sum_from_a_negative_zero_keeps_its_sign_as_numpys_reduce_with_initial():
+    neg = np.full(5000, -0.0, np.float32)
+    assert np.signbit(np.add.reduce(neg, initial=-0.0))
+    assert np.signbit(jitscan.reduce(neg, initial=-0.0))
+    assert np.signbit(jitscan.plan("float32", kind="reduce")(neg, initial=-0.0))
+    assert not np.signbit(jitscan.reduce(neg, initial=0.0))
+
+
 def test_a_reduction_into_out_converts_and_keeps_numpys_zero():
     out = np.empty(1, np.int8)
     assert jitscan.scan(np.int8([1, 2, 3]), kind="reduce", out=out) is out and out[0] == 6

@@ -325,8 +325,10 @@ def reduce(
         As in :func:`scan`: the result keeps ``x``'s dtype unless ``dtype=`` is given
         (``numpy.sum`` would promote narrow integers); ``stats`` only without ``axis``.
         Along an axis the default variant is ``"rts"`` (see :func:`segmented_reduce`);
-        so it is on GPUs for a whole array over ``tuning.RTS_REDUCE_BYTES`` (4 MiB), where
-        its two passes beat the single-pass scan (and are deterministic as they are).
+        so it is on GPUs for a whole array over ``tuning.RTS_REDUCE_BYTES`` (4 MiB of the
+        result's dtype), where its two passes beat the single-pass scan (and are
+        deterministic as they are), unless ``initial=``, ``stats=`` or a knob of the
+        chained scan (all but ``deterministic``) asks for the chained scan.
     initial : scalar or one-element array, optional
         Start from this value, as NumPy's ``ufunc.reduce(..., initial=)``: the result
         is ``initial`` combined with every element (``initial`` alone for no elements).

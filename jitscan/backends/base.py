@@ -48,8 +48,8 @@ class DeviceInfo:
     driver : str
         The driver's version as it reports it (tuned tables are kept per driver), or "".
     compute_units : int
-        Workgroups the device runs at once as it reports them (PoCL's in-thread CPU
-        driver: 1), or 0 where unknown.
+        Compute units as the device reports them, or 0 where unknown. A CPU device of one
+        (PoCL's single-thread driver) runs one workgroup at a time.
     """
 
     name: str

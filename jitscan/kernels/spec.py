@@ -310,7 +310,8 @@ class ScanSpec:
         The identity of a float ``add`` is -0.0 (a scan keeps -0.0 where NumPy's does),
         so a total of negative zeros comes out -0.0; ``numpy.sum`` starts from +0.0 and
         gives +0.0. The kernels add +0.0 to the total they write, which changes exactly
-        that result, and the call needs no operation of its own after the launch.
+        that result, and the call needs no operation of its own after the launch. A sum
+        from a start value (``initial=``) keeps its sign, as ``numpy.add.reduce`` does.
         """
         return (
             self.monoid is BUILTIN["add"]

@@ -189,6 +189,7 @@ class PreparedScan(FieldCalls):
         kernels convert as they load (empty: this scan's); ``chained``: the chained
         variant's program where the class would run rts (a call with a carry).
         """
+        chained = chained and cls >= self._rts_class  # below, the chained program anyway
         key = (info, cls, row_tiles, loads, chained)
         spec = self._specs.get(key)
         if spec is None:
@@ -235,6 +236,7 @@ class PreparedScan(FieldCalls):
         ``chained``: the chained variant's, where ``n`` would run rts (a call with a carry).
         """
         cls = self.size_class(n)
+        chained = chained and cls >= self._rts_class  # below, the chained program anyway
         key = (queue, cls, row_tiles, loads, chained)
         bound = self._bounds.get(key)
         if bound is None:
@@ -600,7 +602,9 @@ def plan(
     kind : {"inclusive", "exclusive", "reduce"}
     variant : {"fallback", "lookback", "rts", "memcpy"}, optional
         Default ``"fallback"``; a reduction given none runs ``"rts"`` on GPUs for inputs
-        over ``tuning.RTS_REDUCE_BYTES`` (4 MiB), but for a call with ``initial=``.
+        over ``tuning.RTS_REDUCE_BYTES`` (4 MiB), but for a call with ``initial=``, and
+        unless ``stats`` or a knob of the chained scan (all but ``deterministic``) is given.
+        The scan's ``variant`` attribute then still names the chained variant.
     backend : {"cupy", "opencl"}, optional
         Default: ``$JITSCAN_BACKEND``, else the fastest available. Device arrays must
         belong to it.

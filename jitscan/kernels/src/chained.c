@@ -250,8 +250,11 @@ JS_UNROLL
 #if JS_SEG_STAGE
         js_store_segment_totals(out, base, own, own_left, prefix, has_prefix, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
-        if (lid == 0 && base + JS_TILE >= n)
-            JS_DST_ITEM(out, 0, JS_TOTAL(JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg)));
+        if (lid == 0 && base + JS_TILE >= n) {
+            js_val total = JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg);
+            /* a sum from the host's initial= keeps its zero's sign, as NumPy's reduce does */
+            JS_DST_ITEM(out, 0, carry ? total : JS_TOTAL(total));
+        }
 #endif
     } else {
 #if JS_LANES && !JS_SEGMENTED

@@ -23,7 +23,8 @@
  * as far as needed), posts I(a), and climbs back anchor by anchor to its own tile. Two
  * posters of I(a) post the same bits, so the atomic max of tile_state.h stays sound.
  * Look-back (JS_FALLBACK 0) reduces no stalled tile: it waits for aggregates, with the
- * same watchdog as lookback.h, and works out a late anchor the same way.
+ * same watchdog as lookback.h, and, where windows are walked with shuffles, works out a
+ * late anchor the same way (serial windows wait for it).
  */
 
 #if JS_DETERMINISTIC
