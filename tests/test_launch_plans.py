@@ -562,6 +562,10 @@ def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_p
     # deterministic as it is: the option changes nothing there
     det = jitscan.plan("int32", kind="reduce", backend="recording", deterministic=True)
     assert entries_of_a_call(rb, det, edge + 1) == [REDUCE, SPINE]
+    # the scan says which variant runs a size; its variant attribute names the chained one
+    assert scan.variant == scan.variant_for(edge) == "fallback"
+    assert scan.variant_for(edge + 1) == "rts"
+    assert scan.variant_for(edge + 1, initial=True) == "fallback"
 
 
 @pytest.mark.parametrize(

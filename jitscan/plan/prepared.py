@@ -71,6 +71,8 @@ class PreparedScan(FieldCalls):
         most of them by the kernels as they load (``dtypes.loaded_as``).
     monoid : Monoid
     variant, kind, segmented : str
+        ``variant``: the one asked for, or the default chained one; a reduction given
+        none runs ``rts`` for large inputs on GPUs (``variant_for`` says which runs).
     launch_args : LaunchArgs
         Kind, spin limit and simulated blocking, passed to every launch.
     """
@@ -249,6 +251,10 @@ class PreparedScan(FieldCalls):
         """The size class of ``n`` elements of this scan's dtype: ``tuning.size_class``'s, but
         for a reduction that runs rts from ``tuning.RTS_REDUCE_BYTES`` (one class more)."""
         return bisect_left(self._class_sizes, n)
+
+    def variant_for(self, n: int, initial: bool = False) -> str:
+        """The variant that runs a call of ``n`` elements (``initial``: one with ``initial=``)."""
+        return self._variant_of(self.size_class(n), initial).name
 
     def source(self, n: int | None = None) -> str:
         """The generated source of the program that scans ``n`` elements (default: large inputs)."""
