@@ -191,12 +191,11 @@ class PreparedScan(FieldCalls):
         kernels convert as they load (empty: this scan's); ``chained``: the chained
         variant's program where the class would run rts (a call with a carry).
         """
-        chained = chained and cls >= self._rts_class  # below, the chained program anyway
-        key = (info, cls, row_tiles, loads, chained)
+        variant = self._variant_of(cls, chained).name
+        key = (info, cls, row_tiles, loads, variant)
         spec = self._specs.get(key)
         if spec is None:
             segmented = "" if row_tiles else self.segmented
-            variant = self._variant_of(cls, chained).name
             tcls = self._tuning_class[cls]
             knobs = self._program_knobs
             if variant not in CHAINED:  # rts is deterministic as it is
@@ -238,13 +237,13 @@ class PreparedScan(FieldCalls):
         ``chained``: the chained variant's, where ``n`` would run rts (a call with a carry).
         """
         cls = self.size_class(n)
-        chained = chained and cls >= self._rts_class  # below, the chained program anyway
-        key = (queue, cls, row_tiles, loads, chained)
+        variant = self._variant_of(cls, chained)
+        key = (queue, cls, row_tiles, loads, variant.name)
         bound = self._bounds.get(key)
         if bound is None:
             spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads, chained)
             _make_room(self._bounds)
-            bound = self._bounds[key] = self._variant_of(cls, chained).bind(spec, self.backend, queue)
+            bound = self._bounds[key] = variant.bind(spec, self.backend, queue)
         return bound
 
     def size_class(self, n: int) -> int:

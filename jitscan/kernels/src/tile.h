@@ -42,6 +42,8 @@
 #define JS_CTRL_CARRY 8
 /* the tile descriptors follow the control words in the same zeroed buffer */
 #define JS_CTRL_WORDS 16
+/* the launch argument `kind`: a JS_KIND_* code, or'ed with this for a scan from a carry */
+#define JS_CARRY_BIT 4u
 
 /* the total a whole-array reduction writes: a float sum's plus +0.0, since the identity
  * -0.0 leaves a sum of negative zeros at -0.0 and NumPy's sum, which starts from +0.0,
@@ -51,8 +53,6 @@
 #else
 #define JS_TOTAL(v) (v)
 #endif
-/* the launch argument `kind`: a JS_KIND_* code, or'ed with this for a scan from a carry */
-#define JS_CARRY_BIT 4u
 
 /* Items always hold plain values (js_val). A segmented scan carries its head flags
  * beside them as one bit per item (bit j*JS_V+e of a js_heads mask) and lifts only
