@@ -72,7 +72,7 @@ def scan(
         raise TypeError("output= selects fields of a tuple value; x is one array")
     if initial is not None:
         return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs, initial=initial)
-    if axis is None and stats is None and kind != "reduce":
+    if axis is None and stats is None:
         # the common call: one lookup, keyed on what can differ between such calls
         key = call_key(x, out, knobs, op, kind, variant, backend, dtype)
         try:
@@ -241,14 +241,12 @@ def run(
         if include_initial:
             res = _with_initial(res, resolve(op).identity_for(t.scan), t.result, ax)
         return res if out is None else conventions.put(out, res)
-    # a float sum's total is not written in place: it takes NumPy's zero first
-    direct = t.takes(out) and not include_initial and not (kind == "reduce" and t.result.kind == "f")
+    # (a float sum's total comes with NumPy's zero: ScanSpec.positive_zero, empty_value)
+    direct = t.takes(out) and not include_initial
     p = prepared(x, op, kind, variant, backend, t.scan.name, stats is not None, knobs)
     res = p(x, out if direct else None, stats=stats, initial=initial)
     if direct:
         return res
-    if kind == "reduce" and initial is None:
-        res = conventions.numpy_sum_zero(res, op, t.scan.numpy)  # as reduce()
     res = t.finish(res)
     if include_initial:
         res = _with_initial(res, p.monoid.identity_for(lookup(t.scan.name)), t.result)
@@ -381,7 +379,7 @@ def reduce(
         except (KeyError, TypeError):
             p = shortcut_for(x, op, "reduce", "keep", dtype, None, variant, backend, knobs)
             remember(_REDUCE_SHORTCUTS, key, p)
-        if p is not None and x.ndim and x.size:
+        if p is not None and x.ndim:
             return p(x)
     if chunked.is_dask(x):
         if stats is not None:
@@ -418,9 +416,7 @@ def reduce(
     if len(axes) == len(shape):
         flat = x.reshape((1,)) if not shape else x
         p = prepared(flat, op, "reduce", variant, backend, t.scan.name, stats is not None, knobs)
-        res = p(flat, stats=stats, initial=initial)
-        if initial is None:
-            res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
+        res = p(flat, stats=stats, initial=initial)  # NumPy's zero included (ScanSpec.positive_zero)
         res = t.finish(res)
         return res.reshape(full) if keepdims else res
     if stats is not None:
