@@ -10,15 +10,13 @@ the same path.
 
 from __future__ import annotations
 
-import functools
-import warnings
 from bisect import bisect_left
 from typing import Any
 
 import numpy as np
 
 from .. import backends, variants
-from ..backends.base import Backend, DeviceInfo
+from ..backends.base import Backend
 from ..dtypes import INPUTS, Record, loaded_as, value_type
 from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
@@ -26,20 +24,7 @@ from ..variants.segments import NONE, Segments, offsets_ok
 from . import arrays, tuned, tuning
 from .fields import FieldCalls
 from .knobs import KNOBS, LAUNCH_KNOBS, check_knobs
-
-#: the variant a reduction of a large input on a GPU runs where none was asked for
-#: (tuning.RTS_REDUCE_BYTES)
-_RTS = variants.get("rts")
-
-
-#: programs and launch functions a prepared scan keeps (per queue and size class)
-QUEUE_ENTRIES = 64
-
-
-def _make_room(cache: dict) -> None:
-    """Drop the oldest entries of a per-queue cache that is full (the backend keeps the program)."""
-    while len(cache) >= QUEUE_ENTRIES:
-        del cache[next(iter(cache))]
+from .programs import QUEUE_ENTRIES, Programs, make_room
 
 
 def check_form(kind: str, variant: str, segmented: str) -> None:
@@ -52,7 +37,7 @@ def check_form(kind: str, variant: str, segmented: str) -> None:
         raise ValueError("variant='memcpy' has no segmented form")
 
 
-class PreparedScan(FieldCalls):
+class PreparedScan(Programs, FieldCalls):
     """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
 
     Make one with :func:`jitscan.plan`. Call it with an array of any size (CuPy and
@@ -132,20 +117,8 @@ class PreparedScan(FieldCalls):
             and not (set(self._program_knobs) & tuned.SHAPE_KNOBS)
         )
         self._itemsize = self.dtype.packed_bytes
-        # A plain reduction of a large input on a GPU, given no variant, reduces in rts's
-        # two passes: no tile waits on another, and the total is deterministic as it is
-        # (tuning.RTS_REDUCE_BYTES). Its size classes gain a bound there, and classes from
-        # _rts_class on run rts (a carry, which rts does not take, runs the chained one).
-        bounds = tuning.SIZE_BOUNDS
-        self._rts_class = len(bounds) + 1
         auto_rts = asked is None and kind == "reduce" and not segmented and not self._record
-        if auto_rts and info.is_gpu and not stats and not set(knobs) - {"deterministic"}:
-            bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
-            self._rts_class = bounds.index(tuning.RTS_REDUCE_BYTES) + 1
-        #: tuning's size class (tuning.size_class) of each of this scan's classes
-        self._tuning_class = tuple(tuning.size_class(b) for b in bounds) + (len(tuning.SIZE_BOUNDS),)
-        #: the class bounds in elements: bisect_left(self._class_sizes, n) is n's class
-        self._class_sizes = tuple(bound // self._itemsize for bound in bounds)
+        self._size_classes(info, auto_rts and not stats and not set(knobs) - {"deterministic"})
         self._specs: dict[tuple, ScanSpec] = {}
         #: compiled programs and launch functions by queue (and size class): at most
         #: QUEUE_ENTRIES, the oldest dropped first, so that queue after queue stays bounded
@@ -176,90 +149,6 @@ class PreparedScan(FieldCalls):
         #: a Python operator not yet checked on this dtype (Operator.verify, first call)
         m = self.monoid
         self._unverified = isinstance(m, Operator) and m.check
-
-    # -- programs --------------------------------------------------------------------
-    def _variant_of(self, cls: int, chained: bool = False) -> variants.Variant:
-        """The variant that runs size class ``cls`` (``chained``: a call with a carry)."""
-        return _RTS if cls >= self._rts_class and not chained else self._variant
-
-    def spec(
-        self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "", chained: bool = False
-    ) -> ScanSpec:
-        """The program of size class ``cls`` (``size_class``) on a device.
-
-        ``row_tiles``: plain scans of whole-tile rows; ``loads``: the input dtype the
-        kernels convert as they load (empty: this scan's); ``chained``: the chained
-        variant's program where the class would run rts (a call with a carry).
-        """
-        variant = self._variant_of(cls, chained).name
-        key = (info, cls, row_tiles, loads, variant)
-        spec = self._specs.get(key)
-        if spec is None:
-            segmented = "" if row_tiles else self.segmented
-            tcls = self._tuning_class[cls]
-            knobs = self._program_knobs
-            if variant not in CHAINED:  # rts is deterministic as it is
-                knobs = {k: v for k, v in knobs.items() if k != "deterministic"}
-            made = functools.partial(
-                tuning.spec_for,
-                info,
-                variant=variant,
-                kind=self.kind,
-                dtype=self.dtype,
-                monoid=self.monoid,
-                stats=self.stats,
-                n=tuning.class_elements(tcls, self.dtype.packed_bytes),
-                segmented=segmented,
-                row_tiles=row_tiles,
-                in_dtype=loads,
-                index_fields=self.index_fields,
-                outputs=self.outputs,
-            )
-            tunable = self._tunable and variant in CHAINED
-            found = tuned.knobs_for(info, self.dtype, self.monoid, segmented, tcls) if tunable else {}
-            spec = None
-            if found:
-                try:
-                    spec = made(**(found | knobs))
-                except (ValueError, TypeError) as exc:  # a table that no longer fits: the defaults
-                    note = f"jitscan: tuned knobs {found} do not apply here ({exc}); ignored"
-                    warnings.warn(note, stacklevel=2)
-            if spec is None:
-                spec = made(**knobs)
-            self._specs[key] = spec
-        return spec
-
-    def bound(
-        self, queue: Any, n: int, row_tiles: bool = False, loads: str = "", chained: bool = False
-    ) -> variants.Bound:
-        """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use).
-
-        ``chained``: the chained variant's, where ``n`` would run rts (a call with a carry).
-        """
-        cls = self.size_class(n)
-        variant = self._variant_of(cls, chained)
-        key = (queue, cls, row_tiles, loads, variant.name)
-        bound = self._bounds.get(key)
-        if bound is None:
-            spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads, chained)
-            _make_room(self._bounds)
-            bound = self._bounds[key] = variant.bind(spec, self.backend, queue)
-        return bound
-
-    def size_class(self, n: int) -> int:
-        """The size class of ``n`` elements of this scan's dtype: ``tuning.size_class``'s, but
-        for a reduction that runs rts from ``tuning.RTS_REDUCE_BYTES`` (one class more)."""
-        return bisect_left(self._class_sizes, n)
-
-    def variant_for(self, n: int, initial: bool = False) -> str:
-        """The variant that runs a call of ``n`` elements (``initial``: one with ``initial=``)."""
-        return self._variant_of(self.size_class(n), initial).name
-
-    def source(self, n: int | None = None) -> str:
-        """The generated source of the program that scans ``n`` elements (default: large inputs)."""
-        cls = len(self._class_sizes) if n is None else self.size_class(n)
-        spec = self.spec(self.backend.device_info(self._queue), cls)
-        return self._variant_of(cls).source(spec, self.backend.dialect)
 
     # -- calls -----------------------------------------------------------------------
     def launch(
@@ -410,7 +299,7 @@ class PreparedScan(FieldCalls):
         key = (queue, cls, loads)
         go = self._plain_launchers.get(key)
         if go is None:
-            _make_room(self._plain_launchers)
+            make_room(self._plain_launchers)
             bound = self.bound(queue, n, False, loads)
             go = bound.variant.plain_launcher(bound, queue, self.launch_args)
             if cls >= self._rts_class:
@@ -657,4 +546,4 @@ def plan(
     )
 
 
-__all__ = ["KNOBS", "PreparedScan", "check_knobs", "plan"]
+__all__ = ["KNOBS", "QUEUE_ENTRIES", "PreparedScan", "check_knobs", "plan"]

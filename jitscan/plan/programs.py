@@ -1,0 +1,139 @@
+"""The programs of a prepared scan: its size classes, the variant and spec of each, and
+the compiled programs by queue.
+
+A mixin of :class:`~jitscan.plan.prepared.PreparedScan`. Size classes are
+``tuning.SIZE_BOUNDS``'s, and one more for a whole-array reduction given no variant on a
+GPU, whose inputs over ``tuning.RTS_REDUCE_BYTES`` run ``rts``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from bisect import bisect_left
+from typing import Any
+
+from .. import variants
+from ..backends.base import DeviceInfo
+from ..kernels.spec import CHAINED, ScanSpec
+from . import tuned, tuning
+
+#: the variant a reduction of a large input on a GPU runs where none was asked for
+#: (tuning.RTS_REDUCE_BYTES)
+_RTS = variants.get("rts")
+
+#: programs and launch functions a prepared scan keeps (per queue and size class)
+QUEUE_ENTRIES = 64
+
+
+def make_room(cache: dict) -> None:
+    """Drop the oldest entries of a per-queue cache that is full (the backend keeps the program)."""
+    while len(cache) >= QUEUE_ENTRIES:
+        del cache[next(iter(cache))]
+
+
+class Programs:
+    """The program part of a prepared scan (see the module text).
+
+    It reads the prepared scan's ``backend``, ``kind``, ``dtype``, ``monoid``, ``stats``,
+    ``segmented``, ``index_fields``, ``outputs`` and its ``_variant``, ``_program_knobs``,
+    ``_tunable``, ``_itemsize``, ``_queue``.
+    """
+
+    def _size_classes(self, info: DeviceInfo, auto_rts: bool) -> None:
+        """Sets the size classes; ``auto_rts``: a plain reduction given no variant or
+        chained knob, which runs rts's two passes on GPUs over RTS_REDUCE_BYTES (no tile
+        waits on another, and the total is deterministic as it is). Classes from
+        ``_rts_class`` on run rts; a carry, which rts does not take, runs the chained one."""
+        bounds = tuning.SIZE_BOUNDS
+        self._rts_class = len(bounds) + 1
+        if auto_rts and info.is_gpu:
+            bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
+            self._rts_class = bounds.index(tuning.RTS_REDUCE_BYTES) + 1
+        #: tuning's size class (tuning.size_class) of each of this scan's classes
+        self._tuning_class = tuple(tuning.size_class(b) for b in bounds) + (len(tuning.SIZE_BOUNDS),)
+        #: the class bounds in elements: bisect_left(self._class_sizes, n) is n's class
+        self._class_sizes = tuple(bound // self._itemsize for bound in bounds)
+
+    def _variant_of(self, cls: int, chained: bool = False) -> variants.Variant:
+        """The variant that runs size class ``cls`` (``chained``: a call with a carry)."""
+        return _RTS if cls >= self._rts_class and not chained else self._variant
+
+    def spec(
+        self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "", chained: bool = False
+    ) -> ScanSpec:
+        """The program of size class ``cls`` (``size_class``) on a device.
+
+        ``row_tiles``: plain scans of whole-tile rows; ``loads``: the input dtype the
+        kernels convert as they load (empty: this scan's); ``chained``: the chained
+        variant's program where the class would run rts (a call with a carry).
+        """
+        variant = self._variant_of(cls, chained).name
+        key = (info, cls, row_tiles, loads, variant)
+        spec = self._specs.get(key)
+        if spec is None:
+            segmented = "" if row_tiles else self.segmented
+            tcls = self._tuning_class[cls]
+            knobs = self._program_knobs
+            if variant not in CHAINED:  # rts is deterministic as it is
+                knobs = {k: v for k, v in knobs.items() if k != "deterministic"}
+            made = functools.partial(
+                tuning.spec_for,
+                info,
+                variant=variant,
+                kind=self.kind,
+                dtype=self.dtype,
+                monoid=self.monoid,
+                stats=self.stats,
+                n=tuning.class_elements(tcls, self.dtype.packed_bytes),
+                segmented=segmented,
+                row_tiles=row_tiles,
+                in_dtype=loads,
+                index_fields=self.index_fields,
+                outputs=self.outputs,
+            )
+            tunable = self._tunable and variant in CHAINED
+            found = tuned.knobs_for(info, self.dtype, self.monoid, segmented, tcls) if tunable else {}
+            spec = None
+            if found:
+                try:
+                    spec = made(**(found | knobs))
+                except (ValueError, TypeError) as exc:  # a table that no longer fits: the defaults
+                    note = f"jitscan: tuned knobs {found} do not apply here ({exc}); ignored"
+                    warnings.warn(note, stacklevel=2)
+            if spec is None:
+                spec = made(**knobs)
+            self._specs[key] = spec
+        return spec
+
+    def bound(
+        self, queue: Any, n: int, row_tiles: bool = False, loads: str = "", chained: bool = False
+    ) -> variants.Bound:
+        """The compiled program for ``n`` elements on ``queue``'s device (compiled on first use).
+
+        ``chained``: the chained variant's, where ``n`` would run rts (a call with a carry).
+        """
+        cls = self.size_class(n)
+        variant = self._variant_of(cls, chained)
+        key = (queue, cls, row_tiles, loads, variant.name)
+        bound = self._bounds.get(key)
+        if bound is None:
+            spec = self.spec(self.backend.device_info(queue), cls, row_tiles, loads, chained)
+            make_room(self._bounds)
+            bound = self._bounds[key] = variant.bind(spec, self.backend, queue)
+        return bound
+
+    def size_class(self, n: int) -> int:
+        """The size class of ``n`` elements of this scan's dtype: ``tuning.size_class``'s, but
+        for a reduction that runs rts from ``tuning.RTS_REDUCE_BYTES`` (one class more)."""
+        return bisect_left(self._class_sizes, n)
+
+    def variant_for(self, n: int, initial: bool = False) -> str:
+        """The variant that runs a call of ``n`` elements (``initial``: one with ``initial=``)."""
+        return self._variant_of(self.size_class(n), initial).name
+
+    def source(self, n: int | None = None) -> str:
+        """The generated source of the program that scans ``n`` elements (default: large inputs)."""
+        cls = len(self._class_sizes) if n is None else self.size_class(n)
+        spec = self.spec(self.backend.device_info(self._queue), cls)
+        return self._variant_of(cls).source(spec, self.backend.dialect)
