@@ -10,7 +10,7 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.backends import opencl
+from jitscan.backends import opencl, opencl_devices
 from jitscan.plan import prepared
 
 
@@ -134,10 +134,10 @@ def test_a_simulator_is_never_the_default_device_while_a_real_one_is_there(monke
     monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind, pocl])
     monkeypatch.setattr(cl, "Context", lambda devices: devices[0])
     monkeypatch.delenv("PYOPENCL_CTX", raising=False)
-    assert opencl._pick_device().platform is pocl
+    assert opencl_devices.pick_device().platform is pocl
     # and where it is the only device, it is the one there is
     monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind])
-    assert opencl._pick_device().platform is oclgrind
+    assert opencl_devices.pick_device().platform is oclgrind
 
 
 def test_of_two_cpu_devices_the_default_is_the_one_with_more_compute_units(monkeypatch):
@@ -150,7 +150,7 @@ def test_of_two_cpu_devices_the_default_is_the_one_with_more_compute_units(monke
     monkeypatch.setattr(cl, "Context", lambda devices: devices[0])
     monkeypatch.delenv("PYOPENCL_CTX", raising=False)
     _, threaded = pocl.get_devices()
-    assert opencl._pick_device() is threaded
+    assert opencl_devices.pick_device() is threaded
 
 
 def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_entry_was_let_go(monkeypatch):

@@ -16,6 +16,7 @@ from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
 from . import clock
 from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
+from .opencl_devices import in_thread_sibling, pick_device
 
 try:  # optional dependency
     import pyopencl as cl
@@ -172,45 +173,6 @@ def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
         return program
 
 
-#: platforms that simulate a device for checking kernels, never the default: Oclgrind
-#: reports itself as every device type at once (a GPU among them)
-SIMULATORS = ("Oclgrind",)
-
-
-def _pick_device() -> Any:
-    """A GPU if there is one, else the device with the most compute units (PoCL on a CPU
-    machine: its threaded driver before its single-thread one, when both are there).
-
-    A simulator (Oclgrind) is taken only when it is the only device. PYOPENCL_CTX, if
-    set, chooses as it does for PyOpenCL itself.
-    """
-    if os.environ.get("PYOPENCL_CTX"):
-        return cl.create_some_context(interactive=False)
-    platforms = cl.get_platforms()
-    devices = [d for p in platforms for d in p.get_devices()]
-    if not devices:
-        raise BackendUnavailableError("no OpenCL device found")
-    real = [d for d in devices if not d.platform.name.strip().startswith(SIMULATORS)]
-    gpus = [d for d in real if d.type & cl.device_type.GPU]
-    if gpus:
-        return cl.Context([gpus[0]])
-    return cl.Context([max(real or devices, key=lambda d: d.max_compute_units)])  # the first of equals
-
-
-def _in_thread_sibling(device: Any) -> Any:
-    """A CPU device of ``device``'s platform with one compute unit, where ``device`` is a
-    CPU device with several; else None.
-
-    PoCL lists its single-thread driver (``basic``, later ``cpu-minimal``) beside the
-    threaded one when ``POCL_DEVICES`` names both: it runs a kernel in the thread that
-    waits for it, without handing the command to worker threads.
-    """
-    if not device.type & cl.device_type.CPU or device.max_compute_units < 2:
-        return None
-    others = (d for d in device.platform.get_devices() if d.int_ptr != device.int_ptr)
-    return next((d for d in others if d.type & cl.device_type.CPU and d.max_compute_units == 1), None)
-
-
 #: PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg". NVIDIA's
 #: front end only warns of an undeclared function (the link then fails): without an error
 #: line, its first located warning is the one to show
@@ -290,7 +252,7 @@ class OpenCLBackend(Backend):
         if self._queue is None:
             if not self.available():
                 raise BackendUnavailableError(self.unavailable_reason())
-            self._queue = cl.CommandQueue(_pick_device())
+            self._queue = cl.CommandQueue(pick_device())
         return self._queue
 
     def set_default_queue(self, queue: Any) -> None:
@@ -397,7 +359,7 @@ class OpenCLBackend(Backend):
         # on the queue they run on
         key = queue.device.int_ptr
         if key not in self._siblings:
-            other = _in_thread_sibling(queue.device)
+            other = in_thread_sibling(queue.device)
             self._siblings[key] = None if other is None else cl.CommandQueue(cl.Context([other]))
         return self._siblings[key]
 
