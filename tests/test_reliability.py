@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -74,9 +75,14 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
         dt, op, variant = cases[k]
         want = ufunc[op].accumulate(xs[k])
         for i in range(30):
-            got = jitscan.scan(xs[k], op=op, variant=variant, backend=backend)
+            try:
+                got = jitscan.scan(xs[k], op=op, variant=variant, backend=backend)
+            except Exception as exc:  # noqa: BLE001 - a thread's error fails the test too
+                wrong.append((cases[k], i, repr(exc)))
+                continue
             if not np.array_equal(got, want):
-                wrong.append((cases[k], i))
+                bad = np.flatnonzero(got != want)
+                wrong.append((cases[k], i, f"{bad.size} of {got.size} wrong, from {bad[0]}"))
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-5)
@@ -89,6 +95,51 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
     finally:
         sys.setswitchinterval(interval)
     assert not wrong, wrong[:5]
+
+
+def test_threads_starting_at_once_share_one_queue_and_build_each_program_once(monkeypatch):
+    """A fresh backend met by eight threads at the same moment: one default queue, one
+    device probe and one build of a program they all ask for (NVIDIA's driver crashed now
+    and then when threads of a new process made contexts or built at the same time)."""
+    import threading
+
+    from jitscan.backends.base import Build
+
+    if not backends.get("opencl").available():
+        pytest.skip("OpenCL unavailable")
+    built: list[str] = []
+    real_build = opencl._build
+
+    def slow_build(program, device):
+        built.append(program.get_info(opencl.cl.program_info.SOURCE))
+        time.sleep(0.05)  # wide open the window in which another thread could build too
+        return real_build(program, device)
+
+    monkeypatch.setattr(opencl, "_build", slow_build)
+    b = opencl.OpenCLBackend()
+    src = "__kernel void ones(__global uint* a) { a[get_global_id(0)] = 1u; }"
+    build = Build(
+        key="ones", what="a test kernel", source=lambda dialect: src, entries={"ones": ("buf",)}, threads=1
+    )
+    start = threading.Barrier(8)
+    got: list[tuple] = []
+
+    def first_use() -> None:
+        start.wait()
+        queue = b.default_queue()
+        got.append((queue, b.device_info(queue), b.program(build, queue)))
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8
+    assert len({id(q) for q, _, _ in got}) == 1
+    assert len({id(info) for _, info, _ in got}) == 1
+    assert len({id(prog) for _, _, prog in got}) == 1
+    assert built.count(src) == 1  # and the probe of NVIDIA's shuffles, where asked, once too
+    assert len(built) - built.count(src) <= 1
 
 
 def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():

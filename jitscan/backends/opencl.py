@@ -227,6 +227,10 @@ class OpenCLBackend(Backend):
         self._in_place: dict[int, bool] = {}
         #: per device: the queue of its single-thread sibling, or None (host_sibling)
         self._siblings: dict[int, Any] = {}
+        #: held while the default queue, a device's info, a program or a pool is made: threads
+        #: starting at once make each once, and NVIDIA's driver (580) crashed now and then
+        #: when threads of a fresh process made contexts or built programs at the same time
+        self._setup = threading.RLock()
 
     # -- availability ------------------------------------------------------------
     def available(self) -> bool:
@@ -250,9 +254,14 @@ class OpenCLBackend(Backend):
 
     def default_queue(self) -> Any:
         if self._queue is None:
-            if not self.available():
-                raise BackendUnavailableError(self.unavailable_reason())
-            self._queue = cl.CommandQueue(pick_device())
+            with self._setup:
+                if self._queue is None:
+                    if not self.available():
+                        raise BackendUnavailableError(self.unavailable_reason())
+                    queue = cl.CommandQueue(pick_device())
+                    # its device's probe build before any thread can enqueue on it
+                    self.device_info(queue)
+                    self._queue = queue
         return self._queue
 
     def set_default_queue(self, queue: Any) -> None:
@@ -275,29 +284,36 @@ class OpenCLBackend(Backend):
         return self.default_queue()
 
     def device_info(self, queue: Any) -> DeviceInfo:
+        key = (queue.device.int_ptr, queue.context.int_ptr)
+        info = self._info.get(key)
+        if info is None:
+            with self._setup:
+                info = self._info.get(key) or self._make_info(queue)
+                self._info[key] = info
+        return info
+
+    def _make_info(self, queue: Any) -> DeviceInfo:
+        """What ``device_info`` keeps of the queue's device (one probe build on NVIDIA)."""
         dev = queue.device
-        key = (dev.int_ptr, queue.context.int_ptr)
-        if key not in self._info:
-            ext = dev.extensions
-            is_gpu = bool(dev.type & cl.device_type.GPU)
-            shuffle_width = self._ptx_shuffle_width(queue) if is_gpu else None
-            self._info[key] = DeviceInfo(
-                name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
-                backend=self.name,
-                is_gpu=is_gpu,
-                shuffle_width=shuffle_width,
-                max_threads=int(dev.max_work_group_size),
-                int64_atomics="cl_khr_int64_extended_atomics" in ext,
-                fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
-                local_memory=int(dev.local_mem_size),
-                clock=self._clock(dev, ptx=shuffle_width is not None),
-                # NVIDIA's cl_nv_device_attribute_query; no other driver says
-                registers=int(dev.registers_per_block_nv) if "cl_nv_device_attribute_query" in ext else None,
-                thread_registers=255 if "cl_nv_device_attribute_query" in ext else None,
-                driver=dev.driver_version.strip(),
-                compute_units=int(dev.max_compute_units),
-            )
-        return self._info[key]
+        ext = dev.extensions
+        is_gpu = bool(dev.type & cl.device_type.GPU)
+        shuffle_width = self._ptx_shuffle_width(queue) if is_gpu else None
+        return DeviceInfo(
+            name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
+            backend=self.name,
+            is_gpu=is_gpu,
+            shuffle_width=shuffle_width,
+            max_threads=int(dev.max_work_group_size),
+            int64_atomics="cl_khr_int64_extended_atomics" in ext,
+            fp64="cl_khr_fp64" in ext or dev.double_fp_config != 0,
+            local_memory=int(dev.local_mem_size),
+            clock=self._clock(dev, ptx=shuffle_width is not None),
+            # NVIDIA's cl_nv_device_attribute_query; no other driver says
+            registers=int(dev.registers_per_block_nv) if "cl_nv_device_attribute_query" in ext else None,
+            thread_registers=255 if "cl_nv_device_attribute_query" in ext else None,
+            driver=dev.driver_version.strip(),
+            compute_units=int(dev.max_compute_units),
+        )
 
     @staticmethod
     def _clock(dev: Any, ptx: bool) -> str:
@@ -359,8 +375,10 @@ class OpenCLBackend(Backend):
         # on the queue they run on
         key = queue.device.int_ptr
         if key not in self._siblings:
-            other = in_thread_sibling(queue.device)
-            self._siblings[key] = None if other is None else cl.CommandQueue(cl.Context([other]))
+            with self._setup:
+                if key not in self._siblings:
+                    other = in_thread_sibling(queue.device)
+                    self._siblings[key] = None if other is None else cl.CommandQueue(cl.Context([other]))
         return self._siblings[key]
 
     def host_operands(
@@ -432,17 +450,24 @@ class OpenCLBackend(Backend):
         # work ordered after that read. Like CuPy's pool it keeps freed blocks: free_pools()
         pool = self._pools.get(queue.int_ptr)
         if pool is None:
-            while len(self._pools) >= POOL_LIMIT:
-                # the oldest queue's pool: its free blocks go back now; blocks still in
-                # use keep it alive until they are freed (the pool holds its queue, so
-                # the pointer keys no other queue meanwhile)
-                self._pools.pop(next(iter(self._pools))).free_held()
-            pool = self._pools[queue.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+            pool = self._new_pool(queue)
         elif pool.managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
             nbytes = math.prod(shape) * dtype.itemsize
             if pool.managed_bytes - pool.active_bytes > 4 * nbytes:
                 pool.free_held()
         return cl_array.empty(queue, shape, dtype, allocator=pool)
+
+    def _new_pool(self, queue: Any) -> Any:
+        with self._setup:
+            pool = self._pools.get(queue.int_ptr)
+            if pool is None:
+                while len(self._pools) >= POOL_LIMIT:
+                    # the oldest queue's pool: its free blocks go back now; blocks still in
+                    # use keep it alive until they are freed (the pool holds its queue, so
+                    # the pointer keys no other queue meanwhile)
+                    self._pools.pop(next(iter(self._pools))).free_held()
+                pool = self._pools[queue.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+            return pool
 
     def free_pools(self) -> None:
         """Give the blocks the result pools hold back to the driver (as CuPy's ``free_all_blocks``)."""
@@ -467,25 +492,32 @@ class OpenCLBackend(Backend):
             return out
         item = arr.dtype.itemsize
         dims = np.array(list(arr.shape) + [s // item for s in arr.strides], dtype=np.int64)
-        key = ("gather", queue.context.int_ptr, item)
-        kernel = self._utility.get(key)
-        if kernel is None:
-            word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
-            kernel = _build(cl.Program(queue.context, _GATHER.replace("WORD", word)), queue.device).js_gather
-            kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
-            self._utility[key] = kernel
+        key = ("gather", queue.context.int_ptr, queue.device.int_ptr, item)
+        held = self._utility.get(key)
+        if held is None:
+            with self._setup:
+                held = self._utility.get(key)
+                if held is None:
+                    word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
+                    prog = _build(cl.Program(queue.context, _GATHER.replace("WORD", word)), queue.device)
+                    kernel = prog.js_gather
+                    kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
+                    # its arguments are the kernel object's: set and enqueued by one thread at a time
+                    held = self._utility[key] = (kernel, threading.Lock())
+        kernel, lock = held
         dims_buf = cl_array.to_device(queue, dims)
-        kernel(
-            queue,
-            (arr.size,),
-            None,
-            arr.base_data,
-            np.int64(arr.offset // item),
-            out.data,
-            dims_buf.data,
-            np.int32(arr.ndim),
-            np.uint64(arr.size),
-        )
+        with lock:
+            kernel(
+                queue,
+                (arr.size,),
+                None,
+                arr.base_data,
+                np.int64(arr.offset // item),
+                out.data,
+                dims_buf.data,
+                np.int32(arr.ndim),
+                np.uint64(arr.size),
+            )
         return out
 
     def buffer(self, arr: Any) -> tuple[Any, int]:
@@ -569,15 +601,20 @@ class OpenCLBackend(Backend):
         key = (build.key, queue.context.int_ptr, queue.device.int_ptr)
         prog = self._programs.get(key)
         if prog is None:
-            src = build.source(self.dialect)
-            try:
-                built = _build(cl.Program(queue.context, src), queue.device)
-                built = _with_occupancy(built, build, queue.device)
-            except (cl.RuntimeError, cl.LogicError) as exc:
-                raise CompileError(build_failure("OpenCL", build.what, src, str(exc), _ERRORS)) from exc
-            prog = _CLProgram(built, build)
-            self._programs[key] = prog
+            with self._setup:  # one build at a time, and each program once
+                prog = self._programs.get(key)
+                if prog is None:
+                    prog = self._programs[key] = self._compile(build, queue)
         return prog
+
+    def _compile(self, build: Build, queue: Any) -> _CLProgram:
+        src = build.source(self.dialect)
+        try:
+            built = _build(cl.Program(queue.context, src), queue.device)
+            built = _with_occupancy(built, build, queue.device)
+        except (cl.RuntimeError, cl.LogicError) as exc:
+            raise CompileError(build_failure("OpenCL", build.what, src, str(exc), _ERRORS)) from exc
+        return _CLProgram(built, build)
 
     @property
     def compiled_count(self) -> int:
