@@ -1,13 +1,18 @@
 """Do fresh processes whose threads all start scanning at once survive, and get right results?
 
 Usage: python experiments/threads_cold_start.py [--backend opencl] [--mode threads|serial|warm]
-       [--procs 8] [--waves 10] [--seconds 2]
+       [--procs 8] [--waves 10] [--seconds 2] [--variant fallback|lookback|rts]
+       [--pyopencl-only immediate|deferred|none]
 
 Each wave starts ``--procs`` new processes at the same moment; each runs the eight cases of
 ``tests/test_reliability.py -k threads`` (its own dtype, op and variant per case) for
 ``--seconds`` in eight threads (``threads``), in one thread (``serial``), or in eight threads
 after one call of each case in the main thread (``warm``: every program built before the
-threads start). A process that dies prints its Python stacks (faulthandler); with
+threads start). ``--variant`` gives every case that variant (the dtypes and ops stay).
+``--pyopencl-only`` runs no jitscan: eight threads copy in, launch a one-line kernel and copy
+out on one queue, 300 times each, the results from a PyOpenCL ``MemoryPool`` over its
+``ImmediateAllocator`` or ``DeferredAllocator``, or from no pool.
+A process that dies prints its Python stacks (faulthandler); with
 ``LD_PRELOAD`` of a handler that prints native frames, where it died.
 Prints one row per wave and the totals: clean exits, segfaults, timeouts, wrong results.
 """
@@ -36,10 +41,13 @@ CASES = [
 UFUNC = {"add": np.add, "max": np.maximum, "min": np.minimum, "xor": np.bitwise_xor}
 
 
-def worker(backend: str, mode: str, seconds: float) -> None:
+def worker(backend: str, mode: str, seconds: float, variant: str | None) -> None:
     """One process: the cases until ``seconds`` have passed; prints 'rounds R wrong W errors E'."""
     import jitscan
 
+    global CASES
+    if variant:
+        CASES = [(dt, op, variant) for dt, op, _ in CASES]
     faulthandler.enable()
     rng = np.random.default_rng(7)
     xs = [rng.integers(0, 100, 40_000 + 1_000 * k).astype(dt) for k, (dt, _, _) in enumerate(CASES)]
@@ -82,6 +90,55 @@ def worker(backend: str, mode: str, seconds: float) -> None:
         print("  error", e)
 
 
+def pyopencl_only(allocator: str) -> None:
+    """One process of the PyOpenCL-only reproduction; prints 'rounds 1 wrong W errors 0'."""
+    import warnings
+
+    import pyopencl as cl
+    import pyopencl.array as cla
+    import pyopencl.tools as cl_tools
+
+    faulthandler.enable()
+    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    gpus = [d for d in devices if d.type & cl.device_type.GPU and "Oclgrind" not in d.platform.name]
+    cpus = [d for d in devices if "Portable" in d.platform.name]
+    ctx = cl.Context((gpus or cpus)[:1])
+    queue = cl.CommandQueue(ctx)
+    pool = None
+    if allocator != "none":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the deferred one's warning
+            alloc = (
+                cl_tools.ImmediateAllocator(queue)
+                if allocator == "immediate"
+                else cl_tools.DeferredAllocator(ctx)
+            )
+            pool = cl_tools.MemoryPool(alloc)
+    src = """__kernel void inc(__global const int* a, __global int* b) {
+        size_t g = get_global_id(0);
+        b[g] = a[g] + 1; }"""
+    prg = cl.Program(ctx, src).build()
+    wrong: list[int] = []
+
+    def run(k: int) -> None:
+        x = np.arange(40_000 + 1_000 * k, dtype=np.int32)
+        kernel = cl.Kernel(prg, "inc")  # a kernel object per thread: its arguments are its own
+        for _ in range(300):
+            a = cla.to_device(queue, x)
+            b = cla.empty(queue, x.shape, x.dtype, allocator=pool)
+            kernel(queue, (x.size,), None, a.data, b.data)
+            if not np.array_equal(b.get(), x + 1):
+                wrong.append(k)
+
+    sys.setswitchinterval(1e-5)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"rounds 1 wrong {len(wrong)} errors 0")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="opencl")
@@ -90,13 +147,19 @@ def main() -> None:
     ap.add_argument("--waves", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--timeout", type=float, default=90.0)
+    ap.add_argument("--variant", choices=("fallback", "lookback", "rts"))
+    ap.add_argument("--pyopencl-only", choices=("immediate", "deferred", "none"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.backend, args.mode, args.seconds)
+        if args.pyopencl_only:
+            pyopencl_only(args.pyopencl_only)
+        else:
+            worker(args.backend, args.mode, args.seconds, args.variant)
         return
     cmd = [sys.executable, __file__, "--worker", "--backend", args.backend, "--mode", args.mode]
-    cmd += ["--seconds", str(args.seconds)]
+    cmd += ["--seconds", str(args.seconds)] + (["--variant", args.variant] if args.variant else [])
+    cmd += ["--pyopencl-only", args.pyopencl_only] if args.pyopencl_only else []
     totals = {"clean": 0, "segfault": 0, "timeout": 0, "other": 0, "wrong": 0}
     for wave in range(1, args.waves + 1):
         procs = [
@@ -125,7 +188,11 @@ def main() -> None:
                 totals[kind] += 1
                 print(f"--- wave {wave}: exit {p.returncode}\n{out[-6000:]}", file=sys.stderr)
         print(f"wave {wave}: {' '.join(codes)}", flush=True)
-    env = f"{args.backend}, {args.mode}, {args.procs} processes x {args.waves} waves"
+    what = (
+        f"PyOpenCL only, {args.pyopencl_only} pool" if args.pyopencl_only else f"{args.backend}, {args.mode}"
+    )
+    cases = "" if args.pyopencl_only else f", {args.variant or 'mixed'}"
+    env = f"{what}{cases}, {args.procs} processes x {args.waves} waves"
     print(f"{env}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
 
 

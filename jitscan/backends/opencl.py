@@ -221,7 +221,9 @@ class OpenCLBackend(Backend):
         self._info: dict[Any, DeviceInfo] = {}
         self._utility: dict[tuple, Any] = {}
         self._available: bool | None = None
-        self._pools: dict[int, Any] = {}
+        #: queue pointer -> (the queue, its result pool): the queue is held so that its pointer
+        #: names no other queue while the entry lives
+        self._pools: dict[int, tuple[Any, Any]] = {}
         #: per device: whether its writes to a host-pointer buffer land in the host array
         #: itself (probed once, see _in_place)
         self._in_place: dict[int, bool] = {}
@@ -448,10 +450,10 @@ class OpenCLBackend(Backend):
         # microseconds to milliseconds a call on NVIDIA's driver, growing with the size.
         # Per queue, so that a block freed while its queue still reads it goes back to
         # work ordered after that read. Like CuPy's pool it keeps freed blocks: free_pools()
-        pool = self._pools.get(queue.int_ptr)
-        if pool is None:
+        held = self._pools.get(queue.int_ptr)
+        if held is None:
             pool = self._new_pool(queue)
-        elif pool.managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
+        elif (pool := held[1]).managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
             nbytes = math.prod(shape) * dtype.itemsize
             if pool.managed_bytes - pool.active_bytes > 4 * nbytes:
                 pool.free_held()
@@ -459,19 +461,27 @@ class OpenCLBackend(Backend):
 
     def _new_pool(self, queue: Any) -> Any:
         with self._setup:
-            pool = self._pools.get(queue.int_ptr)
-            if pool is None:
+            held = self._pools.get(queue.int_ptr)
+            if held is None:
                 while len(self._pools) >= POOL_LIMIT:
                     # the oldest queue's pool: its free blocks go back now; blocks still in
-                    # use keep it alive until they are freed (the pool holds its queue, so
-                    # the pointer keys no other queue meanwhile)
-                    self._pools.pop(next(iter(self._pools))).free_held()
-                pool = self._pools[queue.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
-            return pool
+                    # use keep it alive until they are freed
+                    self._pools.pop(next(iter(self._pools)))[1].free_held()
+                # PyOpenCL's DeferredAllocator, not its ImmediateAllocator: that one enqueues
+                # a command on the queue as it allocates, and with threads allocating and
+                # enqueueing on one queue NVIDIA's driver (580) crashed in a thread of its own
+                # (a PyOpenCL-only reproduction: 17 of 48 processes of 8 threads; with the
+                # deferred allocator 0 of 32, docs/reliability.md). What the deferred one
+                # gives up: running out of device memory shows at the launch, not here
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", "Memory pools expect non-deferred", UserWarning)
+                    pool = cl_tools.MemoryPool(cl_tools.DeferredAllocator(queue.context))
+                held = self._pools[queue.int_ptr] = (queue, pool)
+            return held[1]
 
     def free_pools(self) -> None:
         """Give the blocks the result pools hold back to the driver (as CuPy's ``free_all_blocks``)."""
-        for pool in self._pools.values():
+        for _queue, pool in self._pools.values():
             pool.free_held()
 
     def contiguous(self, arr: Any) -> Any:
