@@ -2,19 +2,21 @@
 
 Usage: python experiments/threads_cold_start.py [--backend opencl] [--mode threads|serial|warm]
        [--procs 8] [--waves 10] [--seconds 2] [--variant fallback|lookback|rts]
-       [--pyopencl-only immediate|deferred|none]
+       [--pyopencl-only immediate|deferred|none [--alloc-lock]] [--timeout 90]
 
 Each wave starts ``--procs`` new processes at the same moment; each runs the eight cases of
-``tests/test_reliability.py -k threads`` (its own dtype, op and variant per case) for
+``tests/test_reliability.py -k own_scans`` (its own dtype, op and variant per case) for
 ``--seconds`` in eight threads (``threads``), in one thread (``serial``), or in eight threads
 after one call of each case in the main thread (``warm``: every program built before the
 threads start). ``--variant`` gives every case that variant (the dtypes and ops stay).
 ``--pyopencl-only`` runs no jitscan: eight threads copy in, launch a one-line kernel and copy
 out on one queue, 300 times each, the results from a PyOpenCL ``MemoryPool`` over its
-``ImmediateAllocator`` or ``DeferredAllocator``, or from no pool.
+``ImmediateAllocator`` or ``DeferredAllocator`` (``--alloc-lock``: each allocation under one
+lock), or from no pool.
 A process that dies prints its Python stacks (faulthandler); with
 ``LD_PRELOAD`` of a handler that prints native frames, where it died.
-Prints one row per wave and the totals: clean exits, segfaults, timeouts, wrong results.
+Prints one row per wave and the totals: clean exits, segfaults, processes killed at
+``--timeout`` seconds, other exits, and clean exits that saw a wrong result or an error.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +93,7 @@ def worker(backend: str, mode: str, seconds: float, variant: str | None) -> None
         print("  error", e)
 
 
-def pyopencl_only(allocator: str) -> None:
+def pyopencl_only(allocator: str, alloc_lock: bool) -> None:
     """One process of the PyOpenCL-only reproduction; prints 'rounds 1 wrong W errors 0'."""
     import warnings
 
@@ -114,6 +117,13 @@ def pyopencl_only(allocator: str) -> None:
                 else cl_tools.DeferredAllocator(ctx)
             )
             pool = cl_tools.MemoryPool(alloc)
+        if alloc_lock:
+            lock, pooled = threading.Lock(), pool
+
+            def pool(nbytes: int) -> Any:
+                with lock:
+                    return pooled(nbytes)
+
     src = """__kernel void inc(__global const int* a, __global int* b) {
         size_t g = get_global_id(0);
         b[g] = a[g] + 1; }"""
@@ -149,17 +159,19 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=90.0)
     ap.add_argument("--variant", choices=("fallback", "lookback", "rts"))
     ap.add_argument("--pyopencl-only", choices=("immediate", "deferred", "none"))
+    ap.add_argument("--alloc-lock", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         if args.pyopencl_only:
-            pyopencl_only(args.pyopencl_only)
+            pyopencl_only(args.pyopencl_only, args.alloc_lock)
         else:
             worker(args.backend, args.mode, args.seconds, args.variant)
         return
     cmd = [sys.executable, __file__, "--worker", "--backend", args.backend, "--mode", args.mode]
     cmd += ["--seconds", str(args.seconds)] + (["--variant", args.variant] if args.variant else [])
     cmd += ["--pyopencl-only", args.pyopencl_only] if args.pyopencl_only else []
+    cmd += ["--alloc-lock"] if args.alloc_lock else []
     totals = {"clean": 0, "segfault": 0, "timeout": 0, "other": 0, "wrong": 0}
     for wave in range(1, args.waves + 1):
         procs = [
@@ -179,7 +191,7 @@ def main() -> None:
             if p.returncode == 0:
                 codes.append("ok")
                 totals["clean"] += 1
-                if " wrong 0 " not in out:
+                if " wrong 0 errors 0" not in out:
                     totals["wrong"] += 1
                     print(out, file=sys.stderr)
             else:
@@ -189,7 +201,9 @@ def main() -> None:
                 print(f"--- wave {wave}: exit {p.returncode}\n{out[-6000:]}", file=sys.stderr)
         print(f"wave {wave}: {' '.join(codes)}", flush=True)
     what = (
-        f"PyOpenCL only, {args.pyopencl_only} pool" if args.pyopencl_only else f"{args.backend}, {args.mode}"
+        f"PyOpenCL only, {args.pyopencl_only} pool{', locked' if args.alloc_lock else ''}"
+        if args.pyopencl_only
+        else f"{args.backend}, {args.mode}"
     )
     cases = "" if args.pyopencl_only else f", {args.variant or 'mixed'}"
     env = f"{what}{cases}, {args.procs} processes x {args.waves} waves"

@@ -70,19 +70,20 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
     ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum, "xor": np.bitwise_xor}
     xs = [rng.integers(0, 100, 40_000 + 1_000 * k).astype(dt) for k, (dt, _, _) in enumerate(cases)]
     wrong: list[tuple] = []
+    done: list[int] = []
 
     def work(k: int) -> None:
         dt, op, variant = cases[k]
         want = ufunc[op].accumulate(xs[k])
         for i in range(30):
-            try:
+            try:  # a thread's error fails the test too, its diagnosis included
                 got = jitscan.scan(xs[k], op=op, variant=variant, backend=backend)
-            except Exception as exc:  # noqa: BLE001 - a thread's error fails the test too
+                if not np.array_equal(got, want):
+                    bad = np.flatnonzero(np.asarray(got).ravel() != want)
+                    wrong.append((cases[k], i, f"{bad.size} of {want.size} wrong, from {bad[:1]}"))
+            except Exception as exc:  # noqa: BLE001
                 wrong.append((cases[k], i, repr(exc)))
-                continue
-            if not np.array_equal(got, want):
-                bad = np.flatnonzero(got != want)
-                wrong.append((cases[k], i, f"{bad.size} of {got.size} wrong, from {bad[0]}"))
+            done.append(k)
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-5)
@@ -91,55 +92,81 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            t.join(timeout=300)
     finally:
         sys.setswitchinterval(interval)
     assert not wrong, wrong[:5]
+    assert len(done) == 30 * len(cases)
 
 
-def test_threads_starting_at_once_share_one_queue_and_build_each_program_once(monkeypatch):
-    """A fresh backend met by eight threads at the same moment: one default queue, one
-    device probe and one build of a program they all ask for (NVIDIA's driver crashed now
-    and then when threads of a new process made contexts or built at the same time)."""
+def _in_threads(fn, count: int = 8) -> list:
+    """``fn()`` in ``count`` threads released at one moment; their results, or the first error."""
     import threading
 
+    start = threading.Barrier(count)
+    results: list = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            start.wait()
+            results.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - shown by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread is still waiting"
+    assert not errors, errors[0]
+    return results
+
+
+def _slowed(monkeypatch, owner, name: str, calls: list) -> None:
+    """``owner.name`` counting its calls in ``calls`` and taking 50 ms more: wide open the
+    window in which a second thread could make the same thing."""
+    real = getattr(owner, name)
+
+    def slow(*args, **kwargs):
+        calls.append(name)
+        time.sleep(0.05)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, slow)
+
+
+def test_threads_meeting_a_fresh_backend_make_one_default_queue(monkeypatch):
+    if not backends.get("opencl").available():
+        pytest.skip("OpenCL unavailable")
+    made: list = []
+    _slowed(monkeypatch, opencl, "pick_device", made)
+    b = opencl.OpenCLBackend()
+    queues = _in_threads(b.default_queue)
+    assert len({id(q) for q in queues}) == 1 and made == ["pick_device"]
+
+
+def test_threads_asking_at_once_probe_a_device_once_and_build_a_program_once(monkeypatch):
     from jitscan.backends.base import Build
 
     if not backends.get("opencl").available():
         pytest.skip("OpenCL unavailable")
-    built: list[str] = []
-    real_build = opencl._build
-
-    def slow_build(program, device):
-        built.append(program.get_info(opencl.cl.program_info.SOURCE))
-        time.sleep(0.05)  # wide open the window in which another thread could build too
-        return real_build(program, device)
-
-    monkeypatch.setattr(opencl, "_build", slow_build)
     b = opencl.OpenCLBackend()
-    src = "__kernel void ones(__global uint* a) { a[get_global_id(0)] = 1u; }"
-    build = Build(
-        key="ones", what="a test kernel", source=lambda dialect: src, entries={"ones": ("buf",)}, threads=1
-    )
-    start = threading.Barrier(8)
-    got: list[tuple] = []
+    queue = opencl.cl.CommandQueue(b.default_queue().context)  # a queue not asked about before
+    probed: list = []
+    _slowed(monkeypatch, b, "_make_info", probed)
+    rendered: list = []
 
-    def first_use() -> None:
-        start.wait()
-        queue = b.default_queue()
-        got.append((queue, b.device_info(queue), b.program(build, queue)))
+    def source(dialect: str) -> str:
+        rendered.append(dialect)
+        time.sleep(0.05)
+        return "__kernel void ones(__global uint* a) { a[get_global_id(0)] = 1u; }"
 
-    threads = [threading.Thread(target=first_use) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(got) == 8
-    assert len({id(q) for q, _, _ in got}) == 1
-    assert len({id(info) for _, info, _ in got}) == 1
-    assert len({id(prog) for _, _, prog in got}) == 1
-    assert built.count(src) == 1  # and the probe of NVIDIA's shuffles, where asked, once too
-    assert len(built) - built.count(src) <= 1
+    build = Build(key="ones", what="a test kernel", source=source, entries={"ones": ("buf",)}, threads=1)
+    got = _in_threads(lambda: (b.device_info(queue), b.program(build, queue)))
+    assert len({id(info) for info, _ in got}) == 1 and probed == ["_make_info"]
+    assert len({id(prog) for _, prog in got}) == 1 and rendered == ["opencl"]
 
 
 def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():

@@ -7,7 +7,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -200,6 +200,30 @@ class HostArray:
         self.dtype, self.shape, self.size = host.dtype, host.shape, host.size
 
 
+class _Once:
+    """Values made once per key, however many threads ask at the same moment.
+
+    Threads asking for one key wait for the one making it; different keys (two programs,
+    two devices) are made at the same time. ``store`` keeps the values (``None`` too).
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._making: dict[Hashable, threading.Lock] = {}
+
+    def get(self, store: dict, key: Hashable, make: Callable[[], Any]) -> Any:
+        if key in store:
+            return store[key]
+        with self._guard:
+            lock = self._making.setdefault(key, threading.Lock())
+        with lock:
+            if key not in store:
+                store[key] = make()
+        with self._guard:
+            self._making.pop(key, None)  # later callers find the value in the store
+        return store[key]
+
+
 class _NoArray:
     """Stands in for pyopencl.array.Array where PyOpenCL is missing: no object is of this type."""
 
@@ -219,7 +243,7 @@ class OpenCLBackend(Backend):
         #: beyond SCRATCH_LIMIT (a program making queue after queue must not grow without end)
         self._scratch: dict[tuple, tuple[Any, Scratch]] = {}
         self._info: dict[Any, DeviceInfo] = {}
-        self._utility: dict[tuple, Any] = {}
+        self._utility: dict[tuple, tuple[Any, threading.Lock]] = {}
         self._available: bool | None = None
         #: queue pointer -> (the queue, its result pool): the queue is held so that its pointer
         #: names no other queue while the entry lives
@@ -229,10 +253,11 @@ class OpenCLBackend(Backend):
         self._in_place: dict[int, bool] = {}
         #: per device: the queue of its single-thread sibling, or None (host_sibling)
         self._siblings: dict[int, Any] = {}
-        #: held while the default queue, a device's info, a program or a pool is made: threads
-        #: starting at once make each once, and NVIDIA's driver (580) crashed now and then
-        #: when threads of a fresh process made contexts or built programs at the same time
-        self._setup = threading.RLock()
+        #: threads meeting a fresh backend at once make one default queue, one device info
+        #: (a probe build on NVIDIA), one build of each program, one pool and sibling a queue
+        self._once = _Once()
+        self._queue_lock = threading.Lock()
+        self._pools_lock = threading.Lock()
 
     # -- availability ------------------------------------------------------------
     def available(self) -> bool:
@@ -256,19 +281,17 @@ class OpenCLBackend(Backend):
 
     def default_queue(self) -> Any:
         if self._queue is None:
-            with self._setup:
+            with self._queue_lock:
                 if self._queue is None:
                     if not self.available():
                         raise BackendUnavailableError(self.unavailable_reason())
-                    queue = cl.CommandQueue(pick_device())
-                    # its device's probe build before any thread can enqueue on it
-                    self.device_info(queue)
-                    self._queue = queue
+                    self._queue = cl.CommandQueue(pick_device())
         return self._queue
 
     def set_default_queue(self, queue: Any) -> None:
         """Make ``queue`` (a ``pyopencl.CommandQueue``) the one NumPy inputs go to."""
-        self._queue = queue
+        with self._queue_lock:
+            self._queue = queue
 
     def device_of(self, x: Any) -> Any:
         return x.queue  # None for an array without one: the default queue
@@ -289,9 +312,7 @@ class OpenCLBackend(Backend):
         key = (queue.device.int_ptr, queue.context.int_ptr)
         info = self._info.get(key)
         if info is None:
-            with self._setup:
-                info = self._info.get(key) or self._make_info(queue)
-                self._info[key] = info
+            info = self._once.get(self._info, key, lambda: self._make_info(queue))
         return info
 
     def _make_info(self, queue: Any) -> DeviceInfo:
@@ -377,10 +398,12 @@ class OpenCLBackend(Backend):
         # on the queue they run on
         key = queue.device.int_ptr
         if key not in self._siblings:
-            with self._setup:
-                if key not in self._siblings:
-                    other = in_thread_sibling(queue.device)
-                    self._siblings[key] = None if other is None else cl.CommandQueue(cl.Context([other]))
+
+            def make() -> Any:
+                other = in_thread_sibling(queue.device)
+                return None if other is None else cl.CommandQueue(cl.Context([other]))
+
+            return self._once.get(self._siblings, key, make)
         return self._siblings[key]
 
     def host_operands(
@@ -460,7 +483,7 @@ class OpenCLBackend(Backend):
         return cl_array.empty(queue, shape, dtype, allocator=pool)
 
     def _new_pool(self, queue: Any) -> Any:
-        with self._setup:
+        with self._pools_lock:
             held = self._pools.get(queue.int_ptr)
             if held is None:
                 while len(self._pools) >= POOL_LIMIT:
@@ -472,7 +495,9 @@ class OpenCLBackend(Backend):
                 # enqueueing on one queue NVIDIA's driver (580) crashed in a thread of its own
                 # (a PyOpenCL-only reproduction: 17 of 48 processes of 8 threads; with the
                 # deferred allocator 0 of 32, docs/reliability.md). What the deferred one
-                # gives up: running out of device memory shows at the launch, not here
+                # gives up: running out of device memory shows at the launch, not here, so
+                # the pool's own answer to it (collect, free its held blocks, try again)
+                # does not run; free_pools() does that by hand
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", "Memory pools expect non-deferred", UserWarning)
                     pool = cl_tools.MemoryPool(cl_tools.DeferredAllocator(queue.context))
@@ -481,7 +506,9 @@ class OpenCLBackend(Backend):
 
     def free_pools(self) -> None:
         """Give the blocks the result pools hold back to the driver (as CuPy's ``free_all_blocks``)."""
-        for _queue, pool in self._pools.values():
+        with self._pools_lock:
+            pools = [pool for _queue, pool in self._pools.values()]
+        for pool in pools:
             pool.free_held()
 
     def contiguous(self, arr: Any) -> Any:
@@ -505,15 +532,16 @@ class OpenCLBackend(Backend):
         key = ("gather", queue.context.int_ptr, queue.device.int_ptr, item)
         held = self._utility.get(key)
         if held is None:
-            with self._setup:
-                held = self._utility.get(key)
-                if held is None:
-                    word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
-                    prog = _build(cl.Program(queue.context, _GATHER.replace("WORD", word)), queue.device)
-                    kernel = prog.js_gather
-                    kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
-                    # its arguments are the kernel object's: set and enqueued by one thread at a time
-                    held = self._utility[key] = (kernel, threading.Lock())
+
+            def make() -> tuple[Any, threading.Lock]:
+                word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
+                prog = _build(cl.Program(queue.context, _GATHER.replace("WORD", word)), queue.device)
+                kernel = prog.js_gather
+                kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
+                # its arguments are the kernel object's: set and enqueued by one thread at a time
+                return kernel, threading.Lock()
+
+            held = self._once.get(self._utility, key, make)
         kernel, lock = held
         dims_buf = cl_array.to_device(queue, dims)
         with lock:
@@ -611,10 +639,7 @@ class OpenCLBackend(Backend):
         key = (build.key, queue.context.int_ptr, queue.device.int_ptr)
         prog = self._programs.get(key)
         if prog is None:
-            with self._setup:  # one build at a time, and each program once
-                prog = self._programs.get(key)
-                if prog is None:
-                    prog = self._programs[key] = self._compile(build, queue)
+            prog = self._once.get(self._programs, key, lambda: self._compile(build, queue))
         return prog
 
     def _compile(self, build: Build, queue: Any) -> _CLProgram:
