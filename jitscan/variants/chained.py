@@ -101,7 +101,8 @@ class Chained(Variant):
         # the spin limit and the blocking period are the same on every launch: set once
         tail = (launch.spin_limit, 0, launch.block_every, 0)
         fire = bound.program.launcher(KERNEL, queue, b.buffer, tail)
-        scratch = b.scratch(0, queue, encoding)  # the queue's one Scratch of this encoding
+        with LOCK:  # the backend's scratch table is changed under it (it may drop the oldest)
+            scratch = b.scratch(0, queue, encoding)  # the queue's one Scratch of this encoding
         room = state.tiles_in(scratch.nbytes)  # tiles its buffer holds: it only grows
 
         def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
