@@ -99,6 +99,44 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
     assert len(done) == 30 * len(cases)
 
 
+def test_threads_writing_results_into_out_of_another_dtype_all_get_right_results(backend):
+    """The conversion into ``out=`` runs the array library's own kernels; PyOpenCL's are one
+    kernel object per context, whose arguments 8 threads overwrote (4-8 wrong before the lock)."""
+    import threading
+
+    b = backends.get(backend)
+    queue = b.queue_of(None)
+    wrong: list[tuple] = []
+    done: list[int] = []
+
+    def work(k: int) -> None:
+        x = np.arange(k * 1000, k * 1000 + 20_000, dtype=np.int32)
+        xd = b.to_device(x, queue)
+        want = np.cumsum(x, dtype=np.int64).astype(np.float64)
+        for i in range(60):
+            try:
+                out = b.empty(x.shape, np.dtype(np.float64), queue)
+                jitscan.cumsum(xd, out=out)
+                if not np.array_equal(b.to_host(out), want):
+                    wrong.append((k, i))
+            except Exception as exc:  # noqa: BLE001
+                wrong.append((k, i, repr(exc)))
+            done.append(k)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, wrong[:5]
+    assert len(done) == 8 * 60
+
+
 def _in_threads(fn, count: int = 8) -> list:
     """``fn()`` in ``count`` threads released at one moment; their results, or the first error."""
     import threading

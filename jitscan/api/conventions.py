@@ -170,7 +170,7 @@ def put(out: Any, res: Any) -> Any:
     if not out.flags.c_contiguous:
         raise ValueError("out= must be C-contiguous")
     if np.dtype(res.dtype) != np.dtype(out.dtype):
-        res = res.astype(out.dtype)
+        res = arrays.astype(res, out.dtype)
     b.copy(out, b.contiguous(res))
     return out
 

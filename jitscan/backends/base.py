@@ -340,6 +340,14 @@ class Backend(ABC):
     def concatenate(self, parts: Sequence[Any], axis: int = 0) -> Any:
         """Arrays of one dtype and queue joined along ``axis``, in a new array."""
 
+    def astype(self, arr: Any, dtype: np.dtype) -> Any:
+        """This backend's array ``arr`` converted to ``dtype`` on its device (safe from any thread)."""
+        return arr.astype(dtype)
+
+    def fill(self, arr: Any, value: Any) -> None:
+        """Every element of this backend's array ``arr`` set to ``value`` (safe from any thread)."""
+        arr.fill(value)
+
     @abstractmethod
     def replace_nan(self, arr: Any, value: float) -> Any:
         """A copy of a float array with every NaN replaced by ``value``."""

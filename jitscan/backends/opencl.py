@@ -200,6 +200,13 @@ class HostArray:
         self.dtype, self.shape, self.size = host.dtype, host.shape, host.size
 
 
+#: PyOpenCL's own elementwise kernels (astype, fill, comparisons) are one kernel object per
+#: context, shared by every thread, whose arguments are set and then enqueued in separate
+#: steps: jitscan calls them one thread at a time (8 threads converting their results with
+#: out= of another dtype got wrong results without it)
+_ELEMENTWISE = threading.Lock()
+
+
 class _Once:
     """Values made once per key, however many threads ask at the same moment.
 
@@ -613,8 +620,20 @@ class OpenCLBackend(Backend):
             host = arr.get()
             return self.to_device(np.where(np.isnan(host), host.dtype.type(value), host), arr.queue)
         # NaN is the one value not equal to itself; where x == x keep x, else value
-        fill = cl_array.empty_like(arr).fill(arr.dtype.type(value))
-        return cl_array.if_positive(arr == arr, arr, fill)
+        with _ELEMENTWISE:
+            fill = cl_array.empty_like(arr).fill(arr.dtype.type(value))
+            return cl_array.if_positive(arr == arr, arr, fill)
+
+    def astype(self, arr: Any, dtype: np.dtype) -> Any:
+        if any(d.kind == "b" or d.name == "float16" for d in (np.dtype(arr.dtype), np.dtype(dtype))):
+            # PyOpenCL converts neither bool nor float16 arrays on the device: by the host
+            return self.to_device(self.to_host(arr).astype(dtype), self.queue_of(arr))
+        with _ELEMENTWISE:
+            return arr.astype(dtype)
+
+    def fill(self, arr: Any, value: Any) -> None:
+        with _ELEMENTWISE:
+            arr.fill(value)
 
     def copy(self, dst: Any, src: Any) -> None:
         cl.enqueue_copy(

@@ -98,21 +98,11 @@ def to_input(
 
 
 def astype(arr: Any, dtype: np.dtype) -> Any:
-    """``arr`` converted to ``dtype`` where it lives (NumPy scalars and arrays too).
-
-    PyOpenCL converts neither bool nor float16 arrays on the device; those go by the host.
-    """
+    """``arr`` converted to ``dtype`` where it lives (NumPy scalars and arrays too)."""
     if isinstance(arr, (np.ndarray, np.generic)):
         return arr.astype(dtype)
     b = backends.for_array(arr)
-    if (
-        b is not None
-        and b.name == "opencl"
-        and any(d.kind == "b" or d.name == "float16" for d in (np.dtype(arr.dtype), np.dtype(dtype)))
-    ):
-        host = b.to_host(arr)
-        return b.to_device(host.astype(dtype), b.queue_of(arr))
-    return arr.astype(dtype)
+    return arr.astype(dtype) if b is None else b.astype(arr, dtype)
 
 
 def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: tuple[int, ...]) -> None:
@@ -177,7 +167,10 @@ def empty_result(inp: Input, out: Any) -> Any:
 def identity_result(inp: Input, value: np.generic, length: int | None, out: Any = None) -> Any:
     """``length`` copies of ``value`` (a 0-d result for None), on the input's side, or in ``out``."""
     if out is not None:
-        out.fill(value)
+        if isinstance(out, np.ndarray):
+            out.fill(value)
+        else:
+            inp.backend.fill(out, value)
         return out
     host = np.array(value) if length is None else np.full(length, value, inp.dtype.numpy)
     if inp.on_device:
@@ -244,7 +237,7 @@ def initial_value(initial: Any, dtype: np.dtype) -> Any:
     """
     if backends.for_array(initial) is not None:
         check_initial(initial, dtype)
-        return initial if initial.dtype == dtype else initial.reshape(1).astype(dtype)
+        return initial if initial.dtype == dtype else astype(initial.reshape(1), dtype)
     value = np.asarray(initial)
     if type(initial) is int and value.dtype == object:  # beyond 64 bits: the range check below
         value = np.asarray(float(initial))

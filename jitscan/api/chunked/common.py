@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import backends
 from ...operators import Monoid
-from ...plan.arrays import to_host
+from ...plan.arrays import astype, to_host
 
 #: the ``dask.config`` key of a 1-D scan's plan: "chain", "tree" or "auto" (the default)
 PLAN_KEY = "jitscan.dask-plan"
@@ -132,7 +132,7 @@ def carry_after(
     on_device = backends.for_array(done)
     if kind == "inclusive":
         return done[-1:] if on_device else done[-1]
-    last_in = done_in[-1:].astype(result)
+    last_in = astype(done_in[-1:], result)
     if not on_device:
         return combine(done[-1], last_in[0], op, result)
     from ..flat import run

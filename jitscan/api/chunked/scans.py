@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...operators import Monoid, resolve
-from ...plan.arrays import initial_value
+from ...plan.arrays import astype, initial_value
 from .. import conventions
 from ..cache import host_tag, remember, shortcut
 from .common import (
@@ -223,7 +223,7 @@ def _row_combine(before: Any, total: Any, axis: int, op: Any, dtype: np.dtype) -
         return total if before is None else before
     from ..flat import run
 
-    both = _concat([before.astype(dtype), total.astype(dtype)], axis)
+    both = _concat([astype(before, dtype), astype(total, dtype)], axis)
     return _take(run(both, op, "inclusive", "keep", None, None, dtype, None, None, axis, {}), axis, -1)
 
 
@@ -239,7 +239,7 @@ def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: Call
     scan_dtype = np.dtype(conventions.types(conventions.input_dtype(block), calls.dtype, calls.rule).result)
     if calls.nan is not None and block.dtype.kind == "f":
         block = conventions.replace_nan(block, calls.nan)
-    joined = _concat([carry.astype(scan_dtype), block.astype(scan_dtype)], axis)
+    joined = _concat([astype(carry, scan_dtype), astype(block, scan_dtype)], axis)
     inc = run(
         joined,
         calls.op,
