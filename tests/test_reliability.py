@@ -50,12 +50,43 @@ def test_calls_on_fresh_queues_keep_memory_flat():
     assert grown < 40, f"{grown:.0f} MiB more after 300 calls on fresh queues"
 
 
+def _calls_in_switching_threads(call, threads: int, calls: int, switch: float) -> None:
+    """``call(k)`` ``calls`` times in each of ``threads`` threads (k = 0 ..), the interpreter
+    switching threads every ``switch`` seconds. ``call`` returns what was wrong, or None;
+    errors count as wrong; every call must have run."""
+    import threading
+
+    wrong: list = []
+    done: list[int] = []
+
+    def work(k: int) -> None:
+        for i in range(calls):
+            try:
+                seen = call(k)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                seen = repr(exc)
+            if seen is not None:
+                wrong.append((k, i, seen))
+            done.append(k)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(switch)
+    try:
+        running = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        for t in running:
+            t.start()
+        for t in running:
+            t.join(timeout=300)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, wrong[:5]
+    assert len(done) == threads * calls
+
+
 def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend):
     """Eight threads at once, each its own dtype, op and variant (look-back, fallback, and
     reduce-then-scan, whose spine is the queue's scratch), with the interpreter switching
     threads as often as it can."""
-    import threading
-
     rng = np.random.default_rng(7)
     cases = [
         ("int32", "add", "fallback"),
@@ -69,72 +100,34 @@ def test_threads_with_their_own_scans_on_one_queue_all_get_right_results(backend
     ]
     ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum, "xor": np.bitwise_xor}
     xs = [rng.integers(0, 100, 40_000 + 1_000 * k).astype(dt) for k, (dt, _, _) in enumerate(cases)]
-    wrong: list[tuple] = []
-    done: list[int] = []
+    wants = [ufunc[op].accumulate(x) for x, (_, op, _) in zip(xs, cases, strict=True)]
 
-    def work(k: int) -> None:
-        dt, op, variant = cases[k]
-        want = ufunc[op].accumulate(xs[k])
-        for i in range(30):
-            try:  # a thread's error fails the test too, its diagnosis included
-                got = jitscan.scan(xs[k], op=op, variant=variant, backend=backend)
-                if not np.array_equal(got, want):
-                    bad = np.flatnonzero(np.asarray(got).ravel() != want)
-                    wrong.append((cases[k], i, f"{bad.size} of {want.size} wrong, from {bad[:1]}"))
-            except Exception as exc:  # noqa: BLE001
-                wrong.append((cases[k], i, repr(exc)))
-            done.append(k)
+    def call(k: int) -> str | None:
+        _, op, variant = cases[k]
+        got = np.asarray(jitscan.scan(xs[k], op=op, variant=variant, backend=backend))
+        if np.array_equal(got, wants[k]):
+            return None
+        bad = np.flatnonzero(got.ravel() != wants[k])
+        return f"{cases[k]}: {bad.size} of {wants[k].size} wrong, from {bad[:1]}"
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(len(cases))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-    finally:
-        sys.setswitchinterval(interval)
-    assert not wrong, wrong[:5]
-    assert len(done) == 30 * len(cases)
+    _calls_in_switching_threads(call, len(cases), 30, 1e-5)
 
 
 def test_threads_writing_results_into_out_of_another_dtype_all_get_right_results(backend):
     """The conversion into ``out=`` runs the array library's own kernels; PyOpenCL's are one
     kernel object per context, whose arguments 8 threads overwrote (4-8 wrong before the lock)."""
-    import threading
-
     b = backends.get(backend)
     queue = b.queue_of(None)
-    wrong: list[tuple] = []
-    done: list[int] = []
+    xs = [np.arange(k * 1000, k * 1000 + 20_000, dtype=np.int32) for k in range(8)]
+    on_device = [b.to_device(x, queue) for x in xs]
+    wants = [np.cumsum(x, dtype=np.int64).astype(np.float64) for x in xs]
 
-    def work(k: int) -> None:
-        x = np.arange(k * 1000, k * 1000 + 20_000, dtype=np.int32)
-        xd = b.to_device(x, queue)
-        want = np.cumsum(x, dtype=np.int64).astype(np.float64)
-        for i in range(60):
-            try:
-                out = b.empty(x.shape, np.dtype(np.float64), queue)
-                jitscan.cumsum(xd, out=out)
-                if not np.array_equal(b.to_host(out), want):
-                    wrong.append((k, i))
-            except Exception as exc:  # noqa: BLE001
-                wrong.append((k, i, repr(exc)))
-            done.append(k)
+    def call(k: int) -> str | None:
+        out = b.empty(xs[k].shape, np.dtype(np.float64), queue)
+        jitscan.cumsum(on_device[k], out=out)
+        return None if np.array_equal(b.to_host(out), wants[k]) else "wrong"
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-    finally:
-        sys.setswitchinterval(interval)
-    assert not wrong, wrong[:5]
-    assert len(done) == 8 * 60
+    _calls_in_switching_threads(call, 8, 60, 1e-6)
 
 
 def _in_threads(fn, count: int = 8) -> list:
