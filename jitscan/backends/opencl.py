@@ -223,11 +223,13 @@ class _Once:
             return store[key]
         with self._guard:
             lock = self._making.setdefault(key, threading.Lock())
-        with lock:
-            if key not in store:
-                store[key] = make()
-        with self._guard:
-            self._making.pop(key, None)  # later callers find the value in the store
+        try:
+            with lock:
+                if key not in store:
+                    store[key] = make()
+        finally:  # later callers find the value in the store (or make it again after an error)
+            with self._guard:
+                self._making.pop(key, None)
         return store[key]
 
 
