@@ -496,6 +496,15 @@ JS_DEVICE_FN js_vec js_lanes_scan(js_vec x, js_vmask* h)
  * head. */
 JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec c, js_val y[JS_V])
 {
+    if (b == 0u) {
+        /* no head in the vector (nearly all of them where segments are long): the same
+         * combines as below with the masks folded away; c is a splat, so its last lane
+         * after the carry is the carry past the vector */
+        js_vmask none = (js_vmask)(0);
+        js_vec w = js_vec_op(c, js_lanes_scan(x, &none));
+        JS_VEC_TO(y, w);
+        return JS_VEC_SPLAT(JS_VEC_LAST(w));
+    }
     js_vmask h = JS_VEC_HEADS(b);
     x = js_lanes_scan(x, &h);
     js_vec w = h ? x : js_vec_op(c, x);
