@@ -12,7 +12,7 @@ import pytest
 import jitscan
 from jitscan.__main__ import main
 from jitscan.backends import cupy as cupy_backend
-from jitscan.backends import opencl
+from jitscan.backends import opencl_programs
 from jitscan.backends.base import Build, build_failure
 
 BAD = ("a +* b", "a ? b")
@@ -59,7 +59,7 @@ def test_a_monoid_that_does_not_compile_shows_its_expression_and_the_first_error
     ],
 )
 def test_opencl_build_failure_names_the_first_error_and_its_line(log, error):
-    msg = build_failure("OpenCL", _build().what, SRC, log, opencl._ERRORS)
+    msg = build_failure("OpenCL", _build().what, SRC, log, opencl_programs.ERRORS)
     assert msg.splitlines()[0] == f"OpenCL build of the fallback kernel for op 'bad' (int32) failed: {error}"
     assert "return (a + c);" in msg and "second" not in msg and "tempfile" not in msg
     code, caret = msg.splitlines()[-2:]

@@ -116,11 +116,11 @@ class _Program:
 @pytest.fixture
 def rebuild(monkeypatch):
     pytest.importorskip("pyopencl")
-    from jitscan.backends import opencl
+    from jitscan.backends import opencl_programs
 
-    monkeypatch.setattr(opencl.cl, "Program", _Built)
+    monkeypatch.setattr(opencl_programs.cl, "Program", _Built)
     monkeypatch.setattr(_Built, "fail", False)
-    return opencl._with_occupancy
+    return opencl_programs.with_occupancy
 
 
 def _bound_spec(min_blocks):
@@ -178,7 +178,7 @@ def test_the_drivers_note_on_kernels_is_not_a_compiler_warning_but_anything_else
     import warnings
 
     cl = pytest.importorskip("pyopencl")
-    from jitscan.backends.opencl import _build
+    from jitscan.backends.opencl_programs import build_program as _build
 
     note = "(): Warning: Function js_chained is a kernel, so overriding noinline attribute. The function may"
     with warnings.catch_warnings():

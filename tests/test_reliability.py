@@ -11,7 +11,7 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.backends import opencl, opencl_devices
+from jitscan.backends import opencl, opencl_devices, opencl_programs
 from jitscan.plan import prepared
 
 
@@ -277,7 +277,7 @@ def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_ent
 
     monkeypatch.setattr(opencl, "SCRATCH_LIMIT", 2)
     fired = []
-    real = opencl._CLProgram.launcher
+    real = opencl_programs.CLProgram.launcher
 
     def launcher(self, entry, queue, buffer, tail=()):
         fire = real(self, entry, queue, buffer, tail)
@@ -288,7 +288,7 @@ def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_ent
 
         return spy
 
-    monkeypatch.setattr(opencl._CLProgram, "launcher", launcher)
+    monkeypatch.setattr(opencl_programs.CLProgram, "launcher", launcher)
     q = b.queue_of(None)
     p = jitscan.plan("int32", backend="opencl", variant="fallback")
     small = np.arange(1000, dtype=np.int32)

@@ -8,6 +8,7 @@ points with their argument kinds), and launches are lists of buffers and integer
 from __future__ import annotations
 
 import re
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -175,6 +176,32 @@ class Program(ABC):
             launch(entry, groups, (*buffer(src), *buffer(dst), *args, *tail), queue)
 
         return fire
+
+
+class Once:
+    """Values made once per key, however many threads ask at the same moment.
+
+    Threads asking for one key wait for the one making it; different keys (two programs,
+    two devices) are made at the same time. ``store`` keeps the values (``None`` too).
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._making: dict[Hashable, threading.Lock] = {}
+
+    def get(self, store: dict, key: Hashable, make: Callable[[], Any]) -> Any:
+        if key in store:
+            return store[key]
+        with self._guard:
+            lock = self._making.setdefault(key, threading.Lock())
+        try:
+            with lock:
+                if key not in store:
+                    store[key] = make()
+        finally:  # later callers find the value in the store (or make it again after an error)
+            with self._guard:
+                self._making.pop(key, None)
+        return store[key]
 
 
 class Backend(ABC):

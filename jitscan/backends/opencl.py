@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import VECTOR_BYTES
-from ..errors import BackendUnavailableError, CompileError
+from ..errors import BackendUnavailableError
 from . import clock
-from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
+from .base import Backend, Build, DeviceInfo, Once, Scratch
 from .opencl_devices import in_thread_sibling, pick_device
+from .opencl_programs import GATHER, CLProgram, build_program, compile_program
 
 try:  # optional dependency
     import pyopencl as cl
@@ -34,55 +34,6 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     )
 
 
-# element i of a C-order view with the given shape and element strides (any sign)
-_GATHER = """
-__kernel void js_gather(__global const WORD* src, long offset, __global WORD* dst,
-                        __global const long* dims, int ndim, ulong n)
-{
-    ulong i = get_global_id(0);
-    if (i >= n)
-        return;
-    ulong rest = i;
-    long at = offset;
-    for (int d = ndim - 1; d >= 0; --d) {
-        ulong extent = (ulong)dims[d];
-        at += (long)(rest % extent) * dims[ndim + d];
-        rest /= extent;
-    }
-    dst[i] = src[at];
-}
-"""
-
-
-_ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
-
-#: what NVIDIA's OpenCL driver (580) logs for every kernel of a program: a note on its own
-#: handling of kernels, not on the source
-_DRIVER_NOTES = (re.compile(r"Function \w+ is a kernel, so overriding noinline attribute"),)
-
-
-def _build(program: Any, device: Any) -> Any:
-    """``program`` built for ``device``; a CompilerWarning with the log when it says anything.
-
-    PyOpenCL's own warning names no line of the log (unless $PYOPENCL_COMPILER_OUTPUT
-    is set) and fires on the driver's notes too; this one quotes the log, without them.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cl.CompilerWarning)
-        built = program.build(devices=[device])
-    log = built.get_build_info(device, cl.program_build_info.LOG) or ""
-    said = [
-        line for line in log.splitlines() if line.strip() and not any(n.search(line) for n in _DRIVER_NOTES)
-    ]
-    if said:
-        warnings.warn(
-            "jitscan: the OpenCL compiler's log of a program that built:\n" + "\n".join(said),
-            cl.CompilerWarning,
-            stacklevel=3,
-        )
-    return built
-
-
 #: scratch buffers kept (one per queue and use); beyond it the oldest queue's go
 SCRATCH_LIMIT = 64
 #: result memory pools kept (one per queue); beyond it the oldest queue's frees its blocks
@@ -91,96 +42,6 @@ POOL_LIMIT = 16
 #: that is more (sizes that change call after call would otherwise leave a block in every
 #: size bin; one size called again and again keeps its blocks)
 POOL_HELD_BYTES = 64 << 20
-
-
-class _CLProgram(Program):
-    def __init__(self, program: Any, build: Build) -> None:
-        self.program = program
-        self.local = (build.threads,)
-        # a kernel's arguments are state of the kernel object, shared by every queue of
-        # the context: setting them and enqueueing is one step
-        self._lock = threading.Lock()
-        self._signatures = {name: [_ARG_DTYPES[a] for a in sig] for name, sig in build.entries.items()}
-        self.kernels = {name: self._kernel(name) for name in build.entries}
-
-    def _kernel(self, entry: str) -> Any:
-        k = cl.Kernel(self.program, entry)
-        k.set_scalar_arg_dtypes(self._signatures[entry])
-        return k
-
-    def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
-        with self._lock:
-            self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
-
-    def launcher(
-        self, entry: str, queue: Any, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
-    ) -> Callable[..., None]:
-        kernel = self._kernel(entry)  # a kernel object of its own: its arguments are its own
-        local = self.local
-        width = local[0]
-        tail = tuple(tail)
-
-        def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
-            s, s_off = buffer(src)
-            d, d_off = buffer(dst)
-            kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
-
-        return fire
-
-
-def _with_occupancy(program: Any, build: Build, device: Any) -> Any:
-    """NVIDIA: the program rebuilt from its own PTX with CUDA's occupancy directive.
-
-    NVIDIA's OpenCL has no ``__launch_bounds__``, and on driver 580 it accepts
-    ``-cl-nv-maxrregcount=N`` but ignores it (the H100 build of the 128 x 16 scan used
-    243 registers under every cap). Its program binary is PTX, though, and a program
-    can be built from PTX: adding ``.minnctapersm`` after each kernel's ``.reqntid``
-    asks ptxas for ``min_blocks`` workgroups per multiprocessor, as
-    ``__launch_bounds__(threads, min_blocks)`` does in the CUDA build. Other devices,
-    and PTX without the expected directive, keep the program as built.
-    """
-    if not build.min_blocks or "cl_nv_compiler_options" not in device.extensions:
-        return program
-    # one binary per device of the context, in the context's order
-    index = list(program.get_info(cl.program_info.DEVICES)).index(device)
-    ptx = program.get_info(cl.program_info.BINARIES)[index].rstrip(b"\0")
-    parts = re.split(rb"(?=\.entry )", ptx)
-    bound = rb"\1.minnctapersm %d\n" % build.min_blocks
-    patched, wanted = [parts[0]], 0
-    for part in parts[1:]:
-        name = part[len(b".entry ") :].split(b"(")[0].strip().decode(errors="replace")
-        if name not in build.single:  # as JS_KERNEL_SINGLE in the CUDA build
-            part = re.sub(rb"(\.reqntid [^\n]*\n)", bound, part, count=1)
-            wanted += 1
-        patched.append(part)
-    out = b"".join(patched)
-    if len(parts) < 2 or out.count(b".minnctapersm") != wanted:
-        warnings.warn(
-            "jitscan: the OpenCL program's PTX has no .reqntid to bound; using it as built "
-            "(without the occupancy its tile shape was chosen for)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return program
-    try:
-        return _build(cl.Program(program.context, [device], [out + b"\0"]), device)
-    except (cl.RuntimeError, cl.LogicError) as exc:  # an occupancy hint is not worth failing over
-        warnings.warn(
-            f"jitscan: rebuilding the OpenCL program with .minnctapersm failed; using it as built ({exc})",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return program
-
-
-#: PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg". NVIDIA's
-#: front end only warns of an undeclared function (the link then fails): without an error
-#: line, its first located warning is the one to show
-_ERRORS = (
-    r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)",
-    r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
-    r".*?:(\d+):(\d+): warning: (.*)",
-)
 
 
 class HostArray:
@@ -207,32 +68,6 @@ class HostArray:
 _ELEMENTWISE = threading.Lock()
 
 
-class _Once:
-    """Values made once per key, however many threads ask at the same moment.
-
-    Threads asking for one key wait for the one making it; different keys (two programs,
-    two devices) are made at the same time. ``store`` keeps the values (``None`` too).
-    """
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._making: dict[Hashable, threading.Lock] = {}
-
-    def get(self, store: dict, key: Hashable, make: Callable[[], Any]) -> Any:
-        if key in store:
-            return store[key]
-        with self._guard:
-            lock = self._making.setdefault(key, threading.Lock())
-        try:
-            with lock:
-                if key not in store:
-                    store[key] = make()
-        finally:  # later callers find the value in the store (or make it again after an error)
-            with self._guard:
-                self._making.pop(key, None)
-        return store[key]
-
-
 class _NoArray:
     """Stands in for pyopencl.array.Array where PyOpenCL is missing: no object is of this type."""
 
@@ -246,7 +81,7 @@ class OpenCLBackend(Backend):
 
     def __init__(self) -> None:
         self._queue: Any = None
-        self._programs: dict[tuple, _CLProgram] = {}
+        self._programs: dict[tuple, CLProgram] = {}
         #: (queue pointer, slot) -> (the queue, its scratch): the queue is held so that its
         #: pointer cannot name another queue while the entry lives; the oldest entries go
         #: beyond SCRATCH_LIMIT (a program making queue after queue must not grow without end)
@@ -264,7 +99,7 @@ class OpenCLBackend(Backend):
         self._siblings: dict[int, Any] = {}
         #: threads meeting a fresh backend at once make one default queue, one device info
         #: (a probe build on NVIDIA), one build of each program, one pool and sibling a queue
-        self._once = _Once()
+        self._once = Once()
         self._queue_lock = threading.Lock()
         self._pools_lock = threading.Lock()
 
@@ -376,7 +211,7 @@ class OpenCLBackend(Backend):
                          : "=r"(r) : "r"(a[0]), "r"(1u));
             a[get_global_id(0)] = r; }"""
         try:
-            _build(cl.Program(queue.context, probe), dev)
+            build_program(cl.Program(queue.context, probe), dev)
         except Exception:  # noqa: BLE001 - no inline PTX here: local-memory scans instead
             return None
         return 32
@@ -544,7 +379,7 @@ class OpenCLBackend(Backend):
 
             def make() -> tuple[Any, threading.Lock]:
                 word = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[item]
-                prog = _build(cl.Program(queue.context, _GATHER.replace("WORD", word)), queue.device)
+                prog = build_program(cl.Program(queue.context, GATHER.replace("WORD", word)), queue.device)
                 kernel = prog.js_gather
                 kernel.set_scalar_arg_dtypes([None, np.int64, None, None, np.int32, np.uint64])
                 # its arguments are the kernel object's: set and enqueued by one thread at a time
@@ -655,22 +490,13 @@ class OpenCLBackend(Backend):
         return a0 < b1 and b0 < a1
 
     # -- compilation -------------------------------------------------------------------
-    def program(self, build: Build, queue: Any) -> _CLProgram:
+    def program(self, build: Build, queue: Any) -> CLProgram:
         # programs belong to a context; kernels take their queue at each launch
         key = (build.key, queue.context.int_ptr, queue.device.int_ptr)
         prog = self._programs.get(key)
         if prog is None:
-            prog = self._once.get(self._programs, key, lambda: self._compile(build, queue))
+            prog = self._once.get(self._programs, key, lambda: compile_program(build, queue, self.dialect))
         return prog
-
-    def _compile(self, build: Build, queue: Any) -> _CLProgram:
-        src = build.source(self.dialect)
-        try:
-            built = _build(cl.Program(queue.context, src), queue.device)
-            built = _with_occupancy(built, build, queue.device)
-        except (cl.RuntimeError, cl.LogicError) as exc:
-            raise CompileError(build_failure("OpenCL", build.what, src, str(exc), _ERRORS)) from exc
-        return _CLProgram(built, build)
 
     @property
     def compiled_count(self) -> int:

@@ -1,0 +1,173 @@
+"""OpenCL programs: building one (with the compiler's log as a warning), NVIDIA's occupancy
+directive patched into its PTX, and the kernel objects a program launches through.
+
+Apart from the backend (opencl.py), as the device choice is (opencl_devices.py).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError
+from .base import Build, Program, build_failure
+
+try:
+    import pyopencl as cl
+except ImportError:  # the backend says why it is unavailable (opencl.py)
+    cl = None
+
+
+# element i of a C-order view with the given shape and element strides (any sign)
+GATHER = """
+__kernel void js_gather(__global const WORD* src, long offset, __global WORD* dst,
+                        __global const long* dims, int ndim, ulong n)
+{
+    ulong i = get_global_id(0);
+    if (i >= n)
+        return;
+    ulong rest = i;
+    long at = offset;
+    for (int d = ndim - 1; d >= 0; --d) {
+        ulong extent = (ulong)dims[d];
+        at += (long)(rest % extent) * dims[ndim + d];
+        rest /= extent;
+    }
+    dst[i] = src[at];
+}
+"""
+
+
+_ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
+
+#: what NVIDIA's OpenCL driver (580) logs for every kernel of a program: a note on its own
+#: handling of kernels, not on the source
+_DRIVER_NOTES = (re.compile(r"Function \w+ is a kernel, so overriding noinline attribute"),)
+
+
+def build_program(program: Any, device: Any) -> Any:
+    """``program`` built for ``device``; a CompilerWarning with the log when it says anything.
+
+    PyOpenCL's own warning names no line of the log (unless $PYOPENCL_COMPILER_OUTPUT
+    is set) and fires on the driver's notes too; this one quotes the log, without them.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        built = program.build(devices=[device])
+    log = built.get_build_info(device, cl.program_build_info.LOG) or ""
+    said = [
+        line for line in log.splitlines() if line.strip() and not any(n.search(line) for n in _DRIVER_NOTES)
+    ]
+    if said:
+        warnings.warn(
+            "jitscan: the OpenCL compiler's log of a program that built:\n" + "\n".join(said),
+            cl.CompilerWarning,
+            stacklevel=3,
+        )
+    return built
+
+
+class CLProgram(Program):
+    def __init__(self, program: Any, build: Build) -> None:
+        self.program = program
+        self.local = (build.threads,)
+        # a kernel's arguments are state of the kernel object, shared by every queue of
+        # the context: setting them and enqueueing is one step
+        self._lock = threading.Lock()
+        self._signatures = {name: [_ARG_DTYPES[a] for a in sig] for name, sig in build.entries.items()}
+        self.kernels = {name: self._kernel(name) for name in build.entries}
+
+    def _kernel(self, entry: str) -> Any:
+        k = cl.Kernel(self.program, entry)
+        k.set_scalar_arg_dtypes(self._signatures[entry])
+        return k
+
+    def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
+        with self._lock:
+            self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
+
+    def launcher(
+        self, entry: str, queue: Any, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+    ) -> Callable[..., None]:
+        kernel = self._kernel(entry)  # a kernel object of its own: its arguments are its own
+        local = self.local
+        width = local[0]
+        tail = tuple(tail)
+
+        def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            s, s_off = buffer(src)
+            d, d_off = buffer(dst)
+            kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
+
+        return fire
+
+
+def with_occupancy(program: Any, build: Build, device: Any) -> Any:
+    """NVIDIA: the program rebuilt from its own PTX with CUDA's occupancy directive.
+
+    NVIDIA's OpenCL has no ``__launch_bounds__``, and on driver 580 it accepts
+    ``-cl-nv-maxrregcount=N`` but ignores it (the H100 build of the 128 x 16 scan used
+    243 registers under every cap). Its program binary is PTX, though, and a program
+    can be built from PTX: adding ``.minnctapersm`` after each kernel's ``.reqntid``
+    asks ptxas for ``min_blocks`` workgroups per multiprocessor, as
+    ``__launch_bounds__(threads, min_blocks)`` does in the CUDA build. Other devices,
+    and PTX without the expected directive, keep the program as built.
+    """
+    if not build.min_blocks or "cl_nv_compiler_options" not in device.extensions:
+        return program
+    # one binary per device of the context, in the context's order
+    index = list(program.get_info(cl.program_info.DEVICES)).index(device)
+    ptx = program.get_info(cl.program_info.BINARIES)[index].rstrip(b"\0")
+    parts = re.split(rb"(?=\.entry )", ptx)
+    bound = rb"\1.minnctapersm %d\n" % build.min_blocks
+    patched, wanted = [parts[0]], 0
+    for part in parts[1:]:
+        name = part[len(b".entry ") :].split(b"(")[0].strip().decode(errors="replace")
+        if name not in build.single:  # as JS_KERNEL_SINGLE in the CUDA build
+            part = re.sub(rb"(\.reqntid [^\n]*\n)", bound, part, count=1)
+            wanted += 1
+        patched.append(part)
+    out = b"".join(patched)
+    if len(parts) < 2 or out.count(b".minnctapersm") != wanted:
+        warnings.warn(
+            "jitscan: the OpenCL program's PTX has no .reqntid to bound; using it as built "
+            "(without the occupancy its tile shape was chosen for)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return program
+    try:
+        return build_program(cl.Program(program.context, [device], [out + b"\0"]), device)
+    except (cl.RuntimeError, cl.LogicError) as exc:  # an occupancy hint is not worth failing over
+        warnings.warn(
+            f"jitscan: rebuilding the OpenCL program with .minnctapersm failed; using it as built ({exc})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return program
+
+
+#: PoCL: "error: <file>:L:C: msg"; clang-based drivers: "<file>:L:C: error: msg". NVIDIA's
+#: front end only warns of an undeclared function (the link then fails): without an error
+#: line, its first located warning is the one to show
+ERRORS = (
+    r"\s*(?:fatal )?error: (?:.*?:(\d+):(\d+): )?(.*)",
+    r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
+    r".*?:(\d+):(\d+): warning: (.*)",
+)
+
+
+def compile_program(build: Build, queue: Any, dialect: str) -> CLProgram:
+    """``build``'s program for ``queue``'s device, ready to launch; a CompileError names its line."""
+    src = build.source(dialect)
+    try:
+        built = build_program(cl.Program(queue.context, src), queue.device)
+        built = with_occupancy(built, build, queue.device)
+    except (cl.RuntimeError, cl.LogicError) as exc:
+        raise CompileError(build_failure("OpenCL", build.what, src, str(exc), ERRORS)) from exc
+    return CLProgram(built, build)
