@@ -44,47 +44,50 @@ CASES = [
 UFUNC = {"add": np.add, "max": np.maximum, "min": np.minimum, "xor": np.bitwise_xor}
 
 
+def in_threads(run: Any, count: int, *args: Any) -> None:
+    """``run(k, *args)`` in ``count`` threads at once (k = 0 ..), until every one returns."""
+    threads = [threading.Thread(target=run, args=(k, *args)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def worker(backend: str, mode: str, seconds: float, variant: str | None) -> None:
     """One process: the cases until ``seconds`` have passed; prints 'rounds R wrong W errors E'."""
     import jitscan
 
-    global CASES
-    if variant:
-        CASES = [(dt, op, variant) for dt, op, _ in CASES]
+    cases = [(dt, op, variant or v) for dt, op, v in CASES]
     faulthandler.enable()
     rng = np.random.default_rng(7)
-    xs = [rng.integers(0, 100, 40_000 + 1_000 * k).astype(dt) for k, (dt, _, _) in enumerate(CASES)]
+    xs = [rng.integers(0, 100, 40_000 + 1_000 * k).astype(dt) for k, (dt, _, _) in enumerate(cases)]
     wrong: list[tuple] = []
     errors: list[str] = []
 
     def run(k: int, calls: int) -> None:
-        dt, op, variant = CASES[k]
+        _, op, var = cases[k]
         want = UFUNC[op].accumulate(xs[k])
         for _ in range(calls):
             try:
-                got = jitscan.scan(xs[k], op=op, variant=variant, backend=backend)
+                got = jitscan.scan(xs[k], op=op, variant=var, backend=backend)
             except Exception as exc:  # noqa: BLE001 - counted and shown
-                errors.append(f"{CASES[k]}: {exc!r}"[:200])
+                errors.append(f"{cases[k]}: {exc!r}"[:200])
                 continue
             if not np.array_equal(got, want):
                 bad = np.flatnonzero(got != want)
-                wrong.append((CASES[k], bad.size, int(bad[0])))
+                wrong.append((cases[k], bad.size, int(bad[0])))
 
     if mode == "warm":
-        for k in range(len(CASES)):
+        for k in range(len(cases)):
             run(k, 1)
     sys.setswitchinterval(1e-5)
     t0, rounds = time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds:
         if mode == "serial":
-            for k in range(len(CASES)):
+            for k in range(len(cases)):
                 run(k, 30)
         else:
-            threads = [threading.Thread(target=run, args=(k, 30)) for k in range(len(CASES))]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            in_threads(run, len(cases), 30)
         rounds += 1
     print(f"rounds {rounds} wrong {len(wrong)} errors {len(errors)}")
     for w in wrong[:5]:
@@ -141,11 +144,7 @@ def pyopencl_only(allocator: str, alloc_lock: bool) -> None:
                 wrong.append(k)
 
     sys.setswitchinterval(1e-5)
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(run, 8)
     print(f"rounds 1 wrong {len(wrong)} errors 0")
 
 
