@@ -200,6 +200,26 @@ def test_threads_asking_at_once_probe_a_device_once_and_build_a_program_once(mon
     assert len({id(prog) for _, prog in got}) == 1 and rendered == ["opencl"]
 
 
+def test_threads_asking_at_once_build_a_cuda_program_once():
+    from jitscan.backends import cupy as cupy_backend
+    from jitscan.backends.base import Build
+
+    if not backends.get("cupy").available():
+        pytest.skip(f"CuPy unavailable: {backends.get('cupy').unavailable_reason()}")
+    b = cupy_backend.CupyBackend()
+    queue = b.queue_of(None)
+    rendered: list = []
+
+    def source(dialect: str) -> str:
+        rendered.append(dialect)
+        time.sleep(0.05)
+        return 'extern "C" __global__ void ones(unsigned* a) { a[threadIdx.x] = 1u; }'
+
+    build = Build(key="ones", what="a test kernel", source=source, entries={"ones": ("buf",)}, threads=1)
+    got = _in_threads(lambda: b.program(build, queue))
+    assert len({id(prog) for prog in got}) == 1 and rendered == ["cuda"]
+
+
 def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():
     b = backends.get("cupy")
     if not b.available():

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Backend, Build, DeviceInfo, Program, Scratch, build_failure
+from .base import Backend, Build, DeviceInfo, Once, Program, Scratch, build_failure
 
 try:  # optional dependency
     import cupy
@@ -180,6 +180,7 @@ class CupyBackend(Backend):
 
     def __init__(self) -> None:
         self._programs: dict[tuple, _CudaProgram] = {}
+        self._once = Once()
         #: (device, stream, slot) -> (the queue, its scratch): the queue holds its stream, so
         #: the pointer names no other stream while the entry lives; bounded like _queues
         self._scratch: dict[tuple, tuple[CudaQueue, Scratch]] = {}
@@ -410,19 +411,21 @@ class CupyBackend(Backend):
     def program(self, build: Build, queue: CudaQueue) -> _CudaProgram:
         key = (build.key, queue.device)
         prog = self._programs.get(key)
-        if prog is None:
-            src = build.source(self.dialect)
-            try:
-                with cupy.cuda.Device(queue.device):
-                    # no FMA contraction: a user operator must give bit-identical tile
-                    # aggregates in every inlined copy (see js_scan_tile)
-                    module = cupy.RawModule(code=src, options=_OPTIONS)
-                    module.compile()
-                    prog = _CudaProgram(module, build, queue.device, self._devices == 1)
-            except cupy.cuda.compiler.CompileException as exc:
-                raise CompileError(build_failure("NVRTC", build.what, src, str(exc), _ERRORS)) from exc
-            self._programs[key] = prog
+        if prog is None:  # threads meeting it at once build it once (Once)
+            prog = self._once.get(self._programs, key, lambda: self._compile(build, queue.device))
         return prog
+
+    def _compile(self, build: Build, device: int) -> _CudaProgram:
+        src = build.source(self.dialect)
+        try:
+            with cupy.cuda.Device(device):
+                # no FMA contraction: a user operator must give bit-identical tile
+                # aggregates in every inlined copy (see js_scan_tile)
+                module = cupy.RawModule(code=src, options=_OPTIONS)
+                module.compile()
+                return _CudaProgram(module, build, device, self._devices == 1)
+        except cupy.cuda.compiler.CompileException as exc:
+            raise CompileError(build_failure("NVRTC", build.what, src, str(exc), _ERRORS)) from exc
 
     @property
     def compiled_count(self) -> int:
