@@ -178,9 +178,19 @@ def test_threads_meeting_a_fresh_backend_make_one_default_queue(monkeypatch):
     assert len({id(q) for q in queues}) == 1 and made == ["pick_device"]
 
 
-def test_threads_asking_at_once_probe_a_device_once_and_build_a_program_once(monkeypatch):
+def _slow_build(text: str, rendered: list):
+    """A one-kernel Build whose source takes 50 ms to render and counts its renderings."""
     from jitscan.backends.base import Build
 
+    def source(dialect: str) -> str:
+        rendered.append(dialect)
+        time.sleep(0.05)
+        return text
+
+    return Build(key="ones", what="a test kernel", source=source, entries={"ones": ("buf",)}, threads=1)
+
+
+def test_threads_asking_at_once_probe_a_device_once_and_build_a_program_once(monkeypatch):
     if not backends.get("opencl").available():
         pytest.skip("OpenCL unavailable")
     b = opencl.OpenCLBackend()
@@ -188,13 +198,7 @@ def test_threads_asking_at_once_probe_a_device_once_and_build_a_program_once(mon
     probed: list = []
     _slowed(monkeypatch, b, "_make_info", probed)
     rendered: list = []
-
-    def source(dialect: str) -> str:
-        rendered.append(dialect)
-        time.sleep(0.05)
-        return "__kernel void ones(__global uint* a) { a[get_global_id(0)] = 1u; }"
-
-    build = Build(key="ones", what="a test kernel", source=source, entries={"ones": ("buf",)}, threads=1)
+    build = _slow_build("__kernel void ones(__global uint* a) { a[get_global_id(0)] = 1u; }", rendered)
     got = _in_threads(lambda: (b.device_info(queue), b.program(build, queue)))
     assert len({id(info) for info, _ in got}) == 1 and probed == ["_make_info"]
     assert len({id(prog) for _, prog in got}) == 1 and rendered == ["opencl"]
@@ -202,20 +206,13 @@ def test_threads_asking_at_once_probe_a_device_once_and_build_a_program_once(mon
 
 def test_threads_asking_at_once_build_a_cuda_program_once():
     from jitscan.backends import cupy as cupy_backend
-    from jitscan.backends.base import Build
 
     if not backends.get("cupy").available():
         pytest.skip(f"CuPy unavailable: {backends.get('cupy').unavailable_reason()}")
     b = cupy_backend.CupyBackend()
     queue = b.queue_of(None)
     rendered: list = []
-
-    def source(dialect: str) -> str:
-        rendered.append(dialect)
-        time.sleep(0.05)
-        return 'extern "C" __global__ void ones(unsigned* a) { a[threadIdx.x] = 1u; }'
-
-    build = Build(key="ones", what="a test kernel", source=source, entries={"ones": ("buf",)}, threads=1)
+    build = _slow_build('extern "C" __global__ void ones(unsigned* a) { a[threadIdx.x] = 1u; }', rendered)
     got = _in_threads(lambda: b.program(build, queue))
     assert len({id(prog) for prog in got}) == 1 and rendered == ["cuda"]
 
