@@ -343,7 +343,9 @@ class Backend(ABC):
     def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
         """The :class:`Scratch` of (queue, slot), one object for good, its buffer at least ``nbytes``.
 
-        A buffer too small is replaced by a new one, zeroed (its epoch 0).
+        A buffer too small is replaced by a new one, zeroed (its epoch 0). Callers hold
+        ``variants.base.LOCK``: the table of scratch changes here (a new entry may drop the
+        oldest queue's), and a launch sequence keeps the lock while it uses the buffer.
         """
 
     @abstractmethod
