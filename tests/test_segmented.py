@@ -200,6 +200,21 @@ def test_flags_give_the_same_segments_as_offsets(backend, rng):
         assert_scan_equal(run_segmented(backend, x, "add", "inclusive", "fallback", flags=flags), ref, x)
 
 
+@pytest.mark.parametrize("mean", [1, 10, 1000])
+def test_any_nonzero_flag_byte_is_a_head(backend, rng, mean):
+    """Flag bytes of 1 to 255 all mark heads, however densely they fall (a CPU tile reads
+    its flags 64 at a time and skips the runs of 64 with no head)."""
+    n = 3 * tile_size(backend, "float32", "flags") + 17
+    off = offsets_of(lengths(rng, n, mean))
+    x = random_input(rng, n, "float32")
+    flags = np.zeros(n, dtype=np.uint8)
+    starts = off[:-1][off[:-1] < off[1:]]
+    flags[starts] = rng.integers(1, 256, starts.size)
+    flags[starts[:3]] = (128, 255, 1)[: min(3, starts.size)]
+    got = run_segmented(backend, x, "add", "inclusive", "fallback", flags=flags)
+    assert_scan_equal(got, seg_reference(x, off, "add", "inclusive"), x)
+
+
 @pytest.mark.parametrize("op", ["add", "max", "min", "mul"])
 def test_segmented_reduce_gives_one_value_per_segment(backend, rng, op):
     b = backends.get(backend)

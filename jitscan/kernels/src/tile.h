@@ -423,6 +423,55 @@ JS_DEVICE_FN js_u32 js_vector_heads(js_size base, js_size n, int full, js_u32 j 
 #define JS_VECTOR_HEADS(base, n, full, j) 0u
 #endif
 
+#if JS_SEGMENTED
+/* Vectors whose head bits share one 64-bit word of a thread's mask. */
+#define JS_VPW (JS_P * JS_V < 64 ? JS_P : 64 / JS_V)
+#endif
+
+#if JS_SEGMENTED && JS_T == 1
+/* The head bits of vectors j .. j + JS_VPW - 1 of a one-thread tile (j a multiple of
+ * JS_VPW), as one word: its vector j holds items j * JS_V onwards. */
+JS_DEVICE_FN js_u64 js_head_word(js_size base, js_size n, int full, js_u32 j JS_SEG_LOAD_PARAMS)
+{
+#if JS_SEG_OFFSETS
+    /* as marked: bit p of head_bits is item p of the tile */
+    (void)n;
+    (void)full;
+    js_u32 w = (j * JS_V) >> 5;
+    js_u64 lo = sh->head_bits[w];
+    return JS_P * JS_V > 32 ? lo | (js_u64)sh->head_bits[w + 1] << 32 : lo;
+#else
+    js_size first = base + (js_size)j * JS_V;
+    js_u64 word = 0u;
+    if (row_len) {
+        /* one division a word: the heads are row_len apart from the first */
+        js_size r = first % row_len;
+        for (js_size p = r ? row_len - r : 0u; p < JS_VPW * JS_V && first + p < n; p += row_len)
+            word |= (js_u64)1u << p;
+        return word;
+    }
+#if JS_VPW * JS_V == 64
+    if (full) {
+        /* the 64 flag bytes as 8 words (first is a multiple of 64): in each, a byte's top
+         * bit is set where the byte is nonzero, and a multiply gathers the 8 top bits in
+         * order, with no carries between the partial products */
+        JS_GLOBAL const js_u64* f = (JS_GLOBAL const js_u64*)(heads + first);
+        for (js_u32 q = 0; q < 8u; ++q) {
+            js_u64 t = f[q];
+            js_u64 low7 = (js_u64)0x7F7F7F7F7F7F7F7F;
+            t = ((((t & low7) + low7) | t) >> 7) & (js_u64)0x0101010101010101;
+            word |= (t * (js_u64)0x0102040810204080) >> 56 << (8u * q);
+        }
+        return word;
+    }
+#endif
+    for (js_u32 i = 0; i < JS_VPW; ++i)
+        word |= (js_u64)JS_VECTOR_HEADS(base, n, full, j + i) << (i * JS_V);
+    return word;
+#endif
+}
+#endif
+
 /* Loads values; *own receives this thread's head bits. */
 JS_DEVICE_FN void js_load_input(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V],
                                 js_heads* own JS_SEG_LOAD_PARAMS)
@@ -606,13 +655,26 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
     /* as below, in lanes (js_lanes_segment); the aggregate is again one function of the
      * tile's items, whoever computes it */
     (void)left;
-    js_u32 seen = 0u;
+    js_u64 seen = 0u;
     js_vec c = JS_VEC_SPLAT(JS_VIDENTITY);
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        js_u32 b = JS_VECTOR_HEADS(base, n, full, j);
-        JS_SET_HEADS(mask, j, b);
-        c = js_lanes_segment(js_lanes_load(in, base, n, full, j), b, c, x[j]);
-        seen |= b;
+    /* a word of head bits at a time, kept in a register: ORed into the mask vector by
+     * vector, the same word in memory is a chain of read-modify-writes */
+    for (js_u32 k = 0; k < JS_P; k += JS_VPW) {
+        js_u64 word = js_head_word(base, n, full, k JS_SEG_LOAD_FWD);
+        if (word == 0u) {
+            /* most words where segments are long: the vectors' scans without masks */
+#pragma unroll
+            for (js_u32 i = 0; i < JS_VPW; ++i)
+                c = js_lanes_segment(js_lanes_load(in, base, n, full, k + i), 0u, c, x[k + i]);
+            continue;
+        }
+#pragma unroll
+        for (js_u32 i = 0; i < JS_VPW; ++i) {
+            js_u32 b = (js_u32)(word >> (i * JS_V)) & ((1u << JS_V) - 1u);
+            c = js_lanes_segment(js_lanes_load(in, base, n, full, k + i), b, c, x[k + i]);
+        }
+        JS_SET_HEADS(mask, k, word);
+        seen |= word;
     }
     *own = mask;
     return JS_LIFT(seen != 0u, JS_VEC_LAST(c));
