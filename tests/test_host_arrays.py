@@ -229,3 +229,42 @@ def test_on_a_device_of_one_compute_unit_plain_scans_take_one_pass_tiles_in_ever
     # tile finds its predecessor's inclusive prefix posted, and scans and stores in one
     # pass; a tile that never posts (simulated blocking) sends its successor the usual way
     assert on_pocl_devices(cpu_opencl, "basic", _ONE_UNIT_SCRIPT) == 4  # every size ran
+
+
+_ONE_UNIT_SEGMENTED_SCRIPT = """
+import json, numpy as np, jitscan
+from jitscan.bench import numpy_segmented
+
+assert "#define JS_SERIAL 1" in jitscan.plan("int32", segmented="offsets", backend="opencl").source(1 << 20)
+assert "#define JS_SERIAL 1" in jitscan.plan("float32", segmented="flags", backend="opencl").source(1 << 20)
+det = jitscan.plan("float32", segmented="flags", backend="opencl", deterministic=True)
+assert "#define JS_SERIAL 0" in det.source(1 << 20)
+rng = np.random.default_rng(5)
+sizes = (1, 4097, 4096 * 5 + 3, 1 << 20)
+for n in sizes:
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    # short segments, empty ones, and one long segment across many tiles in the middle
+    cuts = np.sort(np.concatenate([rng.integers(0, n // 3 + 1, n // 60), rng.integers(2 * n // 3, n + 1, n // 60)]))
+    off = np.concatenate([[0], cuts, [n]])
+    heads = np.zeros(n, np.uint8)
+    heads[off[:-1][off[:-1] < n]] = 7
+    want = numpy_segmented(x, off)
+    before = want - x  # the exclusive scan
+    np.testing.assert_array_equal(jitscan.segmented_cumsum(x, offsets=off), want)
+    np.testing.assert_array_equal(jitscan.segmented_cumsum(x, flags=heads), want)
+    np.testing.assert_array_equal(jitscan.segmented_cumsum(x, offsets=off, exclusive=True), before)
+    np.testing.assert_array_equal(jitscan.segmented_cumsum(x, flags=heads, exclusive=True), before)
+    blocked = jitscan.segmented_cumsum(x, offsets=off, simulate_blocking=3, spin_limit=2)
+    np.testing.assert_array_equal(blocked, want)
+    f = x.astype(np.float32)
+    np.testing.assert_array_equal(det(f, flags=heads), jitscan.segmented_scan(
+        f, flags=heads, deterministic=True, simulate_blocking=3, spin_limit=2))
+    np.testing.assert_allclose(jitscan.segmented_cumsum(f, flags=heads), want, rtol=1e-5)
+print(json.dumps(len(sizes)))
+"""
+
+
+def test_on_a_device_of_one_compute_unit_segmented_scans_take_one_pass_tiles_too(cpu_opencl):
+    # as above, each segmented tile in one pass from its predecessor's inclusive prefix
+    # (a head cuts the prefix off), inclusive or exclusive, by offsets or flags
+    assert on_pocl_devices(cpu_opencl, "basic", _ONE_UNIT_SEGMENTED_SCRIPT) == 4  # every size ran

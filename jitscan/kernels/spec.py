@@ -229,7 +229,8 @@ class ScanSpec:
     @property
     def one_pass_tiles(self) -> bool:
         """Whether a tile whose predecessor has posted its inclusive prefix scans in one pass
-        (``serial`` devices): chained plain scans in lanes, but deterministic float ones.
+        (``serial`` devices): chained scans in lanes, plain or segmented, but deterministic
+        float ones.
 
         The tile posts the carry past its last vector as its inclusive prefix; a float
         total rounds differently there than the lane-wise reduction a fallback would work
@@ -241,7 +242,6 @@ class ScanSpec:
             and self.lanes
             and not self.shuffle
             and self.chained
-            and not self.segmented
             and not (self.deterministic and self.dtype_info.is_float)
         )
 

@@ -371,11 +371,17 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
     js_u32 lid = JS_LID;
     js_size t = base / JS_TILE;
     js_size lo = seg_first[t], hi = seg_first[t + 1];
-    /* a previous call's readers may still be reading the bits */
+    /* a previous call's readers may still be reading the bits (a one-thread workgroup
+     * needs no barriers here, and marks its heads where a barrier could not be: in the
+     * one-pass branch of a serial tile) */
+#if JS_T > 1
     JS_BARRIER();
+#endif
     for (js_u32 w = lid; w < (JS_TILE + 31) / 32; w += JS_T)
         sh->head_bits[w] = 0u;
+#if JS_T > 1
     JS_BARRIER();
+#endif
     /* offsets[s] >= base for s >= lo, and < base + JS_TILE for s < hi except in the
      * last tile, where trailing empty segments start at n */
     for (js_size s = lo + lid; s < hi && s < nseg; s += JS_T) {
@@ -383,7 +389,9 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
         if (p < n)
             JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
     }
+#if JS_T > 1
     JS_BARRIER();
+#endif
 }
 
 /* The head bits of vector j, as marked (JS_V divides 32, so they share one word). */
@@ -540,27 +548,76 @@ JS_DEVICE_FN js_vec js_lanes_scan(js_vec x, js_vmask* h)
 }
 
 #if JS_SEGMENTED
-/* A segmented vector (heads in bits b) after the carry c: its scan, restarted at each
- * head, goes to y, and the carry past it is returned; the carry goes only up to the first
- * head. */
-JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec c, js_val y[JS_V])
+/* A segmented vector (heads in bits b) after the carry *c: returns its scan, restarted at
+ * each head, and moves *c past it; the carry goes only up to the first head. */
+JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec* c)
 {
     if (b == 0u) {
         /* no head in the vector (nearly all of them where segments are long): the same
          * combines as below with the masks folded away; c is a splat, so its last lane
          * after the carry is the carry past the vector */
         js_vmask none = (js_vmask)(0);
-        js_vec w = js_vec_op(c, js_lanes_scan(x, &none));
-        JS_VEC_TO(y, w);
-        return JS_VEC_SPLAT(JS_VEC_LAST(w));
+        js_vec w = js_vec_op(*c, js_lanes_scan(x, &none));
+        *c = JS_VEC_SPLAT(JS_VEC_LAST(w));
+        return w;
     }
     js_vmask h = JS_VEC_HEADS(b);
     x = js_lanes_scan(x, &h);
-    js_vec w = h ? x : js_vec_op(c, x);
-    JS_VEC_TO(y, w);
-    js_vec last = JS_VEC_SPLAT(JS_VEC_LAST(x));
-    return b ? last : js_vec_op(c, last);
+    js_vec w = h ? x : js_vec_op(*c, x);
+    *c = JS_VEC_SPLAT(JS_VEC_LAST(x));
+    return w;
 }
+
+#if JS_SERIAL
+/* A one-pass tile (JS_SERIAL, so in lanes) of a segmented scan: every vector scanned from
+ * the carry, which starts from the prefix, and stored (an exclusive scan's shifted by one
+ * item, a head's item the identity). Returns the inclusive prefix past the tile: the
+ * pair js_op(prefix, aggregate) would give, its value summed in the order of the items. */
+JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
+                                  int exclusive JS_SEG_LOAD_PARAMS)
+{
+    int full = base + JS_TILE <= n;
+#if JS_SEG_OFFSETS
+    js_mark_heads(base, n JS_SEG_LOAD_FWD);
+#endif
+    js_vec c = JS_VEC_SPLAT(has_prefix ? JS_VALUE_OF(prefix) : JS_VIDENTITY);
+    js_u64 seen = 0u;
+    for (js_u32 k = 0; k < JS_P && base + (js_size)k * JS_V < n; k += JS_VPW) {
+        js_u64 word = js_head_word(base, n, full, k JS_SEG_LOAD_FWD);
+        seen |= word;
+        if (full && !exclusive && word == 0u) {
+            /* as in js_load_scan: the vectors' scans without masks */
+#pragma unroll
+            for (js_u32 i = 0; i < JS_VPW; ++i)
+                JS_VEC_STORE(js_lanes_segment(JS_VEC_LOAD(in + base, k + i), 0u, &c), out + base, k + i);
+            continue;
+        }
+        for (js_u32 i = 0; i < JS_VPW; ++i) {
+            js_u32 j = k + i;
+            js_size first = base + (js_size)j * JS_V;
+            if (first >= n)
+                break;
+            int whole = first + JS_V <= n;
+            js_u32 b = (js_u32)(word >> (i * JS_V)) & ((1u << JS_V) - 1u);
+            js_vec before = c;
+            js_vec w = js_lanes_segment(js_lanes_load(in, base, n, whole, j), b, &c);
+            if (exclusive)
+                w = JS_VEC_HEADS(b) ? JS_VEC_SPLAT(JS_VIDENTITY) : JS_VEC_UP1(js_vec, w, before);
+            if (whole) {
+                JS_VEC_STORE(w, out + base, j);
+                continue;
+            }
+            js_val y[JS_V];
+            JS_VEC_TO(y, w);
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                if (first + e < n)
+                    JS_DST_ITEM(out, first + e, y[e]);
+        }
+    }
+    return js_pair((has_prefix && prefix.h) || seen != 0u, JS_VEC_LAST(c));
+}
+#endif
 #else
 JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
 {
@@ -664,14 +721,17 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
         if (word == 0u) {
             /* most words where segments are long: the vectors' scans without masks */
 #pragma unroll
-            for (js_u32 i = 0; i < JS_VPW; ++i)
-                c = js_lanes_segment(js_lanes_load(in, base, n, full, k + i), 0u, c, x[k + i]);
+            for (js_u32 i = 0; i < JS_VPW; ++i) {
+                js_vec w = js_lanes_segment(js_lanes_load(in, base, n, full, k + i), 0u, &c);
+                JS_VEC_TO(x[k + i], w);
+            }
             continue;
         }
 #pragma unroll
         for (js_u32 i = 0; i < JS_VPW; ++i) {
             js_u32 b = (js_u32)(word >> (i * JS_V)) & ((1u << JS_V) - 1u);
-            c = js_lanes_segment(js_lanes_load(in, base, n, full, k + i), b, c, x[k + i]);
+            js_vec w = js_lanes_segment(js_lanes_load(in, base, n, full, k + i), b, &c);
+            JS_VEC_TO(x[k + i], w);
         }
         JS_SET_HEADS(mask, k, word);
         seen |= word;
