@@ -244,7 +244,8 @@ sizes = (1, 4097, 4096 * 5 + 3, 1 << 20)
 for n in sizes:
     x = rng.integers(-50, 50, n).astype(np.int32)
     # short segments, empty ones, and one long segment across many tiles in the middle
-    cuts = np.sort(np.concatenate([rng.integers(0, n // 3 + 1, n // 60), rng.integers(2 * n // 3, n + 1, n // 60)]))
+    early, late = rng.integers(0, n // 3 + 1, n // 60), rng.integers(2 * n // 3, n + 1, n // 60)
+    cuts = np.sort(np.concatenate([early, late]))
     off = np.concatenate([[0], cuts, [n]])
     heads = np.zeros(n, np.uint8)
     heads[off[:-1][off[:-1] < n]] = 7
