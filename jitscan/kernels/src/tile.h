@@ -742,24 +742,36 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
     /* the carry is the last item's value: x already holds the scan so far. The tile's
      * aggregate is the same pair as js_scan_tile's, bit for bit (the same adds) */
     (void)left;
-    js_u32 b = JS_VECTOR_HEADS(base, n, full, 0u);
-    js_u32 seen = b;
-    JS_SET_HEADS(mask, 0u, b);
-    js_load_vector(in, base, n, full, 0u, x[0]);
-    js_scan_vector(x[0], b);
-    js_val c = x[0][JS_V - 1];
-    for (js_u32 j = 1; j < JS_P; ++j) {
-        /* in registers, stored once: the vector's own scan, then the carry before its first head */
-        js_val v[JS_V];
-        js_load_vector(in, base, n, full, j, v);
-        b = JS_VECTOR_HEADS(base, n, full, j);
-        JS_SET_HEADS(mask, j, b);
-        js_scan_vector(v, b);
+    js_u64 seen = 0u;
+    js_val c = JS_VIDENTITY;  /* (vector 0 takes no carry) */
+    /* the head bits a word at a time, as in lanes above */
+    for (js_u32 k = 0; k < JS_P; k += JS_VPW) {
+        js_u64 word = js_head_word(base, n, full, k JS_SEG_LOAD_FWD);
+        JS_SET_HEADS(mask, k, word);
+        seen |= word;
+        if (word == 0u && k > 0u) {
+            for (js_u32 j = k; j < k + JS_VPW; ++j) {
+                js_val v[JS_V];
+                js_load_vector(in, base, n, full, j, v);
+                js_scan_vector(v, 0u);
 #pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e)
-            x[j][e] = JS_BIT_SEEN(b, e) ? v[e] : js_vop(c, v[e]);
-        c = x[j][JS_V - 1];
-        seen |= b;
+                for (js_u32 e = 0; e < JS_V; ++e)
+                    x[j][e] = js_vop(c, v[e]);
+                c = x[j][JS_V - 1];
+            }
+            continue;
+        }
+        for (js_u32 j = k; j < k + JS_VPW; ++j) {
+            /* in registers, stored once: the vector's own scan, then the carry before its first head */
+            js_u32 b = (js_u32)(word >> ((j - k) * JS_V)) & ((1u << JS_V) - 1u);
+            js_val v[JS_V];
+            js_load_vector(in, base, n, full, j, v);
+            js_scan_vector(v, b);
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                x[j][e] = j == 0u || JS_BIT_SEEN(b, e) ? v[e] : js_vop(c, v[e]);
+            c = x[j][JS_V - 1];
+        }
     }
     *own = mask;
     return JS_LIFT(seen != 0u, c);
