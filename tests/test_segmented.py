@@ -247,6 +247,26 @@ def test_rts_spine_longer_than_its_own_tile(backend, rng, dtype):
     assert_scan_equal(got, seg_reduce_reference(x, off, "add"), x)
 
 
+@pytest.mark.parametrize("vectors", [8, 16])
+def test_tiles_of_one_head_word_or_less(backend, rng, vectors):
+    """Tiles of 32 and 64 int32 items a thread on a CPU: the head bits of a thread's
+    vectors fit one 64-bit word, read from offsets, flag bytes and row lengths alike."""
+    n = 40 * vectors * 4 + 5
+    for mean in (1, 30):
+        off = offsets_of(lengths(rng, n, mean))
+        flags = np.zeros(n, np.uint8)
+        flags[off[:-1][off[:-1] < n]] = 255
+        x = random_input(rng, n, "int32")
+        for kind in ("inclusive", "exclusive"):
+            ref = seg_reference(x, off, "add", kind)
+            for segments in ({"offsets": off}, {"flags": flags}):
+                got = run_segmented(backend, x, "add", kind, "fallback", vectors=vectors, **segments)
+                assert_scan_equal(got, ref, x)
+    rows = random_input(rng, 7 * 60, "int32").reshape(7, 60)
+    got = jitscan.cumsum(rows, axis=-1, vectors=vectors, backend=backend)
+    np.testing.assert_array_equal(got, np.cumsum(rows, axis=-1))
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_narrow_vectors_per_segment(backend, rng, variant):
     # vector_width is a knob; pairs then move one at a time
