@@ -31,6 +31,18 @@ GPU = DeviceInfo(
     fp64=True,
 )
 
+#: a CPU OpenCL device as the tuning sees one (PoCL): no shuffles, tiles of one thread
+CPU = DeviceInfo(
+    name="recording CPU",
+    backend="recording",
+    is_gpu=False,
+    shuffle_width=None,
+    max_threads=4096,
+    int64_atomics=True,
+    fp64=True,
+    compute_units=2,
+)
+
 _serial = itertools.count()
 
 

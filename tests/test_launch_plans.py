@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from recording import GPU, Array, Buffer, Launch, RecordingBackend
+from recording import CPU, GPU, Array, Buffer, Launch, RecordingBackend
 
 import jitscan
 from jitscan import backends, variants
@@ -151,6 +151,32 @@ def test_rts_reduction_by_offsets_finds_first_segments_stages_tiles_and_fixes_up
         "spine": tiles * 2 * itemsize,
         "carry": tiles * itemsize,
     }
+
+
+def test_one_thread_tiles_by_offsets_find_their_first_segments_without_the_pre_pass(rb):
+    # a CPU's tiles search the offsets themselves (JS_SEARCH_SEGMENTS): one launch, and
+    # the offsets stand in for the table of first segments, which is not read
+    spec = tuning.spec_for(
+        CPU,
+        variant="fallback",
+        kind="inclusive",
+        dtype=lookup("int32"),
+        monoid=resolve("add"),
+        segmented="offsets",
+    )
+    assert spec.threads == 1 and spec.searches_segments
+    assert "#define JS_SEARCH_SEGMENTS 1" in variants.get("fallback").source(spec, "opencl")
+    p = Plan(rb, spec, 4 * spec.tile)
+    offsets = Array((8,), np.uint64)
+    p(seg=Segments(offsets=offsets))
+    (launch,) = rb.launches()
+    assert launch.entry == chained.KERNEL and launch.args[-3:] == (offsets.buf, offsets.buf, 7)
+    assert "seg-first" not in {e[0] for e in rb.events("scratch")}
+    # a reduction that stages its tiles reads the table: it keeps the pre-pass
+    staged = tuning.spec_for(
+        CPU, variant="rts", kind="reduce", dtype=lookup("int32"), monoid=resolve("add"), segmented="offsets"
+    )
+    assert staged.stages_tile and not staged.searches_segments
 
 
 def test_rts_scan_by_offsets_runs_the_pre_pass_then_both_tile_passes_with_the_segments(rb):

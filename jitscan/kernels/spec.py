@@ -227,6 +227,14 @@ class ScanSpec:
         return self.variant in CHAINED
 
     @property
+    def searches_segments(self) -> bool:
+        """Whether a tile by offsets finds its first segment itself, a binary search of the
+        offsets, so its launch needs no pre-pass (``JS_SEARCH_SEGMENTS``): one-thread tiles
+        (CPUs), where the pre-pass's command costs more than a dozen loads a tile; not a
+        reduction that stages its tile, whose totals and fix-up read the pre-pass's table."""
+        return self.segmented == "offsets" and self.threads == 1 and not self.stages_tile
+
+    @property
     def one_pass_tiles(self) -> bool:
         """Whether a tile whose predecessor has posted its inclusive prefix scans in one pass
         (``serial`` devices): chained scans in lanes, plain or segmented, but deterministic

@@ -2,8 +2,8 @@
 
 Every segmented mode appends its own parameters (``JS_SEG_PARAMS`` in the dialect) to
 the entry points that load input; ``offsets`` also compiles two small kernels of
-``tile.h``: a pre-pass that finds each tile's first segment and the device-side
-check of offsets.
+``tile.h``: a pre-pass that finds each tile's first segment (skipped where tiles of one
+thread find it themselves) and the device-side check of offsets.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) 
     if mode == "offsets":
         off_buf = backend.buffer(seg.offsets)[0]
         nseg = seg.nseg
+        if bound.spec.searches_segments:  # the table is not read: the offsets stand in for it
+            return [off_buf, off_buf, nseg]
         first = backend.scratch((tiles + 1) * 8, queue, "seg-first").buf
         groups = -(-(tiles + 1) // bound.spec.threads)
         bound.program.launch(SEG_FIRST, groups, [off_buf, nseg, n, first], queue)

@@ -363,14 +363,37 @@ JS_UNROLL
 }
 
 #if JS_SEG_OFFSETS
+/* The first segment s < nseg with offsets[s] >= key (nseg if none): a binary search. */
+JS_DEVICE_FN js_size js_first_segment(JS_GLOBAL const js_size* offsets, js_size nseg, js_size key)
+{
+    js_size lo = 0, hi = nseg;
+    while (lo < hi) {
+        js_size mid = lo + (hi - lo) / 2;
+        if (offsets[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The workgroup marks the heads of the tile in local memory from the offsets of the
  * segments starting in it (seg_first[t] .. seg_first[t + 1]), so every segment costs
  * one coalesced read. */
 JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
 {
     js_u32 lid = JS_LID;
+#if JS_SEARCH_SEGMENTS
+    /* a one-thread tile (ScanSpec.searches_segments): its segments are those from the
+     * first at or after base up to the first that starts past the tile; seg_first is not
+     * read (the launch makes no pre-pass, whose command PoCL's threaded driver hands to
+     * its workers for about 12 us) */
+    (void)seg_first;
+    js_size lo = js_first_segment(offsets, nseg, base), hi = nseg;
+#else
     js_size t = base / JS_TILE;
     js_size lo = seg_first[t], hi = seg_first[t + 1];
+#endif
     /* a previous call's readers may still be reading the bits (a one-thread workgroup
      * needs no barriers here, and marks its heads where a barrier could not be: in the
      * one-pass branch of a serial tile) */
@@ -386,6 +409,10 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
      * last tile, where trailing empty segments start at n */
     for (js_size s = lo + lid; s < hi && s < nseg; s += JS_T) {
         js_size p = offsets[s];
+#if JS_SEARCH_SEGMENTS
+        if (p >= base + JS_TILE)
+            break;
+#endif
         if (p < n)
             JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
     }
@@ -1024,15 +1051,7 @@ JS_KERNEL void js_seg_first(JS_GLOBAL const js_size* offsets, js_size nseg, js_s
         seg_first[t] = nseg + 1;
         return;
     }
-    js_size key = t * JS_TILE, lo = 0, hi = nseg;  /* offsets[nseg] == n > key */
-    while (lo < hi) {
-        js_size mid = lo + (hi - lo) / 2;
-        if (offsets[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    seg_first[t] = lo;
+    seg_first[t] = js_first_segment(offsets, nseg, t * JS_TILE);  /* offsets[nseg] == n > t * JS_TILE */
 }
 #endif
 
