@@ -179,6 +179,23 @@ def test_one_thread_tiles_by_offsets_find_their_first_segments_without_the_pre_p
     assert staged.stages_tile and not staged.searches_segments
 
 
+@pytest.mark.parametrize(
+    ("op", "dtype", "direct"),
+    [("add", "float32", True), ("max", "int64", True), ("max", "float32", False), ("min", "float64", False)],
+)
+def test_a_cpus_segmented_reduction_sums_each_segments_part_in_lanes_where_order_does_not_matter(
+    op, dtype, direct
+):
+    # no scan and no staging (js_lanes_seg_totals), but for float min and max, which keep
+    # the items' order: min(+0.0, -0.0) is not min(-0.0, +0.0)
+    spec = tuning.spec_for(
+        CPU, variant="rts", kind="reduce", dtype=lookup(dtype), monoid=resolve(op), segmented="offsets"
+    )
+    assert spec.threads == 1 and spec.stages_tile and spec.lanes
+    assert spec.lane_totals == direct
+    assert f"#define JS_LANE_TOTALS {int(direct)}" in variants.get("rts").source(spec, "opencl")
+
+
 def test_rts_scan_by_offsets_runs_the_pre_pass_then_both_tile_passes_with_the_segments(rb):
     spec = spec_of("rts", segmented="offsets")
     assert not spec.stages_tile

@@ -166,6 +166,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
             f"#define JS_SEG_STAGE {int(spec.stages_tile)}",
             f"#define JS_SEARCH_SEGMENTS {int(spec.searches_segments)}",
+            f"#define JS_LANE_TOTALS {int(spec.lane_totals)}",
             f"#define JS_DETERMINISTIC {int(spec.deterministic)}",
             f"#define JS_PARK {spec.parked_vectors}",
             f"#define JS_OUTPUTS_FIRST {int(spec.outputs_first)}",

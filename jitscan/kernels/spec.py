@@ -227,6 +227,15 @@ class ScanSpec:
         return self.variant in CHAINED
 
     @property
+    def lane_totals(self) -> bool:
+        """Whether a segmented reduction's one-thread tiles (CPUs) sum each segment's part
+        in lanes, with no scan and no staging (``JS_LANE_TOTALS``, ``js_lanes_seg_totals``):
+        the built-in operators in lanes but float min and max, since the sums reorder
+        operands."""
+        reorders = self.dtype_info.is_float and self.monoid.name in ("min", "max")
+        return self.stages_tile and self.lanes and not reorders
+
+    @property
     def searches_segments(self) -> bool:
         """Whether a tile by offsets finds its first segment itself, a binary search of the
         offsets, so its launch needs no pre-pass (``JS_SEARCH_SEGMENTS``): one-thread tiles
@@ -269,7 +278,7 @@ class ScanSpec:
         if not (
             self.threads == 1
             and self.vector_width > 1
-            and (self.chained or self.variant == "memcpy")
+            and (self.chained or self.variant == "memcpy" or self.stages_tile)
             and not self.record
             and self.monoid in BUILTIN.values()
         ):

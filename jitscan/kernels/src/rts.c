@@ -15,6 +15,10 @@ JS_KERNEL void js_rts_reduce(JS_SRC_PARAMS, js_size n, JS_GLOBAL T* spine
     JS_LOCAL_DECL js_shared sh;
     js_u32 tile = JS_GROUP_ID;
     js_size base = (js_size)tile * JS_TILE;
+#if JS_LANE_TOTALS && JS_LANES
+    /* a CPU's one-thread tile: each segment's part summed directly (tile.h) */
+    spine[tile] = js_lanes_seg_totals(JS_SRC_AT, JS_DST_AT, base, n, carry JS_SEG_LOAD_ARGS);
+#else
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
@@ -23,6 +27,7 @@ JS_KERNEL void js_rts_reduce(JS_SRC_PARAMS, js_size n, JS_GLOBAL T* spine
         spine[tile] = agg;
 #if JS_SEG_STAGE
     js_store_segment_totals(JS_DST_AT, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
+#endif
 #endif
 }
 

@@ -645,6 +645,73 @@ JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n
     return js_pair((has_prefix && prefix.h) || seen != 0u, JS_VEC_LAST(c));
 }
 #endif
+
+#if JS_LANE_TOTALS
+/* Items a .. b - 1 combined (a <= b): the ragged ends item by item, the whole vectors
+ * between in four accumulators (one would wait out a float add's latency at every
+ * vector). The order is the lanes', so only operators that commute bit for bit take it
+ * (ScanSpec.lane_totals); it is the same bits on every run. */
+JS_DEVICE_FN js_val js_lanes_range(js_src in, js_size a, js_size b)
+{
+    js_val r = JS_VIDENTITY;
+    js_size v0 = (a + JS_V - 1) / JS_V, v1 = b / JS_V;  /* the whole vectors: v0 .. v1 - 1 */
+    if (v0 >= v1) {
+        for (js_size i = a; i < b; ++i)
+            r = js_vop(r, JS_SRC_ITEM(in, i));
+        return r;
+    }
+    for (js_size i = a; i < v0 * JS_V; ++i)
+        r = js_vop(r, JS_SRC_ITEM(in, i));
+    js_vec acc = JS_VEC_SPLAT(JS_VIDENTITY), acc1 = acc, acc2 = acc, acc3 = acc;
+    js_size v = v0;
+    for (; v + 4u <= v1; v += 4u) {
+        acc = js_vec_op(acc, JS_VEC_LOAD(in, v));
+        acc1 = js_vec_op(acc1, JS_VEC_LOAD(in, v + 1u));
+        acc2 = js_vec_op(acc2, JS_VEC_LOAD(in, v + 2u));
+        acc3 = js_vec_op(acc3, JS_VEC_LOAD(in, v + 3u));
+    }
+    for (; v < v1; ++v)
+        acc = js_vec_op(acc, JS_VEC_LOAD(in, v));
+    acc = js_vec_op(js_vec_op(acc, acc1), js_vec_op(acc2, acc3));
+    js_val l[JS_V];
+    JS_VEC_TO(l, acc);
+#pragma unroll
+    for (js_u32 e = 0; e < JS_V; ++e)
+        r = js_vop(r, l[e]);
+    for (js_size i = v1 * JS_V; i < b; ++i)
+        r = js_vop(r, JS_SRC_ITEM(in, i));
+    return r;
+}
+
+/* A one-thread tile of a segmented reduction by offsets (JS_LANE_TOTALS), as
+ * js_load_scan and js_store_segment_totals do it but with no scan and no staging: each
+ * segment's part in the tile is combined directly. The totals of segments ending in the
+ * tile go to out; the part of the one continuing from before it to carry[t], which
+ * js_rts_seg_fixup completes. Returns the tile's aggregate for the spine: whether it holds
+ * a head, and its items after the last one (all of them without). The last tile's
+ * aggregate, which no tile after it reads, may leave out its trailing empty segments. */
+JS_DEVICE_FN T js_lanes_seg_totals(js_src in, js_dst out, js_size base, js_size n, JS_GLOBAL js_val* carry
+                                   JS_SEG_LOAD_PARAMS)
+{
+    (void)sh;
+    js_size t = base / JS_TILE, end = base + JS_TILE < n ? base + JS_TILE : n;
+    js_size lo = seg_first[t], hi = seg_first[t + 1], from = base;
+    js_u32 seen = 0u;
+    /* segments lo .. hi - 1 start in the tile (or, the last tile's trailing empty ones, at
+     * n); the part before each is the rest of the one before it */
+    for (js_size s = lo; s < hi; ++s) {
+        js_size b = offsets[s];
+        js_val part = js_lanes_range(in, from, b);
+        if (s > lo)
+            JS_DST_ITEM(out, s - 1, part);
+        else if (s > 0)  /* (offsets[0] == 0 names no segment before it) */
+            carry[t] = part;
+        seen |= (js_u32)(b < end);
+        from = b;
+    }
+    return js_pair(seen, js_lanes_range(in, from, end));
+}
+#endif
 #else
 JS_DEVICE_FN T js_lanes_reduce(js_src in, js_size base, js_size n)
 {
