@@ -156,13 +156,9 @@ def test_rts_reduction_by_offsets_finds_first_segments_stages_tiles_and_fixes_up
 def test_one_thread_tiles_by_offsets_find_their_first_segments_without_the_pre_pass(rb):
     # a CPU's tiles search the offsets themselves (JS_SEARCH_SEGMENTS): one launch, and
     # the offsets stand in for the table of first segments, which is not read
+    add, int32 = resolve("add"), lookup("int32")
     spec = tuning.spec_for(
-        CPU,
-        variant="fallback",
-        kind="inclusive",
-        dtype=lookup("int32"),
-        monoid=resolve("add"),
-        segmented="offsets",
+        CPU, variant="fallback", kind="inclusive", dtype=int32, monoid=add, segmented="offsets"
     )
     assert spec.threads == 1 and spec.searches_segments
     assert "#define JS_SEARCH_SEGMENTS 1" in variants.get("fallback").source(spec, "opencl")
@@ -173,9 +169,7 @@ def test_one_thread_tiles_by_offsets_find_their_first_segments_without_the_pre_p
     assert launch.entry == chained.KERNEL and launch.args[-3:] == (offsets.buf, offsets.buf, 7)
     assert "seg-first" not in {e[0] for e in rb.events("scratch")}
     # a reduction that stages its tiles reads the table: it keeps the pre-pass
-    staged = tuning.spec_for(
-        CPU, variant="rts", kind="reduce", dtype=lookup("int32"), monoid=resolve("add"), segmented="offsets"
-    )
+    staged = tuning.spec_for(CPU, variant="rts", kind="reduce", dtype=int32, monoid=add, segmented="offsets")
     assert staged.stages_tile and not staged.searches_segments
 
 

@@ -574,6 +574,23 @@ JS_DEVICE_FN js_vec js_lanes_scan(js_vec x, js_vmask* h)
     return x;
 }
 
+/* Stores w as vector j of the tile at base: whole, or, the vector that n cuts, its items
+ * before n. */
+JS_DEVICE_FN void js_lanes_put(js_dst out, js_size base, js_size n, js_u32 j, js_vec w)
+{
+    js_size first = base + (js_size)j * JS_V;
+    if (first + JS_V <= n) {
+        JS_VEC_STORE(w, out + base, j);
+        return;
+    }
+    js_val y[JS_V];
+    JS_VEC_TO(y, w);
+#pragma unroll
+    for (js_u32 e = 0; e < JS_V; ++e)
+        if (first + e < n)
+            JS_DST_ITEM(out, first + e, y[e]);
+}
+
 #if JS_SEGMENTED
 /* A segmented vector (heads in bits b) after the carry *c: returns its scan, restarted at
  * each head, and moves *c past it; the carry goes only up to the first head. */
@@ -630,16 +647,7 @@ JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n
             js_vec w = js_lanes_segment(js_lanes_load(in, base, n, whole, j), b, &c);
             if (exclusive)
                 w = JS_VEC_HEADS(b) ? JS_VEC_SPLAT(JS_VIDENTITY) : JS_VEC_UP1(js_vec, w, before);
-            if (whole) {
-                JS_VEC_STORE(w, out + base, j);
-                continue;
-            }
-            js_val y[JS_V];
-            JS_VEC_TO(y, w);
-#pragma unroll
-            for (js_u32 e = 0; e < JS_V; ++e)
-                if (first + e < n)
-                    JS_DST_ITEM(out, first + e, y[e]);
+            js_lanes_put(out, base, n, j, w);
         }
     }
     return js_pair((has_prefix && prefix.h) || seen != 0u, JS_VEC_LAST(c));
@@ -769,19 +777,8 @@ JS_DEVICE_FN T js_lanes_store(js_src in, js_dst out, js_size base, js_size n, T 
     }
     /* the last tile: whole vectors as above, the one that n cuts item by item */
     for (js_u32 j = 0; j < JS_P && base + (js_size)j * JS_V < n; ++j) {
-        js_size first = base + (js_size)j * JS_V;
-        int whole = first + JS_V <= n;
-        js_vec w = js_lanes_output(js_lanes_load(in, base, n, whole, j), &c, exclusive);
-        if (whole) {
-            JS_VEC_STORE(w, out + base, j);
-            continue;
-        }
-        js_val y[JS_V];
-        JS_VEC_TO(y, w);
-#pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e)
-            if (first + e < n)
-                JS_DST_ITEM(out, first + e, y[e]);
+        int whole = base + (js_size)(j + 1) * JS_V <= n;
+        js_lanes_put(out, base, n, j, js_lanes_output(js_lanes_load(in, base, n, whole, j), &c, exclusive));
     }
     return JS_VEC_LAST(c);
 }
