@@ -269,11 +269,12 @@ class ScanSpec:
         Every vector is then scanned by shifted combines, and a plain scan's aggregate is
         reduced lane by lane (``JS_LANES`` in ``src/tile.h``). Only the built-in operators
         have expressions that hold lane by lane, so only chained scans of those take it,
-        and ``memcpy``, the yardstick of their loads and stores; the dialect says whether
-        it has the vector types. Lane-wise reduction reorders operands, which float min
-        and max do not allow bit for bit (``min(+0.0, -0.0)`` is -0.0 and
-        ``min(-0.0, +0.0)`` is +0.0; the first NaN is kept): their plain scans keep the
-        items in arrays. A segmented scan reduces its vectors in order.
+        segmented reductions by offsets (``lane_totals``), and ``memcpy``, the yardstick
+        of their loads and stores; the dialect says whether it has the vector types.
+        Lane-wise reduction reorders operands, which float min and max do not allow bit
+        for bit (``min(+0.0, -0.0)`` is -0.0 and ``min(-0.0, +0.0)`` is +0.0; the first
+        NaN is kept): their plain scans keep the items in arrays. A segmented scan reduces
+        its vectors in order.
         """
         if not (
             self.threads == 1
