@@ -1,0 +1,92 @@
+"""Segmented scans and reductions from NumPy to NumPy on a CPU OpenCL device (PoCL).
+
+Usage: python experiments/cpu_segments.py [LOG2N ...]   (default 10 16 20 22)
+
+For int32 and float32 at each size, segments of mean length 1000 (the lengths of
+``cpu_numpy.py``), µs a call (best of 7 rounds in turns, each round about 2^21 elements
+of calls) of:
+
+- ``segmented_cumsum(x, offsets=...)`` and the same by ``flags=`` (a bool array), against
+  NumPy's loop-free segmented sum (``np.cumsum`` minus each segment's start, repeated);
+- a prepared scan by offsets called with ``out=`` (``jitscan.plan(..., segmented=
+  "offsets")``): the host side of a call without the result's allocation;
+- ``segmented_reduce(x, offsets=...)`` against ``np.add.reduceat``.
+
+Each result is checked against NumPy's first. Set ``POCL_DEVICES="pthread basic"`` for
+PoCL's in-thread driver (README, *Performance on a CPU*); run two trees in turns with
+``PYTHONPATH`` to compare them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import jitscan
+from jitscan import backends
+from jitscan.bench import numpy_segmented
+
+
+def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
+    lengths = rng.integers(1, 2 * mean, n // mean + 2)
+    ends = np.cumsum(lengths)
+    return np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+
+
+def best_us(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7) -> dict[str, float]:
+    """µs a call of each function, best round, the functions taking turns."""
+    calls = max(1, (1 << 21) // n)
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, f in fns.items():
+            t = time.perf_counter()
+            for _ in range(calls):
+                f()
+            best[name] = min(best[name], (time.perf_counter() - t) / calls * 1e6)
+    return best
+
+
+def main() -> None:
+    exps = [int(a) for a in sys.argv[1:]] or [10, 16, 20, 22]
+    b = backends.get("opencl")
+    print(f"device: {b.device_info(b.default_queue()).name}; NumPy {np.__version__}")
+    rng = np.random.default_rng(0)
+    names = None
+    for e in exps:
+        n = 1 << e
+        for dt in ("int32", "float32"):
+            x = rng.integers(-100, 100, n).astype(dt)
+            y = np.empty_like(x)
+            off = random_offsets(rng, n, 1000)
+            flags = np.zeros(n, bool)
+            flags[off[:-1][off[:-1] < n]] = True
+            prepared = jitscan.plan(dt, segmented="offsets", backend="opencl")
+            want = numpy_segmented(x, off)
+            np.testing.assert_array_equal(jitscan.segmented_cumsum(x, offsets=off, backend="opencl"), want)
+            np.testing.assert_array_equal(jitscan.segmented_cumsum(x, flags=flags, backend="opencl"), want)
+            np.testing.assert_array_equal(prepared(x, y, offsets=off), want)
+            sums = np.add.reduceat(x, off[:-1])
+            np.testing.assert_array_equal(jitscan.segmented_reduce(x, offsets=off, backend="opencl"), sums)
+            got = best_us(
+                {
+                    "offsets": lambda x=x, o=off: jitscan.segmented_cumsum(x, offsets=o, backend="opencl"),
+                    "flags": lambda x=x, f=flags: jitscan.segmented_cumsum(x, flags=f, backend="opencl"),
+                    "prepared, out=": lambda p=prepared, x=x, y=y, o=off: p(x, y, offsets=o),
+                    "numpy": lambda x=x, o=off: numpy_segmented(x, o),
+                    "reduce": lambda x=x, o=off: jitscan.segmented_reduce(x, offsets=o, backend="opencl"),
+                    "reduceat": lambda x=x, o=off: np.add.reduceat(x, o[:-1]),
+                },
+                n,
+            )
+            names = list(got)
+            ratios = (got["numpy"] / got["offsets"], got["reduceat"] / got["reduce"])
+            cells = " | ".join([f"{v:.1f}" for v in got.values()] + [f"{r:.2f}" for r in ratios])
+            print(f"| {dt} 2^{e} | {cells} |", flush=True)
+    print("columns (µs a call): " + " | ".join([*names, "numpy / offsets", "reduceat / reduce"]))
+
+
+if __name__ == "__main__":
+    main()
