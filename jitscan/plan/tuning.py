@@ -281,6 +281,16 @@ def spec_for(
         raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
     exact = not dtype.is_float and monoid in BUILTIN.values()
     deterministic = deterministic and chained and not exact
+    if deterministic and segmented and info.is_gpu and vectors is None and n is not None:
+        if n * dtype.packed_bytes <= SIZE_BOUNDS[0]:
+            # half the tile in the smallest size class (twice the tiles): on the H100
+            # (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7) float32 at 2^16
+            # 0.903/0.972/0.974 took 0.969/0.967/0.970 with 128 x 2, at 2^17
+            # 0.906/0.915/1.000 took 1.000/0.972/1.059; float64 at 2^16 0.937/1.030 took
+            # 0.970/1.026. From 2^18 float32 the default shape is as fast or faster (at
+            # 2^19 with long segments 1.05-1.13 against 0.97-0.98). performance.md,
+            # "Half the tile for small deterministic segmented scans"
+            geo["vectors"] = max(1, geo["vectors"] // 2)
     if not chained:
         tile_state, width, stats = "packed", 1, False
     else:
