@@ -282,7 +282,18 @@ def spec_for(
     exact = not dtype.is_float and monoid in BUILTIN.values()
     deterministic = deterministic and chained and not exact
     if deterministic and segmented and info.is_gpu and vectors is None and n is not None:
-        if n * dtype.packed_bytes <= SIZE_BOUNDS[0]:
+        nbytes = n * dtype.packed_bytes
+        if SIZE_BOUNDS[1] < nbytes <= SIZE_BOUNDS[2] and min_blocks is None:
+            # twice the tile, with the registers of 4 blocks per SM, in the 2-16 MiB class:
+            # there most tiles run at once and a long segment's walks go back through
+            # every anchor. On the H100 (by flags, det / ordinary at mean lengths 1000,
+            # 10^5, 10^7) float64 at 2^20 0.999/1.025/0.847 took 0.977/0.998/1.156 with
+            # 128 x 8, 4 blocks, at 2^19 1.015/1.070/1.076 took 0.962/1.083/1.172, at
+            # 2^21 1.065/1.085/1.122 took 1.032/1.100/1.177; float32 at 2^21
+            # 0.975/0.978/0.847 took 0.978/1.000/1.158, at 2^20 0.957/1.020/1.077 took
+            # 0.953/1.020/1.141
+            geo["vectors"], geo["min_blocks"] = geo["vectors"] * 2, 4
+        if nbytes <= SIZE_BOUNDS[0]:
             # half the tile in the smallest size class (twice the tiles): on the H100
             # (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7) float32 at 2^16
             # 0.903/0.972/0.974 took 0.969/0.967/0.970 with 128 x 2, at 2^17
