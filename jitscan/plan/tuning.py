@@ -175,7 +175,7 @@ def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
     return wide if sg < wide <= threads else sg
 
 
-def deterministic_window(n: int | None, dtype: DType, threads: int) -> int:
+def deterministic_window(n: int | None, dtype: DType, threads: int, kind: str = "inclusive") -> int:
     """The look-back window of a deterministic chained scan on a device with shuffles.
 
     Its tiles form groups of one window (src/deterministic.h), and a tile past the
@@ -190,9 +190,14 @@ def deterministic_window(n: int | None, dtype: DType, threads: int) -> int:
     are small, so the chain has many steps where segments are long (one window of 32 ran
     at 0.45-0.66x the ordinary scan at mean length 10^7, 128 at 0.87-1.10x), and their
     looks read the first subgroup alone first, which is where most walks end at a head.
+    Reductions of 2-16 MiB take 128 (four subgroups of the 256-thread tile): float64 at 2^20
+    ran at 1.095-1.106x the ordinary reduction with it against 0.955-0.969x with 256, and
+    float32 at 0.995-1.000x against 0.998-1.000x (performance.md, "Deterministic scans").
     """
     nbytes = math.inf if n is None else n * dtype.packed_bytes
-    return threads if 1 << 19 < nbytes <= 1 << 24 else 64
+    if 1 << 19 < nbytes <= 1 << 24:
+        return min(threads, 128) if kind == "reduce" and nbytes > SIZE_BOUNDS[1] else threads
+    return 64
 
 
 def default_spin_limit(info: DeviceInfo, variant: str) -> int:
@@ -309,7 +314,7 @@ def spec_for(
         if width is None:  # the size class's window, unless threads was overridden below it
             wide = geo["lookback_width"]
             if deterministic:
-                wide = 128 if segmented else deterministic_window(n, dtype, geo["threads"])
+                wide = 128 if segmented else deterministic_window(n, dtype, geo["threads"], kind)
             width = lookback_window(info, geo["threads"], wide)
     spec = ScanSpec(
         variant=variant,
