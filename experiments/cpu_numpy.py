@@ -27,12 +27,7 @@ import numpy as np
 import jitscan
 from jitscan import backends
 from jitscan.bench import numpy_segmented
-
-
-def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
-    lengths = rng.integers(1, 2 * mean, n // mean + 2)
-    ends = np.cumsum(lengths)
-    return np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+from jitscan.bench.studies import numpy_cases
 
 
 def rates(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7, calls: int = 3) -> dict[str, float]:
@@ -55,35 +50,30 @@ def main() -> None:
     b = backends.get("opencl")
     info = b.device_info(b.default_queue())
     print(f"device: {info.name}; NumPy {np.__version__}")
-    rng = np.random.default_rng(0)
-    for e in exps:
+    for dt, e, x, y, off in numpy_cases(exps):
         n = 1 << e
-        for dt in ("int32", "float32"):
-            x = rng.integers(-100, 100, n).astype(dt)
-            y = np.empty_like(x)
-            off = random_offsets(rng, n, 1000)
-            want = numpy_segmented(x, off)
-            np.testing.assert_allclose(jitscan.segmented_cumsum(x, offsets=off), want, rtol=1e-4)
-            got = rates(
-                {
-                    "jitscan": lambda x=x: jitscan.cumsum(x, backend="opencl"),
-                    "numpy": lambda x=x: np.cumsum(x),
-                    "jitscan dtype": lambda x=x, dt=dt: jitscan.cumsum(x, dtype=dt, backend="opencl"),
-                    "numpy dtype": lambda x=x, dt=dt: np.cumsum(x, dtype=dt),
-                    "copyto": lambda x=x, y=y: np.copyto(y, x),
-                    "jitscan seg": lambda x=x, o=off: jitscan.segmented_cumsum(x, o, backend="opencl"),
-                    "numpy seg": lambda x=x, off=off: numpy_segmented(x, off),
-                },
-                n,
-            )
-            ratios = (
-                got["jitscan"] / got["numpy"],
-                got["jitscan dtype"] / got["numpy dtype"],
-                got["jitscan dtype"] / got["copyto"],
-                got["jitscan seg"] / got["numpy seg"],
-            )
-            cells = " | ".join([f"{v:.0f}" for v in got.values()] + [f"{r:.2f}" for r in ratios])
-            print(f"| {dt} 2^{e} | {cells} |", flush=True)
+        want = numpy_segmented(x, off)
+        np.testing.assert_allclose(jitscan.segmented_cumsum(x, offsets=off), want, rtol=1e-4)
+        got = rates(
+            {
+                "jitscan": lambda x=x: jitscan.cumsum(x, backend="opencl"),
+                "numpy": lambda x=x: np.cumsum(x),
+                "jitscan dtype": lambda x=x, dt=dt: jitscan.cumsum(x, dtype=dt, backend="opencl"),
+                "numpy dtype": lambda x=x, dt=dt: np.cumsum(x, dtype=dt),
+                "copyto": lambda x=x, y=y: np.copyto(y, x),
+                "jitscan seg": lambda x=x, o=off: jitscan.segmented_cumsum(x, o, backend="opencl"),
+                "numpy seg": lambda x=x, off=off: numpy_segmented(x, off),
+            },
+            n,
+        )
+        ratios = (
+            got["jitscan"] / got["numpy"],
+            got["jitscan dtype"] / got["numpy dtype"],
+            got["jitscan dtype"] / got["copyto"],
+            got["jitscan seg"] / got["numpy seg"],
+        )
+        cells = " | ".join([f"{v:.0f}" for v in got.values()] + [f"{r:.2f}" for r in ratios])
+        print(f"| {dt} 2^{e} | {cells} |", flush=True)
     print("columns: " + " | ".join(list(got) + ["default/numpy", "dtype/numpy", "dtype/copy", "seg/numpy"]))
 
 

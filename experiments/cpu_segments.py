@@ -2,9 +2,9 @@
 
 Usage: python experiments/cpu_segments.py [LOG2N ...]   (default 10 16 20 22)
 
-For int32 and float32 at each size, segments of mean length 1000 (the lengths of
-``cpu_numpy.py``), µs a call (best of 7 rounds in turns, each round about 2^21 elements
-of calls) of:
+For int32 and float32 at each size, segments of mean length 1000 (the inputs of
+``cpu_numpy.py``: ``jitscan.bench.studies.numpy_cases``), µs a call (best of 7 rounds in
+turns, each round about 2^21 elements of calls) of:
 
 - ``segmented_cumsum(x, offsets=...)`` and the same by ``flags=`` (a bool array), against
   NumPy's loop-free segmented sum (``np.cumsum`` minus each segment's start, repeated);
@@ -28,12 +28,7 @@ import numpy as np
 import jitscan
 from jitscan import backends
 from jitscan.bench import numpy_segmented
-
-
-def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
-    lengths = rng.integers(1, 2 * mean, n // mean + 2)
-    ends = np.cumsum(lengths)
-    return np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+from jitscan.bench.studies import numpy_cases
 
 
 def best_us(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7) -> dict[str, float]:
@@ -53,38 +48,33 @@ def main() -> None:
     exps = [int(a) for a in sys.argv[1:]] or [10, 16, 20, 22]
     b = backends.get("opencl")
     print(f"device: {b.device_info(b.default_queue()).name}; NumPy {np.__version__}")
-    rng = np.random.default_rng(0)
     names = None
-    for e in exps:
+    for dt, e, x, y, off in numpy_cases(exps):
         n = 1 << e
-        for dt in ("int32", "float32"):
-            x = rng.integers(-100, 100, n).astype(dt)
-            y = np.empty_like(x)
-            off = random_offsets(rng, n, 1000)
-            flags = np.zeros(n, bool)
-            flags[off[:-1][off[:-1] < n]] = True
-            prepared = jitscan.plan(dt, segmented="offsets", backend="opencl")
-            want = numpy_segmented(x, off)
-            np.testing.assert_array_equal(jitscan.segmented_cumsum(x, offsets=off, backend="opencl"), want)
-            np.testing.assert_array_equal(jitscan.segmented_cumsum(x, flags=flags, backend="opencl"), want)
-            np.testing.assert_array_equal(prepared(x, y, offsets=off), want)
-            sums = np.add.reduceat(x, off[:-1])
-            np.testing.assert_array_equal(jitscan.segmented_reduce(x, offsets=off, backend="opencl"), sums)
-            got = best_us(
-                {
-                    "offsets": lambda x=x, o=off: jitscan.segmented_cumsum(x, offsets=o, backend="opencl"),
-                    "flags": lambda x=x, f=flags: jitscan.segmented_cumsum(x, flags=f, backend="opencl"),
-                    "prepared, out=": lambda p=prepared, x=x, y=y, o=off: p(x, y, offsets=o),
-                    "numpy": lambda x=x, o=off: numpy_segmented(x, o),
-                    "reduce": lambda x=x, o=off: jitscan.segmented_reduce(x, offsets=o, backend="opencl"),
-                    "reduceat": lambda x=x, o=off: np.add.reduceat(x, o[:-1]),
-                },
-                n,
-            )
-            names = list(got)
-            ratios = (got["numpy"] / got["offsets"], got["reduceat"] / got["reduce"])
-            cells = " | ".join([f"{v:.1f}" for v in got.values()] + [f"{r:.2f}" for r in ratios])
-            print(f"| {dt} 2^{e} | {cells} |", flush=True)
+        flags = np.zeros(n, bool)
+        flags[off[:-1][off[:-1] < n]] = True
+        prepared = jitscan.plan(dt, segmented="offsets", backend="opencl")
+        want = numpy_segmented(x, off)
+        np.testing.assert_array_equal(jitscan.segmented_cumsum(x, offsets=off, backend="opencl"), want)
+        np.testing.assert_array_equal(jitscan.segmented_cumsum(x, flags=flags, backend="opencl"), want)
+        np.testing.assert_array_equal(prepared(x, y, offsets=off), want)
+        sums = np.add.reduceat(x, off[:-1])
+        np.testing.assert_array_equal(jitscan.segmented_reduce(x, offsets=off, backend="opencl"), sums)
+        got = best_us(
+            {
+                "offsets": lambda x=x, o=off: jitscan.segmented_cumsum(x, offsets=o, backend="opencl"),
+                "flags": lambda x=x, f=flags: jitscan.segmented_cumsum(x, flags=f, backend="opencl"),
+                "prepared, out=": lambda p=prepared, x=x, y=y, o=off: p(x, y, offsets=o),
+                "numpy": lambda x=x, o=off: numpy_segmented(x, o),
+                "reduce": lambda x=x, o=off: jitscan.segmented_reduce(x, offsets=o, backend="opencl"),
+                "reduceat": lambda x=x, o=off: np.add.reduceat(x, o[:-1]),
+            },
+            n,
+        )
+        names = list(got)
+        ratios = (got["numpy"] / got["offsets"], got["reduceat"] / got["reduce"])
+        cells = " | ".join([f"{v:.1f}" for v in got.values()] + [f"{r:.2f}" for r in ratios])
+        print(f"| {dt} 2^{e} | {cells} |", flush=True)
     print("columns (µs a call): " + " | ".join([*names, "numpy / offsets", "reduceat / reduce"]))
 
 

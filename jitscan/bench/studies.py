@@ -14,7 +14,7 @@ reduction. Nothing in the library imports this module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -216,6 +216,25 @@ def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
     return np.concatenate([off[off < n], [n]]).astype(np.int64)
 
 
+def numpy_cases(
+    exps: Iterable[int], mean: int = 1000, seed: int = 0
+) -> Iterator[tuple[str, int, Any, Any, Any]]:
+    """``(dtype, log2 n, x, y, offsets)`` for int32 and float32 at each ``2^e`` elements: the
+    NumPy inputs of the CPU experiments (``cpu_numpy.py``, ``cpu_segments.py``).
+
+    ``x`` holds integers in -100..99, ``y`` is an empty array like it, and the CSR offsets
+    cut segments of lengths drawn uniformly from 1 to ``2 * mean - 1`` (the last ends at n).
+    """
+    rng = np.random.default_rng(seed)
+    for e in exps:
+        n = 1 << e
+        for dt in ("int32", "float32"):
+            x = rng.integers(-100, 100, n).astype(dt)
+            y = np.empty_like(x)
+            ends = np.cumsum(rng.integers(1, 2 * mean, n // mean + 2))
+            yield dt, e, x, y, np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+
+
 def heads_from_offsets(off: np.ndarray, n: int) -> np.ndarray:
     """uint8 head flags (1 at each segment's first element) of CSR offsets over ``n`` elements.
 
@@ -236,5 +255,6 @@ __all__ = [
     "interleaved",
     "launcher",
     "plan_for",
+    "numpy_cases",
     "random_offsets",
 ]
