@@ -232,8 +232,7 @@ class ScanSpec:
         in lanes, with no scan and no staging (``JS_LANE_TOTALS``, ``js_lanes_seg_totals``):
         the built-in operators in lanes but float min and max, since the sums reorder
         operands."""
-        reorders = self.dtype_info.is_float and self.monoid.name in ("min", "max")
-        return self.stages_tile and self.lanes and not reorders
+        return self.stages_tile and self.lanes and not self._lane_order_counts
 
     @property
     def searches_segments(self) -> bool:
@@ -284,8 +283,13 @@ class ScanSpec:
             and self.monoid in BUILTIN.values()
         ):
             return False
-        reorders = self.dtype_info.is_float and self.monoid.name in ("min", "max")
-        return bool(self.segmented) or not reorders
+        return bool(self.segmented) or not self._lane_order_counts
+
+    @property
+    def _lane_order_counts(self) -> bool:
+        """Whether lane-wise reduction, which reorders operands, would change the bits:
+        float min and max (see ``lanes``)."""
+        return self.dtype_info.is_float and self.monoid.name in ("min", "max")
 
     @property
     def head_words(self) -> int:

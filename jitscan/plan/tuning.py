@@ -195,7 +195,7 @@ def deterministic_window(n: int | None, dtype: DType, threads: int, kind: str = 
     float32 at 0.995-1.000x against 0.998-1.000x (performance.md, "Deterministic scans").
     """
     nbytes = math.inf if n is None else n * dtype.packed_bytes
-    if 1 << 19 < nbytes <= 1 << 24:
+    if SIZE_BOUNDS[0] < nbytes <= SIZE_BOUNDS[2]:
         return min(threads, 128) if kind == "reduce" and nbytes > SIZE_BOUNDS[1] else threads
     return 64
 
@@ -298,7 +298,7 @@ def spec_for(
             # 0.975/0.978/0.847 took 0.978/1.000/1.158, at 2^20 0.957/1.020/1.077 took
             # 0.953/1.020/1.141
             geo["vectors"], geo["min_blocks"] = geo["vectors"] * 2, 4
-        if nbytes <= SIZE_BOUNDS[0]:
+        elif nbytes <= SIZE_BOUNDS[0]:
             # half the tile in the smallest size class (twice the tiles): on the H100
             # (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7) float32 at 2^16
             # 0.903/0.972/0.974 took 0.969/0.967/0.970 with 128 x 2, at 2^17
