@@ -261,9 +261,12 @@ def test_a_simulator_is_never_the_default_device_while_a_real_one_is_there(monke
     monkeypatch.setattr(cl, "Context", lambda devices: devices[0])
     monkeypatch.delenv("PYOPENCL_CTX", raising=False)
     assert opencl_devices.pick_device().platform is pocl
-    # and where it is the only device, it is the one there is
+    # and where it is the only device, it is the one there is, with a warning that says
+    # why it may be alone (PoCL lists no device when POCL_DEVICES is set but empty)
     monkeypatch.setattr(cl, "get_platforms", lambda: [oclgrind])
-    assert opencl_devices.pick_device().platform is oclgrind
+    monkeypatch.setenv("POCL_DEVICES", "")
+    with pytest.warns(UserWarning, match=r"simulator 'Oclgrind'.*POCL_DEVICES=''"):
+        assert opencl_devices.pick_device().platform is oclgrind
 
 
 def test_of_two_cpu_devices_the_default_is_the_one_with_more_compute_units(monkeypatch):

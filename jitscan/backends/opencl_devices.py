@@ -7,6 +7,7 @@ fake platforms, reads on its own.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from ..errors import BackendUnavailableError
@@ -26,8 +27,10 @@ def pick_device() -> Any:
     """A GPU if there is one, else the device with the most compute units (PoCL on a CPU
     machine: its threaded driver before its single-thread one, when both are there).
 
-    A simulator (Oclgrind) is taken only when it is the only device. PYOPENCL_CTX, if
-    set, chooses as it does for PyOpenCL itself.
+    A simulator (Oclgrind) is taken only when it is the only device, with a warning: it
+    runs kernels thousands of times slower than a device, and a setting that hides every
+    other device (``POCL_DEVICES`` set but empty, say) would otherwise go unnoticed.
+    PYOPENCL_CTX, if set, chooses as it does for PyOpenCL itself.
     """
     if os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False)
@@ -39,6 +42,14 @@ def pick_device() -> Any:
     gpus = [d for d in real if d.type & cl.device_type.GPU]
     if gpus:
         return cl.Context([gpus[0]])
+    if not real:
+        named = os.environ.get("POCL_DEVICES")
+        hint = "" if named is None else f" (POCL_DEVICES={named!r}: PoCL lists only the drivers it names)"
+        warnings.warn(
+            f"jitscan: the only OpenCL device is the simulator {devices[0].platform.name.strip()!r}, which "
+            f"runs kernels thousands of times slower than a device{hint}",
+            stacklevel=2,
+        )
     return cl.Context([max(real or devices, key=lambda d: d.max_compute_units)])  # the first of equals
 
 
