@@ -47,6 +47,24 @@ def test_a_numpy_scan_neither_uploads_nor_downloads(cpu_opencl, monkeypatch, rng
         assert int(jitscan.reduce(x, backend="opencl", variant=variant)) == int(x.sum(dtype=np.int32))
 
 
+def test_read_only_inputs_and_offsets_are_read_in_place_too(cpu_opencl, monkeypatch, rng):
+    # their addresses come another way than a writable array's (backends.base.address)
+    x = rng.integers(-100, 100, 10 * tile_size("opencl", "int32") + 3).astype(np.int32)
+    offsets = np.array([0, 5, x.size // 2, x.size])
+    x.flags.writeable = offsets.flags.writeable = False
+    jitscan.segmented_cumsum(x, offsets, dtype=np.int32, backend="opencl")  # compiled first
+    monkeypatch.setattr(cpu_opencl, "to_device", lambda *a, **k: pytest.fail("copied"))
+    np.testing.assert_array_equal(
+        jitscan.cumsum(x, dtype=np.int32, backend="opencl"), np.cumsum(x, dtype=np.int32)
+    )
+    want = np.concatenate(
+        [np.cumsum(x[a:b], dtype=np.int32) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    )
+    np.testing.assert_array_equal(
+        jitscan.segmented_cumsum(x, offsets, dtype=np.int32, backend="opencl"), want
+    )
+
+
 def test_the_device_reads_and_writes_the_arrays_own_memory(cpu_opencl, rng):
     q = cpu_opencl.default_queue()
     host = rng.integers(0, 9, 4096).astype(np.float32)

@@ -7,6 +7,7 @@ points with their argument kinds), and launches are lists of buffers and integer
 
 from __future__ import annotations
 
+import ctypes
 import re
 import threading
 from abc import ABC, abstractmethod
@@ -18,6 +19,22 @@ import numpy as np
 
 #: argument kinds of kernel entry points: a buffer, a 64-bit unsigned js_size, a js_u32
 ARG_KINDS = ("buf", "size", "u32")
+
+_CHAR_OVER = ctypes.c_char.from_buffer
+_ADDRESS_OF = ctypes.addressof
+
+
+def address(a: np.ndarray) -> int:
+    """The address of the first byte of a NumPy array.
+
+    A ctypes object over a writable array's buffer gives it in a quarter of the time of
+    ``a.ctypes.data`` (0.4 against 1.8 us on the 2-core development machine), which builds
+    an object of NumPy's own on every read: a host call checks two or three addresses.
+    """
+    try:
+        return _ADDRESS_OF(_CHAR_OVER(a))
+    except (TypeError, ValueError, BufferError):  # read-only, empty or not contiguous
+        return a.ctypes.data
 
 
 @dataclass(frozen=True)

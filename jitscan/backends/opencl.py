@@ -14,7 +14,7 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError
 from . import clock
-from .base import Backend, Build, DeviceInfo, Once, Scratch
+from .base import Backend, Build, DeviceInfo, Once, Scratch, address
 from .opencl_devices import in_thread_sibling, pick_device
 from .opencl_programs import GATHER, CLProgram, build_program, compile_program
 
@@ -228,7 +228,7 @@ class OpenCLBackend(Backend):
         # array's memory (CL_MEM_USE_HOST_PTR) saves the copies in and out. A runtime may
         # keep a copy of its own where the pointer is not aligned to the device's base
         # address alignment (PoCL 3 does not); settle() makes the result right either way
-        if self.device_info(queue).is_gpu or host.ctypes.data % VECTOR_BYTES:
+        if self.device_info(queue).is_gpu or address(host) % VECTOR_BYTES:
             return None
         mf = cl.mem_flags
         flags = mf.USE_HOST_PTR | (mf.READ_WRITE if write else mf.READ_ONLY)
@@ -259,7 +259,7 @@ class OpenCLBackend(Backend):
         if type(x) is not np.ndarray or x.dtype not in loads or not x.flags.c_contiguous:
             return None
         n = x.size
-        at = x.ctypes.data
+        at = address(x)
         if not n or at % VECTOR_BYTES:
             return None
         m = 1 if one else n
@@ -269,7 +269,7 @@ class OpenCLBackend(Backend):
             return None
         elif not out.flags.c_contiguous:
             return None
-        to = out.ctypes.data
+        to = address(out)
         if to % VECTOR_BYTES or (to < at + x.nbytes and at < to + out.nbytes):
             return None
         mf = cl.mem_flags

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import backends
-from ..backends.base import Backend
+from ..backends.base import Backend, address
 from ..dtypes import VECTOR_BYTES, DType, lookup
 
 
@@ -143,14 +143,14 @@ def host_result(inp: Input, length: int, out: np.ndarray | None) -> tuple[np.nda
     into_out = (
         out is not None
         and out.flags.c_contiguous
-        and out.ctypes.data % VECTOR_BYTES == 0
+        and address(out) % VECTOR_BYTES == 0
         and not np.may_share_memory(out, inp.host)
     )
     if into_out:
         host = out
     else:
         raw = np.empty(length * dt.itemsize + HOST_ALIGN, np.uint8)
-        start = -raw.ctypes.data % HOST_ALIGN
+        start = -address(raw) % HOST_ALIGN
         host = raw[start : start + length * dt.itemsize].view(dt)
     dev = inp.backend.shared(host, inp.queue, True)
     return None if dev is None else (host, dev, into_out)
