@@ -161,6 +161,39 @@ def test_results_need_no_map_where_the_device_writes_the_host_array(cpu_opencl, 
             np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))
 
 
+def test_small_host_calls_poll_for_their_end_where_worker_threads_run_the_kernels(
+    cpu_opencl, monkeypatch, rng
+):
+    # PoCL's threaded driver wakes a thread blocked in clFinish only after its workers are
+    # done: a call of up to POLL_BYTES looks at a marker instead, a larger one, which would
+    # share the cores with the workers, blocks. Every result is whole either way.
+    from jitscan.backends import opencl
+
+    q = cpu_opencl.default_queue()
+    if q.device.max_compute_units < 2 or cpu_opencl.host_sibling(q) is not None:
+        pytest.skip("host calls here run on a device of one compute unit, in the waiting thread")
+    small = rng.integers(-8, 9, 1000).astype(np.int32)
+    big = rng.integers(-8, 9, opencl.POLL_BYTES // 4 + 1).astype(np.int32)
+
+    def both(x):  # a plain and a segmented host call, and what they should give
+        cut = np.array([0, 10, x.size // 2, x.size])
+        got = jitscan.cumsum(x, dtype=np.int32), jitscan.segmented_cumsum(x, cut, dtype=np.int32)
+        parts = [np.cumsum(x[a:b], dtype=np.int32) for a, b in zip(cut[:-1], cut[1:], strict=True)]
+        return got, (np.cumsum(x, dtype=np.int32), np.concatenate(parts))
+
+    both(small), both(big)  # compiled outside the count
+    polled = []
+    poll = opencl.OpenCLBackend._poll
+    monkeypatch.setattr(
+        opencl.OpenCLBackend, "_poll", staticmethod(lambda queue: (polled.append(1), poll(queue)))
+    )
+    for x in (small, big):
+        got, want = both(x)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    assert len(polled) == 2  # the small calls'
+
+
 _IN_THREAD_SCRIPT = """
 import json
 import numpy as np, jitscan

@@ -273,8 +273,9 @@ class Backend(ABC):
         """
         return None
 
-    def settle(self, arr: Any) -> None:
-        """Make the kernels' writes to a :meth:`shared` array visible in its host memory."""
+    def settle(self, arr: Any, nbytes: int = 0) -> None:
+        """Make the kernels' writes to a :meth:`shared` array visible in its host memory
+        (``nbytes``: what the call read, a hint of how long its kernels run)."""
         return None  # no backend here shares host memory but OpenCL, which overrides it
 
     def host_operands(
@@ -302,8 +303,9 @@ class Backend(ABC):
         """
         return None
 
-    def host_done(self, dst: Any, queue: Any) -> None:
-        """Make the kernels' writes through ``dst`` of :meth:`host_operands` visible on the host."""
+    def host_done(self, dst: Any, queue: Any, nbytes: int = 0) -> None:
+        """Make the kernels' writes through ``dst`` of :meth:`host_operands` visible on the
+        host (``nbytes``: what the call read, a hint of how long its kernels run)."""
         return None  # never asked where host_operands gives None
 
     @abstractmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,6 +43,13 @@ POOL_LIMIT = 16
 #: that is more (sizes that change call after call would otherwise leave a block in every
 #: size bin; one size called again and again keeps its blocks)
 POOL_HELD_BYTES = 64 << 20
+#: a host call of up to POLL_BYTES on a CPU device whose worker threads run the kernels
+#: waits for them by polling (yielding the core between looks), for at most POLL_SECONDS,
+#: before it blocks in clFinish; a longer call would share the cores with the workers
+POLL_BYTES = 1 << 20
+POLL_SECONDS = 1e-3
+#: gives the core to another thread between two looks (Windows has no sched_yield)
+_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 
 class HostArray:
@@ -93,8 +101,9 @@ class OpenCLBackend(Backend):
         #: names no other queue while the entry lives
         self._pools: dict[int, tuple[Any, Any]] = {}
         #: per device: whether its writes to a host-pointer buffer land in the host array
-        #: itself (probed once, see _in_place)
+        #: itself (probed once, see _in_place), and whether a host call polls for its end
         self._in_place: dict[int, bool] = {}
+        self._polls: dict[int, bool] = {}
         #: per device: the queue of its single-thread sibling, or None (host_sibling)
         self._siblings: dict[int, Any] = {}
         #: threads meeting a fresh backend at once make one default queue, one device info
@@ -234,8 +243,8 @@ class OpenCLBackend(Backend):
         flags = mf.USE_HOST_PTR | (mf.READ_WRITE if write else mf.READ_ONLY)
         return HostArray(cl.Buffer(queue.context, flags, hostbuf=host), host, queue)
 
-    def settle(self, arr: Any) -> None:
-        self.host_done(arr.base_data, arr.queue)
+    def settle(self, arr: Any, nbytes: int = 0) -> None:
+        self.host_done(arr.base_data, arr.queue, nbytes)
 
     def host_sibling(self, queue: Any) -> Any:
         # one queue per device, in a context of its own: host calls make their buffers
@@ -276,21 +285,43 @@ class OpenCLBackend(Backend):
         src = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_ONLY, hostbuf=x)
         return src, cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=out), out
 
-    def host_done(self, dst: Any, queue: Any) -> None:
+    def host_done(self, dst: Any, queue: Any, nbytes: int = 0) -> None:
         # mapping is what the OpenCL model promises makes a USE_HOST_PTR buffer's
         # contents visible on the host. A device that keeps such a buffer in the host
         # array itself (PoCL's CPU device) has written it there once its queue is
         # finished; the map would only add a command and a wait (27 of 60 us a call
         # of 1,024 floats on the 2-core development machine)
-        known = self._in_place.get(queue.device.int_ptr)
+        key = queue.device.int_ptr
+        known = self._in_place.get(key)
         if known is None:
-            known = self._in_place[queue.device.int_ptr] = self._writes_in_place(queue)
+            known = self._in_place[key] = self._writes_in_place(queue)
+            self._polls[key] = queue.device.max_compute_units > 1
         if known:
+            if nbytes <= POLL_BYTES and self._polls[key]:
+                self._poll(queue)
             queue.finish()
             return
         flags = cl.map_flags.READ
         mapped, _event = cl.enqueue_map_buffer(queue, dst, flags, 0, (dst.size,), np.uint8, is_blocking=True)
         mapped.base.release()
+
+    @staticmethod
+    def _poll(queue: Any) -> None:
+        """Wait up to POLL_SECONDS for the queue's commands by polling a marker behind them.
+
+        PoCL's threaded driver hands a command to its worker threads and wakes a thread
+        blocked in clFinish when they are done: two wake-ups between threads, which cost
+        a small call most of its time on the 2-core development machine (an empty kernel
+        and clFinish: 32-87 us). Looking at the marker's status, with the core yielded to
+        the workers between looks, spares both (performance.md, "Polling for a host
+        call's end"). Not on a device of one compute unit: PoCL's single-thread driver
+        runs the kernels in the thread that waits for them.
+        """
+        done = cl.enqueue_marker(queue)
+        queue.flush()
+        end = time.perf_counter() + POLL_SECONDS
+        while done.command_execution_status > 0 and time.perf_counter() < end:  # 0: complete, < 0: failed
+            _yield()
 
     def _writes_in_place(self, queue: Any) -> bool:
         """Whether the device's writes to a USE_HOST_PTR buffer are in the host array once its queue finishes.

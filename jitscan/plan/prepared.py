@@ -238,7 +238,7 @@ class PreparedScan(Programs, FieldCalls):
                     src, dst, result = common
                     n = x.size
                     self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
-                    self.backend.host_done(dst, queue)
+                    self.backend.host_done(dst, queue, x.nbytes)
                     return result[0] if self._reduce and out is None else result
         return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
 
@@ -443,7 +443,7 @@ class PreparedScan(Programs, FieldCalls):
             counters = self.launch(
                 inp.data, dst, inp.n, seg, queue=queue, loads=inp.loads, launch_args=launch
             )
-            b.settle(dst)
+            b.settle(dst, inp.n * self._np.itemsize)
             if out is not None:
                 if not into_out:
                     out[...] = result
