@@ -139,6 +139,37 @@ def test_common_calls_wrap_the_numpy_memory_in_bare_buffers(cpu_opencl, monkeypa
     np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))
 
 
+def test_scans_by_offsets_of_numpy_arrays_take_the_common_path_too(cpu_opencl, monkeypatch, rng):
+    # values and result in bare buffers, the checked offsets read in place: none of the
+    # general path's moves (plan/arrays.to_input), in every kind and variant, out= too
+    from jitscan.plan import arrays
+
+    n = 5 * tile_size("opencl", "int32", "offsets") + 3
+    x = rng.integers(-100, 100, n).astype(np.int32)
+    offsets = np.array([0, 1, 1, n // 3, n - 1, n], np.int32)
+    scans = [
+        jitscan.plan("int32", segmented="offsets", kind=kind, variant=variant, backend="opencl")
+        for kind in ("inclusive", "exclusive")
+        for variant in ("fallback", "lookback", "rts")
+    ]
+    for scan in scans:
+        scan(x, offsets=offsets)  # compiled outside the check
+    monkeypatch.setattr(arrays, "to_input", lambda *a, **k: pytest.fail("took the general path"))
+    for scan in scans:
+        want = np.concatenate(
+            [
+                np.cumsum(x[a:b], dtype=np.int32) - (x[a:b] if scan.kind == "exclusive" else 0)
+                for a, b in zip(offsets[:-1], offsets[1:], strict=True)
+            ]
+        )
+        np.testing.assert_array_equal(scan(x, offsets=offsets), want)
+        out = np.empty(n, np.int32)
+        assert scan(x, out, offsets=offsets) is out
+        np.testing.assert_array_equal(out, want)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        scans[0](x, offsets=np.array([0, n // 2, n // 3, n]))
+
+
 def test_results_need_no_map_where_the_device_writes_the_host_array(cpu_opencl, monkeypatch, rng):
     # PoCL's CPU device keeps a host-pointer buffer in the array itself: once the queue
     # finishes, the result is there, and mapping it would only cost a command and a wait.

@@ -141,6 +141,8 @@ class PreparedScan(Programs, FieldCalls):
         self._reduce = kind == "reduce"
         #: where NumPy arrays are scanned in place (a CPU device), else None
         self._host_queue = None if info.is_gpu else self._queue
+        #: whether a scan by offsets of NumPy arrays there has a path of its own (_host_segmented)
+        self._host_offsets = self._host_queue is not None and segmented == "offsets" and not self._reduce
         #: where small ones are, on the default device: a device of the same CPU that runs
         #: kernels in the calling thread (Backend.host_sibling), up to _near_items elements
         near = not info.is_gpu and device is None
@@ -240,7 +242,33 @@ class PreparedScan(Programs, FieldCalls):
                     self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
                     self.backend.host_done(dst, queue, x.nbytes)
                     return result[0] if self._reduce and out is None else result
+        elif self._host_offsets and type(offsets) is np.ndarray and type(x) is np.ndarray:
+            if flags is None and not row_len and stats is None and initial is None:
+                result = self._host_segmented(x, out, offsets)
+                if result is not None:
+                    return result
         return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
+
+    def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
+        """The common segmented call on a CPU device: a scan by offsets of NumPy arrays the
+        kernels read and write in place, without the general path's moves; None where
+        ``x`` or ``out`` are not such arrays (the general path then takes the call)."""
+        loads = self._loads
+        if x.dtype not in loads:
+            return None
+        n = x.size
+        queue = self._host_queue_for(n)
+        common = self.backend.host_operands(x, out, self._np, False, queue, loads) if n else None
+        if common is None:
+            return None
+        off = arrays.check_offsets(offsets, n)  # int64, checked: read as uint64 in place
+        dev = self.backend.shared(off.view(np.uint64), queue, False)
+        if dev is None:
+            return None
+        src, dst, result = common
+        self.launch(src, dst, n, Segments(offsets=dev), queue=queue, loads=loads[x.dtype])
+        self.backend.host_done(dst, queue, x.nbytes)
+        return result
 
     def _carry_of(self, initial: Any) -> bytes | Any:
         """``initial=`` as a launch carries it: its bytes, or a one-element device array."""
