@@ -242,11 +242,18 @@ class PreparedScan(Programs, FieldCalls):
                     self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
                     self.backend.host_done(dst, queue, x.nbytes)
                     return result[0] if self._reduce and out is None else result
-        elif self._host_offsets and type(offsets) is np.ndarray and type(x) is np.ndarray:
-            if flags is None and not row_len and stats is None and initial is None:
-                result = self._host_segmented(x, out, offsets)
-                if result is not None:
-                    return result
+        elif (
+            self._host_offsets
+            and type(x) is np.ndarray
+            and type(offsets) is np.ndarray
+            and flags is None
+            and not row_len
+            and stats is None
+            and initial is None
+        ):
+            result = self._host_segmented(x, out, offsets)
+            if result is not None:
+                return result
         return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
 
     def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
@@ -261,11 +268,10 @@ class PreparedScan(Programs, FieldCalls):
         common = self.backend.host_operands(x, out, self._np, False, queue, loads) if n else None
         if common is None:
             return None
-        off = arrays.check_offsets(offsets, n)  # int64, checked: read as uint64 in place
-        dev = self.backend.shared(off.view(np.uint64), queue, False)
-        if dev is None:
-            return None
         src, dst, result = common
+        # checked on the host and read in place, as the general path's offsets
+        inp = arrays.Input(self.backend, queue, False, src, n, self.dtype, x)
+        dev, _ = arrays.device_offsets(offsets, inp)
         self.launch(src, dst, n, Segments(offsets=dev), queue=queue, loads=loads[x.dtype])
         self.backend.host_done(dst, queue, x.nbytes)
         return result
