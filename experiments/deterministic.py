@@ -2,7 +2,8 @@
 
 Usage: python experiments/deterministic.py [segmented|flat] [DTYPE,...] [LOG2N ...]
 (default: float32,float64 at 16 18 20 22 24 26 28; ``segmented``: only the segmented rows,
-at the sizes given, default 20 24 28; ``flat``: only the flat scans and reductions)
+at the sizes given, default 20 24 28, where a size may also be given in MiB, as ``9M``;
+``flat``: only the flat scans and reductions)
 
 At each size, after checking that every deterministic contender gives one bit pattern
 over 10 runs under simulated blocking (1 in 8 tiles), times in alternating rounds
@@ -59,8 +60,9 @@ def scans(timer: bench.Timer, dtype: str, e: int, kind: str, rng: np.random.Gene
     return f"{kind} {dtype} 2^{e}: {cells} || {ratios} | det/CUB {t['CUB'] / t['fallback det']:.3f}"
 
 
-def segmented(timer: bench.Timer, dtype: str, e: int, mean: int, rng: np.random.Generator) -> str:
-    n = 1 << e
+def segmented(timer: bench.Timer, dtype: str, size: str, mean: int, rng: np.random.Generator) -> str:
+    mib = size.endswith("M")
+    n = int(float(size[:-1]) * (1 << 20)) // np.dtype(dtype).itemsize if mib else 1 << int(size)
     x = cupy.asarray(rng.standard_normal(n).astype(dtype))
     y = cupy.empty(n, dtype)
     heads = cupy.asarray(studies.heads_from_offsets(studies.random_offsets(rng, n, mean), n))
@@ -70,7 +72,8 @@ def segmented(timer: bench.Timer, dtype: str, e: int, mean: int, rng: np.random.
         fns["det" if det else "plain"] = studies.launcher(scan, timer, x, y, n, Segments(heads=heads))
     t = studies.interleaved(timer, fns, 6, 10)
     cells = " | ".join(f"{k} {n / s / 1e9:.1f}" for k, s in t.items())
-    return f"segmented flags {dtype} 2^{e} mean {mean}: {cells} || det/plain {t['plain'] / t['det']:.3f}"
+    name = f"{size}iB" if mib else f"2^{size}"
+    return f"segmented flags {dtype} {name} mean {mean}: {cells} || det/plain {t['plain'] / t['det']:.3f}"
 
 
 def host_calls(dtype: str, e: int, calls: int = 2000, rounds: int = 5) -> str:
@@ -96,16 +99,16 @@ def main() -> None:
     args = sys.argv[1:]
     only = args.pop(0) if args and args[0] in ("segmented", "flat") else ""
     only_segmented = only == "segmented"
-    dtypes = args.pop(0).split(",") if args and not args[0].isdigit() else ["float32", "float64"]
-    exps = [int(a) for a in args] or [16, 18, 20, 22, 24, 26, 28]
+    dtypes = args.pop(0).split(",") if args and not args[0][0].isdigit() else ["float32", "float64"]
     timer = bench.Timer("cupy")
     rng = np.random.default_rng(11)
     if only_segmented:
         for dtype in dtypes:
-            for e in [int(a) for a in args] or [20, 24, 28]:
+            for e in args or ["20", "24", "28"]:
                 for mean in (1000, 100_000, 10_000_000):
                     print(segmented(timer, dtype, e, mean, rng), flush=True)
         return
+    exps = [int(a) for a in args] or [16, 18, 20, 22, 24, 26, 28]
     for kind in ("inclusive", "reduce"):
         for dtype in dtypes:
             for e in exps if kind == "inclusive" else exps[::2]:
@@ -113,7 +116,7 @@ def main() -> None:
     if only == "flat":
         return
     for dtype in dtypes:
-        for e in (20, 24, 28):
+        for e in ("20", "24", "28"):
             for mean in (1000, 100_000, 10_000_000):
                 print(segmented(timer, dtype, e, mean, rng), flush=True)
     for dtype in dtypes:

@@ -153,6 +153,30 @@ def test_segmented_deterministic_scans_are_still_right(backend, rng, mean):
     assert len(patterns(call, 3, (None, 2))) == 1
 
 
+@pytest.mark.parametrize(
+    "dtype, mib, mode",
+    [("float32", 3, "flags"), ("float32", 9, "offsets"), ("float32", 11, "flags"), ("float32", 13, "offsets")]
+    + [("float64", 9, "offsets")],
+)
+def test_each_tile_of_2_to_16_mib_segmented_scans_is_right_and_reproducible(backend, rng, dtype, mib, mode):
+    # GPUs take a tile by size there (tuning.DET_SEGMENTED_SHAPES): one size of each
+    if not device_info(backend).is_gpu:
+        pytest.skip("the tiles by size of 2-16 MiB inputs are GPU tiles")
+    n = (mib << 20) // np.dtype(dtype).itemsize + 5
+    x = rng.integers(-8, 9, n).astype(dtype)  # sums exact in float32
+    offsets = np.unique(np.concatenate([[0, n], rng.integers(0, n, n // 50_000)])).astype(np.int64)
+    heads = np.zeros(n, bool)
+    heads[offsets[:-1]] = True
+    segments = {"flags": heads} if mode == "flags" else {"offsets": offsets}
+    knobs = dict(backend=backend, deterministic=True, simulate_blocking=8, spin_limit=2)
+    got = np.asarray(jitscan.segmented_cumsum(x, **segments, **knobs))
+    want = np.concatenate([np.cumsum(part) for part in np.split(x, offsets[1:-1])])
+    np.testing.assert_array_equal(got, want)
+    y = normal(n, dtype)
+    call = lambda **k: jitscan.segmented_cumsum(y, **segments, backend=backend, deterministic=True, **k)  # noqa: E731
+    assert len(patterns(call, 3, (None, 8))) == 1
+
+
 @pytest.mark.parametrize("variant", ["fallback", "rts"])
 def test_segmented_reductions_give_one_bit_pattern(backend, variant):
     # the chained reduction by offsets stages its tiles and stores one total per segment;

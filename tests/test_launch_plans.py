@@ -605,6 +605,40 @@ def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_p
     assert scan.variant_for(edge + 1, initial=True) == "fallback"
 
 
+def test_a_deterministic_segmented_scan_on_a_gpu_picks_its_tile_by_size_inside_the_2_to_16_mib_class(
+    registered,
+):
+    # tiles that fit in one wave or fill several (tuning.DET_SEGMENTED_SHAPES): float32
+    # changes tile at 8, 10 and 12 MiB, a class each; float64 keeps one tile there
+    rb = registered
+    info, mib = rb.default_queue.info, 1 << 20
+
+    def tiles(scan, nbytes: int, itemsize: int) -> tuple[int, int, int, int]:
+        spec = scan.spec(info, scan.size_class(nbytes // itemsize))
+        return spec.threads, spec.vectors, spec.min_blocks, spec.lookback_width
+
+    f32 = jitscan.plan("float32", segmented="flags", deterministic=True, backend="recording")
+    assert [
+        tiles(f32, b, 4) for b in (3 * mib, 8 * mib, 9 * mib, 10 * mib, 11 * mib, 12 * mib, 16 * mib)
+    ] == [
+        (256, 4, 4, 256),
+        (256, 4, 4, 256),
+        (128, 8, 5, 128),
+        (128, 8, 5, 128),
+        (128, 4, 6, 128),
+        (128, 4, 6, 128),
+        (128, 8, 4, 128),
+    ]
+    assert f32.size_class(8 * mib // 4) != f32.size_class(8 * mib // 4 + 1)
+    f64 = jitscan.plan("float64", segmented="offsets", deterministic=True, backend="recording")
+    assert {tiles(f64, b, 8) for b in (3 * mib, 9 * mib, 16 * mib)} == {(256, 4, 4, 256)}
+    assert f64.size_class(3 * mib // 8) == f64.size_class(16 * mib // 8)
+    # the ordinary scan has no such classes, and the smallest class keeps its own tile
+    plain = jitscan.plan("float32", segmented="flags", backend="recording")
+    assert plain.size_class(8 * mib // 4) == plain.size_class(12 * mib // 4)
+    assert tiles(f32, 4000, 4)[0::3] == (128, 128)
+
+
 @pytest.mark.parametrize(
     "knobs",
     [{"variant": "fallback"}, {"variant": "lookback"}, {"stats": True}, {"spin_limit": 4}, {"threads": 64}],

@@ -118,7 +118,11 @@ class PreparedScan(Programs, FieldCalls):
         )
         self._itemsize = self.dtype.packed_bytes
         auto_rts = asked is None and kind == "reduce" and not segmented and not self._record
-        self._size_classes(info, auto_rts and not stats and not set(knobs) - {"deterministic"})
+        self._size_classes(
+            info,
+            auto_rts and not stats and not set(knobs) - {"deterministic"},
+            bool(segmented) and bool(knobs.get("deterministic")),
+        )
         self._specs: dict[tuple, ScanSpec] = {}
         #: compiled programs and launch functions by queue (and size class): at most
         #: QUEUE_ENTRIES, the oldest dropped first, so that queue after queue stays bounded

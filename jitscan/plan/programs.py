@@ -40,12 +40,16 @@ class Programs:
     ``_tunable``, ``_itemsize``, ``_queue``.
     """
 
-    def _size_classes(self, info: DeviceInfo, auto_rts: bool) -> None:
+    def _size_classes(self, info: DeviceInfo, auto_rts: bool, det_segmented: bool = False) -> None:
         """Sets the size classes; ``auto_rts``: a plain reduction given no variant or
         chained knob, which runs rts's two passes on GPUs over RTS_REDUCE_BYTES (no tile
         waits on another, and the total is deterministic as it is). Classes from
-        ``_rts_class`` on run rts; a carry, which rts does not take, runs the chained one."""
+        ``_rts_class`` on run rts; a carry, which rts does not take, runs the chained one.
+        ``det_segmented``: a deterministic segmented scan, whose tile on GPUs changes
+        inside tuning's 2-16 MiB class (tuning.DET_SEGMENTED_SHAPES)."""
         bounds = tuning.SIZE_BOUNDS
+        if det_segmented and info.is_gpu and not self._record:
+            bounds = tuple(sorted({*bounds, *tuning.det_segmented_bounds(self.dtype)}))
         self._rts_class = len(bounds) + 1
         if auto_rts and info.is_gpu:
             bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
@@ -54,6 +58,8 @@ class Programs:
         self._tuning_class = tuple(tuning.size_class(b) for b in bounds) + (len(tuning.SIZE_BOUNDS),)
         #: the class bounds in elements: bisect_left(self._class_sizes, n) is n's class
         self._class_sizes = tuple(bound // self._itemsize for bound in bounds)
+        #: the size spec_for is given for each class: its largest (None: the unbounded class)
+        self._class_n: tuple[int | None, ...] = (*self._class_sizes, None)
 
     def _variant_of(self, cls: int, chained: bool = False) -> variants.Variant:
         """The variant that runs size class ``cls`` (``chained``: a call with a carry)."""
@@ -85,7 +91,7 @@ class Programs:
                 dtype=self.dtype,
                 monoid=self.monoid,
                 stats=self.stats,
-                n=tuning.class_elements(tcls, self.dtype.packed_bytes),
+                n=self._class_n[cls],
                 segmented=segmented,
                 row_tiles=row_tiles,
                 in_dtype=loads,

@@ -53,16 +53,48 @@ SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
 #: H100 (in turns) rts reduced 1.04-1.42x faster than the chained scan from 8 MiB
 #: (float32, int32, float64), 0.92-0.95x at 4 MiB (docs/performance.md, "Reductions")
 RTS_REDUCE_BYTES = 1 << 22
+#: tiles of deterministic segmented scans on GPUs in the 2-16 MiB class, by the largest
+#: input in bytes each takes: (threads, vectors, min_blocks, window). They run best where
+#: their tiles fit in one wave or fill several: a few tiles past one wave, the last ones
+#: run alone, and a deterministic tile takes longer than an ordinary one. On the H100 (by
+#: flags, det / ordinary at mean lengths 1000, 10^5, 10^7; performance.md,
+#: "Deterministic segmented scans of 2-16 MiB"), 128 x 8 with 4 blocks, the one tile of
+#: the class before, ran float32 at 3 MiB 0.944/0.952/1.066, at 9 MiB 0.866/0.907/0.964,
+#: at 10 MiB 0.898/0.952/1.013, at 11 MiB 0.913/0.962/1.013, float64 at 3 MiB
+#: 0.948/1.020/1.091 and at 9 MiB 0.902/0.913/1.003; with the tiles below, float32 at 3
+#: MiB 1.000/1.000/1.164, at 9 MiB 0.948/1.061/1.037, at 10 MiB 0.970/1.062/1.108, at 11
+#: MiB 0.950/0.990/1.003, float64 at 3 MiB 1.025/1.027/1.183 and at 9 MiB
+#: 0.995/0.963/1.015. A prepared scan keeps a size class for each.
+DET_SEGMENTED_SHAPES: dict[int, tuple[tuple[int, tuple[int, int, int, int]], ...]] = {
+    # values of 4 bytes or fewer
+    4: (
+        (8 << 20, (256, 4, 4, 256)),
+        (10 << 20, (128, 8, 5, 128)),
+        (12 << 20, (128, 4, 6, 128)),
+        (16 << 20, (128, 8, 4, 128)),
+    ),
+    # wider values: 256 x 4 with 4 blocks at every size of the class
+    8: ((16 << 20, (256, 4, 4, 256)),),
+}
+
+
+def det_segmented_shape(nbytes: int, dtype: DType) -> tuple[int, int, int, int]:
+    """(threads, vectors, min_blocks, window) of a deterministic segmented scan of
+    ``nbytes`` bytes in the 2-16 MiB class on a GPU (DET_SEGMENTED_SHAPES)."""
+    for bound, shape in DET_SEGMENTED_SHAPES[4 if dtype.packed_bytes <= 4 else 8]:
+        if nbytes <= bound:
+            return shape
+    raise ValueError(f"{nbytes} bytes are past the 2-16 MiB class")
+
+
+def det_segmented_bounds(dtype: DType) -> tuple[int, ...]:
+    """The size-class bounds in bytes that a deterministic segmented scan on a GPU adds."""
+    return tuple(bound for bound, _ in DET_SEGMENTED_SHAPES[4 if dtype.packed_bytes <= 4 else 8])
 
 
 def size_class(nbytes: int) -> int:
     """The class of an input of ``nbytes`` bytes: 0 up to 512 KiB, 1 up to 2 MiB, 2 up to 16 MiB, 3 above."""
     return bisect_left(SIZE_BOUNDS, nbytes)
-
-
-def class_elements(cls: int, itemsize: int) -> int | None:
-    """A size (in elements) of class ``cls`` that geometry() treats like every size of it; None above."""
-    return SIZE_BOUNDS[cls] // itemsize if cls < len(SIZE_BOUNDS) else None
 
 
 def geometry(
@@ -186,10 +218,11 @@ def deterministic_window(n: int | None, dtype: DType, threads: int, kind: str = 
     2^24-2^28, 128 x 16 tiles) windows of 64 ran at 0.97-1.00x the ordinary scan for
     float64 reductions against 0.94-0.99x for 128 and 0.78-0.83x for 32, and 1.04-1.10x
     for float32 (a narrow window's chain of anchors falls behind the tiles; a wide one
-    reads more per look). Segmented scans take 128 at every size (spec_for): their tiles
-    are small, so the chain has many steps where segments are long (one window of 32 ran
-    at 0.45-0.66x the ordinary scan at mean length 10^7, 128 at 0.87-1.10x), and their
-    looks read the first subgroup alone first, which is where most walks end at a head.
+    reads more per look). Segmented scans take 128 (256 with the 256-thread tiles of
+    2-8 MiB, and of 64-bit values up to 16 MiB; spec_for): their tiles are small, so the
+    chain has many steps where segments are long (one window of 32 ran at 0.45-0.66x the
+    ordinary scan at mean length 10^7, 128 at 0.87-1.10x), and their looks read the first
+    subgroup alone first, which is where most walks end at a head.
     Reductions of 2-16 MiB take 128 (four subgroups of the 256-thread tile): float64 at 2^20
     ran at 1.095-1.106x the ordinary reduction with it against 0.955-0.969x with 256, and
     float32 at 0.995-1.000x against 0.998-1.000x (performance.md, "Deterministic scans").
@@ -286,18 +319,17 @@ def spec_for(
         raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
     exact = not dtype.is_float and monoid in BUILTIN.values()
     deterministic = deterministic and chained and not exact
+    seg_window = 128  # a deterministic segmented scan's (deterministic_window)
     if deterministic and segmented and info.is_gpu and vectors is None and n is not None:
         nbytes = n * dtype.packed_bytes
-        if SIZE_BOUNDS[1] < nbytes <= SIZE_BOUNDS[2] and min_blocks is None:
-            # twice the tile, with the registers of 4 blocks per SM, in the 2-16 MiB class:
-            # there most tiles run at once and a long segment's walks go back through
-            # every anchor. On the H100 (by flags, det / ordinary at mean lengths 1000,
-            # 10^5, 10^7) float64 at 2^20 0.999/1.025/0.847 took 0.977/0.998/1.156 with
-            # 128 x 8, 4 blocks, at 2^19 1.015/1.070/1.076 took 0.962/1.083/1.172, at
-            # 2^21 1.065/1.085/1.122 took 1.032/1.100/1.177; float32 at 2^21
-            # 0.975/0.978/0.847 took 0.978/1.000/1.158, at 2^20 0.957/1.020/1.077 took
-            # 0.953/1.020/1.141
-            geo["vectors"], geo["min_blocks"] = geo["vectors"] * 2, 4
+        if SIZE_BOUNDS[1] < nbytes <= SIZE_BOUNDS[2] and min_blocks is None and threads is None:
+            if isinstance(dtype, Record):  # not measured: twice the tile, 4 blocks per SM
+                geo["vectors"], geo["min_blocks"] = geo["vectors"] * 2, 4
+            else:
+                shape = det_segmented_shape(nbytes, dtype)
+                geo["threads"] = min(shape[0], info.max_threads)
+                geo["vectors"], geo["min_blocks"] = shape[1], shape[2]
+                seg_window = min(shape[3], geo["threads"])
         elif nbytes <= SIZE_BOUNDS[0]:
             # half the tile in the smallest size class (twice the tiles): on the H100
             # (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7) float32 at 2^16
@@ -314,7 +346,7 @@ def spec_for(
         if width is None:  # the size class's window, unless threads was overridden below it
             wide = geo["lookback_width"]
             if deterministic:
-                wide = 128 if segmented else deterministic_window(n, dtype, geo["threads"], kind)
+                wide = seg_window if segmented else deterministic_window(n, dtype, geo["threads"], kind)
             width = lookback_window(info, geo["threads"], wide)
     spec = ScanSpec(
         variant=variant,
