@@ -25,6 +25,7 @@ from jitscan.kernels.spec import (
     CHAINED,
     KIND_CARRY,
     KIND_CODES,
+    KIND_STREAM,
     SEGMENTED,
     TILE_STATES,
     ScanSpec,
@@ -227,16 +228,18 @@ def test_kernels_compare_the_kind_only_through_its_js_kind_names(name):
         before, after = code[: m.start()].rstrip(), code[m.end() :].lstrip()
         if before.endswith("js_u32"):
             continue  # the parameter
-        if re.match(r"(&|&=\s*~)\s*JS_CARRY_BIT\b", after):
-            continue  # a scan from a carry: its bit, read and cleared first
+        if re.match(r"(&|&=\s*~)\s*\(?\s*JS_(CARRY|STREAM)_BIT\b", after):
+            continue  # a scan from a carry, stores around the cache: their bits, read and cleared first
         cmp = re.match(r"(==|!=)\s*(\w+)", after)
         assert cmp and cmp.group(2) in names, f"{name}: kind used as {code[m.start() : m.end() + 30]!r}"
     assert not re.search(r"\b\d+\s*[!=]=\s*kind\b", code)
 
 
-def test_the_carry_bit_python_sets_is_the_one_the_kernel_reads():
+def test_the_carry_and_stream_bits_python_sets_are_the_ones_the_kernel_reads():
     tile = defines(kernels.read("tile.h"))
     assert int(tile["JS_CARRY_BIT"].rstrip("u")) == KIND_CARRY
+    assert int(tile["JS_STREAM_BIT"].rstrip("u")) == KIND_STREAM
+    assert not (KIND_CARRY | KIND_STREAM) & max(KIND_CODES.values())
     assert int(tile["JS_CTRL_CARRY"]) == tile_state.CTRL_CARRY
     assert int(tile["JS_CTRL_WORDS"]) * 4 - tile_state.CTRL_CARRY * 4 >= CARRY_BYTES
 

@@ -85,6 +85,24 @@ def test_out_is_written_in_place_when_it_can_be(cpu_opencl, rng):
     np.testing.assert_array_equal(misaligned, np.cumsum(x))
 
 
+def test_results_as_large_as_the_cache_are_stored_around_it_and_still_right(cpu_opencl, rng):
+    # from DeviceInfo.cache_bytes of output the tiles skip the cache (JS_STREAM_BIT): an
+    # ordinary store would first read each line it writes
+    cache = device_info("opencl").cache_bytes
+    if not 0 < cache <= 1 << 26:
+        pytest.skip(f"the device reports a cache of {cache} bytes")
+    n = cache // 4 + 4099  # past the edge, ending inside a tile and a vector
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    want = np.cumsum(x, dtype=np.int32)
+    np.testing.assert_array_equal(jitscan.cumsum(x, dtype=np.int32, backend="opencl"), want)
+    np.testing.assert_array_equal(jitscan.cumsum(x, backend="opencl"), np.cumsum(x))  # int64 results
+    before = jitscan.scan(x, "add", kind="exclusive", backend="opencl")
+    np.testing.assert_array_equal(before, want - x)
+    np.testing.assert_array_equal(jitscan.scan(x, "add", initial=7, backend="opencl"), want + 7)
+    f = x.astype(np.float32)
+    np.testing.assert_allclose(jitscan.cumsum(f, backend="opencl"), np.cumsum(f, dtype=np.float64), atol=1e-2)
+
+
 @pytest.mark.parametrize("where", ["in place", "misaligned input", "strided input"])
 def test_inputs_the_device_cannot_share_are_copied_and_still_right(cpu_opencl, rng, where):
     n = 9 * tile_size("opencl", "int32") + 1

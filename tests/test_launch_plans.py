@@ -8,6 +8,8 @@ its Build declares for that entry point.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from recording import CPU, GPU, Array, Buffer, Launch, RecordingBackend
@@ -16,7 +18,7 @@ import jitscan
 from jitscan import backends, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
-from jitscan.kernels.spec import CHAINED, KIND_CODES, KINDS, LaunchArgs, ScanSpec
+from jitscan.kernels.spec import CHAINED, KIND_CODES, KIND_STREAM, KINDS, LaunchArgs, ScanSpec
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants import chained, segments
@@ -87,7 +89,8 @@ def test_memcpy_is_one_copy_launch_with_a_workgroup_per_tile(rb):
     p = Plan(rb, spec, 3 * spec.tile + 1)
     rb.clear()
     assert p() is None
-    assert rb.launches() == [Launch("js_memcpy", 4, (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n))]
+    # the last argument: whether whole tiles store around the cache (never on a GPU)
+    assert rb.launches() == [Launch("js_memcpy", 4, (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n, 0))]
     assert rb.calls() == ["buffer", "buffer", "launch"]
 
 
@@ -603,6 +606,46 @@ def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_p
     assert scan.variant == scan.variant_for(edge) == "fallback"
     assert scan.variant_for(edge + 1) == "rts"
     assert scan.variant_for(edge + 1, initial=True) == "fallback"
+
+
+def test_on_a_cpu_outputs_as_large_as_the_cache_are_stored_around_it(monkeypatch):
+    # an ordinary store first reads each line it writes: past the cache, a third pass
+    # over memory (tuning.launch_for, JS_STREAM_BIT); the kind argument says which
+    cache = 1 << 20
+    rb = RecordingBackend(dataclasses.replace(CPU, cache_bytes=cache), dialect="opencl")
+    monkeypatch.setitem(backends._BACKENDS, "recording", rb)
+
+    def kinds(scan, sizes, dtype=np.int32, at=6, **kw) -> list[int]:
+        out = []
+        for n in sizes:
+            rb.clear()
+            scan(Array((n,), dtype), **kw)
+            out.append(rb.launches()[-1].args[at])  # js_chained's kind (js_memcpy's stream)
+        return out
+
+    edge = cache // 4
+    scan = jitscan.plan("int32", backend="recording")
+    assert kinds(scan, (edge - 1, edge, 10**8)) == [0, KIND_STREAM, KIND_STREAM]
+    # the output's bytes count: int64 results of half the items fill the cache
+    wide = jitscan.plan("int64", backend="recording")
+    assert kinds(wide, (edge // 2 - 1, edge // 2), np.int64) == [0, KIND_STREAM]
+    # exclusive scans and scans from a value too; the bits stay apart
+    exclusive = jitscan.plan("int32", kind="exclusive", backend="recording")
+    assert kinds(exclusive, (edge,)) == [KIND_CODES["exclusive"] | KIND_STREAM]
+    assert kinds(scan, (edge,), initial=3) == [KIND_STREAM | 4]
+    # so do rows of whole tiles, plain scans; segmented scans and reductions store no tile
+    # in lanes, and GPUs never stream
+    rows = jitscan.plan("int32", segmented="rows", backend="recording")
+    assert kinds(rows, (edge,), row_len=edge) == [KIND_STREAM]
+    flags = jitscan.plan("int32", segmented="flags", backend="recording")
+    assert kinds(flags, (edge,), flags=Array((edge,), np.uint8)) == [0]
+    assert kinds(jitscan.plan("int32", kind="reduce", backend="recording"), (edge,)) == [KIND_CODES["reduce"]]
+    # the yardstick of the scans' loads and stores stores as they do
+    copy = jitscan.plan("int32", variant="memcpy", backend="recording")
+    assert kinds(copy, (edge - 1, edge), at=5) == [0, 1]
+    rb = RecordingBackend(dataclasses.replace(GPU, cache_bytes=cache))
+    monkeypatch.setitem(backends._BACKENDS, "recording", rb)
+    assert kinds(jitscan.plan("int32", backend="recording"), (10**8,)) == [0]
 
 
 def test_a_deterministic_segmented_scan_on_a_gpu_picks_its_tile_by_size_inside_the_2_to_16_mib_class(

@@ -68,6 +68,9 @@ class DeviceInfo:
     compute_units : int
         Compute units as the device reports them, or 0 where unknown. A CPU device of one
         (PoCL's single-thread driver) runs one workgroup at a time.
+    cache_bytes : int
+        The device's global memory cache as it reports it (a CPU's last-level cache), or 0
+        where unknown.
     """
 
     name: str
@@ -83,6 +86,7 @@ class DeviceInfo:
     thread_registers: int | None = None
     driver: str = ""
     compute_units: int = 0
+    cache_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,7 @@ class OpenCLBackend(Backend):
             thread_registers=255 if "cl_nv_device_attribute_query" in ext else None,
             driver=dev.driver_version.strip(),
             compute_units=int(dev.max_compute_units),
+            cache_bytes=int(dev.global_mem_cache_size),
         )
 
     @staticmethod

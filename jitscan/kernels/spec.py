@@ -12,6 +12,7 @@ per-call path builds or checks either.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,6 +29,8 @@ STAGE_LIMIT = 48 * 1024
 KIND_CODES = {"inclusive": 0, "exclusive": 1, "reduce": 2}
 #: or'ed into a chained launch's kind for a scan from a carry (JS_CARRY_BIT in tile.h)
 KIND_CARRY = 4
+#: or'ed into it where one-thread tiles store around the cache (JS_STREAM_BIT in tile.h)
+KIND_STREAM = 8
 #: the largest carry: 8 control words (JS_CTRL_CARRY in tile.h)
 CARRY_BYTES = 32
 TILE_STATES = ("packed", "split")
@@ -419,6 +422,9 @@ class LaunchArgs:
         A carry that is already on the device (``initial=`` a one-element device array of
         the scan's dtype): copied into the control words on the device, in queue order,
         so that a scan can start from another's last element without waiting for it.
+    stream_bytes : int
+        Flat scans in lanes (CPU tiles) whose output has at least this many bytes store
+        it around the cache (``KIND_STREAM``); 0: never.
     """
 
     kind: str = "inclusive"
@@ -427,7 +433,14 @@ class LaunchArgs:
     wait_limit: int = 0
     carry: bytes = b""
     carry_from: Any = field(default=None, compare=False, repr=False)
+    stream_bytes: int = 0
     kind_code: int = field(init=False, compare=False, repr=False)
+
+    def stream_from(self, spec: ScanSpec) -> float:
+        """Elements from which a launch of ``spec``'s program stores around the cache (inf: never)."""
+        if not self.stream_bytes or not spec.lanes or spec.segmented or self.kind == "reduce":
+            return math.inf
+        return self.stream_bytes // spec.dtype_info.itemsize
 
     def carrying(self, value: bytes | Any) -> LaunchArgs:
         """These arguments for a scan from ``value``: a carry's bytes, or a device array."""

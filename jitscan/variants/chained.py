@@ -20,7 +20,7 @@ from ..backends import clock
 from ..backends.base import Backend, Scratch
 from ..errors import DeadlockError
 from ..kernels import tile_state
-from ..kernels.spec import KIND_CARRY, LaunchArgs, ScanSpec
+from ..kernels.spec import KIND_CARRY, KIND_STREAM, LaunchArgs, ScanSpec
 from . import segments
 from .base import LOCK, Bound, Variant, operands
 
@@ -85,7 +85,8 @@ class Chained(Variant):
                 b.copy_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry_from, queue)
             elif launch.carry:
                 b.write_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry, queue)
-            args = [*ins, *outs, n, ctrl, launch.kind_code, epoch, launch.spin_limit, launch.wait_limit]
+            code = launch.kind_code | (KIND_STREAM if n >= launch.stream_from(bound.spec) else 0)
+            args = [*ins, *outs, n, ctrl, code, epoch, launch.spin_limit, launch.wait_limit]
             args += (launch.block_every, *tail)
             bound.program.launch(KERNEL, tiles, args, queue)
         return ctrl, epoch
@@ -97,7 +98,7 @@ class Chained(Variant):
         # _launch of a plain scan, with what does not depend on the arrays looked up once
         b, state, tile = bound.backend, bound.state, bound.spec.tile
         nbytes, encoding, limit = state.nbytes, state.encoding, state.epoch_limit
-        kind = launch.kind_code
+        kind, stream_from = launch.kind_code, launch.stream_from(bound.spec)
         # the spin limit and the blocking period are the same on every launch: set once
         tail = (launch.spin_limit, 0, launch.block_every, 0)
         fire = bound.program.launcher(KERNEL, queue, b.buffer, tail)
@@ -119,7 +120,7 @@ class Chained(Variant):
                 if epoch > limit:  # the tags would overflow: zero the buffer, start again
                     epoch = next_epoch(b, scratch, queue, limit)
                 scratch.epoch = epoch
-                code = kind
+                code = kind if n < stream_from else kind | KIND_STREAM
                 if carry is not None:  # before the launch, in queue order
                     code |= KIND_CARRY
                     put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes

@@ -17,7 +17,7 @@ KERNEL = "js_memcpy"
 class Memcpy(Variant):
     name = "memcpy"
     files = ("tile.h", "memcpy.c")
-    signatures = {KERNEL: ("src", "dst", "size")}
+    signatures = {KERNEL: ("src", "dst", "size", "u32")}
     segments_ok = False
 
     def run(
@@ -32,7 +32,9 @@ class Memcpy(Variant):
         check: bool = True,
     ) -> None:
         b = bound.backend
-        args = [*operands(b, src), *operands(b, dst), n]
+        # stores around the cache where a scan's would go around it (LaunchArgs.stream_from)
+        stream = int(n >= launch.stream_from(bound.spec))
+        args = [*operands(b, src), *operands(b, dst), n, stream]
         bound.program.launch(KERNEL, -(-n // bound.spec.tile), args, queue)
 
 

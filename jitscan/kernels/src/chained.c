@@ -54,7 +54,11 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #endif
     /* a scan from a carry (deterministic and row scans take none: the host says so) */
     int carry = (kind & JS_CARRY_BIT) != 0u;
-    kind &= ~JS_CARRY_BIT;
+#if JS_LANES && !JS_SEGMENTED
+    /* whole one-thread tiles store around the cache where the host asks */
+    int stream = (kind & JS_STREAM_BIT) != 0u;
+#endif
+    kind &= ~(JS_CARRY_BIT | JS_STREAM_BIT);
     js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first, 0u, wait_limit, epoch, tile == row_first};
     js_i64 cur = (js_i64)tile - 1;
 #if JS_DETERMINISTIC
@@ -258,7 +262,7 @@ JS_UNROLL
 #endif
     } else {
 #if JS_LANES && !JS_SEGMENTED
-        T total = js_lanes_store(in, out, base, n, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE);
+        T total = js_lanes_store(in, out, base, n, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE, stream);
         if (serial && posts && lid == 0)
             js_post(state, epoch, tile, JS_INCLUSIVE, total);
 #else

@@ -44,6 +44,10 @@
 #define JS_CTRL_WORDS 16
 /* the launch argument `kind`: a JS_KIND_* code, or'ed with this for a scan from a carry */
 #define JS_CARRY_BIT 4u
+/* and with this where the output is larger than the cache (the host decides, on CPUs):
+ * one-thread tiles then store around it (JS_VEC_STREAM), since an ordinary store first
+ * reads the line it writes, a third pass over memory */
+#define JS_STREAM_BIT 8u
 
 /* the total a whole-array reduction writes: a float sum's plus +0.0, since the identity
  * -0.0 leaves a sum of negative zeros at -0.0 and NumPy's sum, which starts from +0.0,
@@ -765,14 +769,20 @@ JS_DEVICE_FN js_vec js_lanes_output(js_vec x, js_vec* c, int exclusive)
     return y;
 }
 
-/* Returns the inclusive prefix past the tile (the prefix, if any, and every item). */
+/* Returns the inclusive prefix past the tile (the prefix, if any, and every item).
+ * `stream`: whole tiles store around the cache (JS_STREAM_BIT). */
 JS_DEVICE_FN T js_lanes_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
-                              int exclusive)
+                              int exclusive, int stream)
 {
     js_vec c = JS_VEC_SPLAT(has_prefix ? prefix : JS_VIDENTITY);
     if (base + JS_TILE <= n) {
-        for (js_u32 j = 0; j < JS_P; ++j)
-            JS_VEC_STORE(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
+        if (stream) {
+            for (js_u32 j = 0; j < JS_P; ++j)
+                JS_VEC_STREAM(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
+        } else {
+            for (js_u32 j = 0; j < JS_P; ++j)
+                JS_VEC_STORE(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
+        }
         return JS_VEC_LAST(c);
     }
     /* the last tile: whole vectors as above, the one that n cuts item by item */
