@@ -101,6 +101,17 @@ def test_fallback_gives_one_bit_pattern_under_any_blocking(backend, dtype):
     assert len(patterns(call, runs(backend))) == 1
 
 
+def test_the_tile_state_encoding_changes_no_bit(backend):
+    # packed (value and flag in one word) or split: the same aggregates, the same trees
+    x = normal(size(backend))
+    got = {
+        encoding: np.asarray(jitscan.cumsum(x, backend=backend, deterministic=True, tile_state=encoding))
+        for encoding in ("packed", "split")
+    }
+    np.testing.assert_array_equal(got["packed"], got["split"])
+    assert got["packed"].tobytes() == got["split"].tobytes()  # -0.0 and +0.0 told apart
+
+
 def test_lookback_gives_one_bit_pattern(backend):
     x = normal(size(backend))
     call = lambda **k: jitscan.cumsum(x, backend=backend, variant="lookback", deterministic=True, **k)  # noqa: E731
