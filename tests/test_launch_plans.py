@@ -611,7 +611,7 @@ def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_p
 def test_on_a_cpu_outputs_as_large_as_the_cache_are_stored_around_it(monkeypatch):
     # an ordinary store first reads each line it writes: past the cache, a third pass
     # over memory (tuning.launch_for, JS_STREAM_BIT); the kind argument says which
-    cache = 1 << 20
+    cache = 4 * tuning.CPU_STREAM_BYTES
     rb = RecordingBackend(dataclasses.replace(CPU, cache_bytes=cache), dialect="opencl")
     monkeypatch.setitem(backends._BACKENDS, "recording", rb)
 
@@ -643,6 +643,11 @@ def test_on_a_cpu_outputs_as_large_as_the_cache_are_stored_around_it(monkeypatch
     # the yardstick of the scans' loads and stores stores as they do
     copy = jitscan.plan("int32", variant="memcpy", backend="recording")
     assert kinds(copy, (edge - 1, edge), at=5) == [0, 1]
+    # a device that reports a small cache (a core's L2) streams from CPU_STREAM_BYTES on
+    rb = RecordingBackend(dataclasses.replace(CPU, cache_bytes=1 << 20), dialect="opencl")
+    monkeypatch.setitem(backends._BACKENDS, "recording", rb)
+    floor = tuning.CPU_STREAM_BYTES // 4
+    assert kinds(jitscan.plan("int32", backend="recording"), (floor - 1, floor)) == [0, KIND_STREAM]
     rb = RecordingBackend(dataclasses.replace(GPU, cache_bytes=cache))
     monkeypatch.setitem(backends._BACKENDS, "recording", rb)
     assert kinds(jitscan.plan("int32", backend="recording"), (10**8,)) == [0]

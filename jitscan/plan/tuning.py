@@ -44,12 +44,13 @@ CPU_LANE_BYTES = 1 << 16
 #: the single-thread driver ahead at every size up to 2^22 int32 items (2^16: 40 us
 #: against 143), level with the threaded one from 2^23 to 2^24
 CPU_IN_THREAD_BYTES = 1 << 24
-#: on CPU devices outputs as large as their cache (DeviceInfo.cache_bytes, this where it
-#: is unknown) are stored around it (LaunchArgs.stream_bytes): an ordinary store first
-#: reads each line it writes. On the 2-core EPYC (32 MiB of L3), a prepared int32 scan
-#: stored so against ordinary stores, in turns (median time): 2^23 items 0.89-0.91x,
-#: 2^24 0.76-0.89x, 2^25 0.76-0.78x; 2^22 0.97-1.10x and 2^21 0.93-1.29x, in the cache
-#: (docs/performance.md, "Stores around the cache")
+#: on CPU devices outputs as large as their cache (DeviceInfo.cache_bytes, and at least
+#: this: a runtime may report a core's L2 instead of the last level) are stored around it
+#: (LaunchArgs.stream_bytes): an ordinary store first reads each line it writes. On the
+#: 2-core EPYC (32 MiB of L3), a prepared int32 scan stored so against ordinary stores,
+#: in turns (median time): 2^23 items 0.89-0.91x, 2^24 0.76-0.89x, 2^25 0.76-0.78x; 2^22
+#: 0.97-1.10x and 2^21 0.93-1.29x, in the cache (docs/performance.md, "Stores around the
+#: cache")
 CPU_STREAM_BYTES = 1 << 25
 #: input sizes in bytes at which geometry() may change the tile shape or the look-back
 #: window: a prepared scan keeps one program per class it meets
@@ -432,7 +433,7 @@ def launch_for(
             "simulated blocking with variant='lookback' would deadlock: look-back waits forever "
             "for a tile that never posts (the kernel's watchdog would fire). Use variant='fallback'."
         )
-    stream = 0 if info.is_gpu else info.cache_bytes or CPU_STREAM_BYTES
+    stream = 0 if info.is_gpu else max(info.cache_bytes, CPU_STREAM_BYTES)
     if variant not in CHAINED:
         if simulate_blocking:
             raise ValueError(f"simulated blocking applies to variant 'fallback', not {variant!r}")
