@@ -101,6 +101,8 @@ def test_results_as_large_as_the_cache_are_stored_around_it_and_still_right(cpu_
     np.testing.assert_array_equal(jitscan.scan(x, "add", initial=7, backend="opencl"), want + 7)
     f = x.astype(np.float32)
     np.testing.assert_allclose(jitscan.cumsum(f, backend="opencl"), np.cumsum(f, dtype=np.float64), atol=1e-2)
+    # and memcpy, the yardstick of the scans' loads and stores, stores as they do
+    np.testing.assert_array_equal(jitscan.plan("int32", variant="memcpy", backend="opencl")(x), x)
 
 
 @pytest.mark.parametrize("where", ["in place", "misaligned input", "strided input"])
