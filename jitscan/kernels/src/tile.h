@@ -46,7 +46,10 @@
 #define JS_CARRY_BIT 4u
 /* and with this where the output is larger than the cache (the host decides, on CPUs):
  * one-thread tiles then store around it (JS_VEC_STREAM), since an ordinary store first
- * reads the line it writes, a third pass over memory */
+ * reads the line it writes, a third pass over memory. Such stores are weakly ordered,
+ * and need no fence here: no workgroup reads another's output (prefixes travel in the
+ * tile state, posted by atomics), and the runtime's end of the launch orders them for
+ * the host */
 #define JS_STREAM_BIT 8u
 
 /* the total a whole-array reduction writes: a float sum's plus +0.0, since the identity
