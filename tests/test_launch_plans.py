@@ -18,7 +18,7 @@ import jitscan
 from jitscan import backends, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
-from jitscan.kernels.spec import CHAINED, KIND_CODES, KIND_STREAM, KINDS, LaunchArgs, ScanSpec
+from jitscan.kernels.spec import CHAINED, KIND_CARRY, KIND_CODES, KIND_STREAM, KINDS, LaunchArgs, ScanSpec
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants import chained, segments
@@ -632,7 +632,7 @@ def test_on_a_cpu_outputs_as_large_as_the_cache_are_stored_around_it(monkeypatch
     # exclusive scans and scans from a value too; the bits stay apart
     exclusive = jitscan.plan("int32", kind="exclusive", backend="recording")
     assert kinds(exclusive, (edge,)) == [KIND_CODES["exclusive"] | KIND_STREAM]
-    assert kinds(scan, (edge,), initial=3) == [KIND_STREAM | 4]
+    assert kinds(scan, (edge,), initial=3) == [KIND_STREAM | KIND_CARRY]
     # so do rows of whole tiles, plain scans; segmented scans and reductions store no tile
     # in lanes, and GPUs never stream
     rows = jitscan.plan("int32", segmented="rows", backend="recording")
@@ -681,6 +681,11 @@ def test_a_deterministic_segmented_scan_on_a_gpu_picks_its_tile_by_size_inside_t
     f64 = jitscan.plan("float64", segmented="offsets", deterministic=True, backend="recording")
     assert {tiles(f64, b, 8) for b in (3 * mib, 9 * mib, 16 * mib)} == {(256, 4, 4, 256)}
     assert f64.size_class(3 * mib // 8) == f64.size_class(16 * mib // 8)
+    # a GPU of fewer multiprocessors fills a wave sooner: the bounds move with them
+    half = dataclasses.replace(info, compute_units=tuning.DET_SEGMENTED_UNITS // 2)
+    assert tuning.det_segmented_bounds(lookup("float32"), half) == (4 * mib, 5 * mib, 6 * mib, 16 * mib)
+    assert tuning.det_segmented_shape(4 * mib + 4, lookup("float32"), half) == (128, 8, 5, 128)
+    assert tuning.det_segmented_bounds(lookup("float32"), info) == (8 * mib, 10 * mib, 12 * mib, 16 * mib)
     # the ordinary scan has no such classes, and the smallest class keeps its own tile
     plain = jitscan.plan("float32", segmented="flags", backend="recording")
     assert plain.size_class(8 * mib // 4) == plain.size_class(12 * mib // 4)

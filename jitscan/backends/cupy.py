@@ -273,6 +273,7 @@ class CupyBackend(Backend):
                 # Specifications"); HIP's cap depends on the wave size: not checked
                 thread_registers=None if cupy.cuda.runtime.is_hip else 255,
                 driver=str(cupy.cuda.runtime.driverGetVersion()),
+                compute_units=int(props["multiProcessorCount"]),
             )
         return self._info[dev]
 

@@ -423,8 +423,8 @@ class LaunchArgs:
         the scan's dtype): copied into the control words on the device, in queue order,
         so that a scan can start from another's last element without waiting for it.
     stream_bytes : int
-        Flat scans in lanes (CPU tiles) whose output has at least this many bytes store
-        it around the cache (``KIND_STREAM``); 0: never.
+        Flat scans and copies in lanes (CPU tiles) whose output has at least this many
+        bytes store it around the cache (``KIND_STREAM``, memcpy's last argument); 0: never.
     """
 
     kind: str = "inclusive"

@@ -49,7 +49,7 @@ class Programs:
         inside tuning's 2-16 MiB class (tuning.DET_SEGMENTED_SHAPES)."""
         bounds = tuning.SIZE_BOUNDS
         if det_segmented and info.is_gpu and not self._record:
-            bounds = tuple(sorted({*bounds, *tuning.det_segmented_bounds(self.dtype)}))
+            bounds = tuple(sorted({*bounds, *tuning.det_segmented_bounds(self.dtype, info)}))
         self._rts_class = len(bounds) + 1
         if auto_rts and info.is_gpu:
             bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))

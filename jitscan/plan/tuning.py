@@ -62,17 +62,20 @@ SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
 #: (float32, int32, float64), 0.92-0.95x at 4 MiB (docs/performance.md, "Reductions")
 RTS_REDUCE_BYTES = 1 << 22
 #: tiles of deterministic segmented scans on GPUs in the 2-16 MiB class, by the largest
-#: input in bytes each takes: (threads, vectors, min_blocks, window). They run best where
-#: their tiles fit in one wave or fill several: a few tiles past one wave, the last ones
-#: run alone, and a deterministic tile takes longer than an ordinary one. On the H100 (by
-#: flags, det / ordinary at mean lengths 1000, 10^5, 10^7; performance.md,
-#: "Deterministic segmented scans of 2-16 MiB"), 128 x 8 with 4 blocks, the one tile of
-#: the class before, ran float32 at 3 MiB 0.944/0.952/1.066, at 9 MiB 0.866/0.907/0.964,
-#: at 10 MiB 0.898/0.952/1.013, at 11 MiB 0.913/0.962/1.013, float64 at 3 MiB
-#: 0.948/1.020/1.091 and at 9 MiB 0.902/0.913/1.003; with the tiles below, float32 at 3
-#: MiB 1.000/1.000/1.164, at 9 MiB 0.948/1.061/1.037, at 10 MiB 0.970/1.062/1.108, at 11
-#: MiB 0.950/0.990/1.003, float64 at 3 MiB 1.025/1.027/1.183 and at 9 MiB
-#: 0.995/0.963/1.015. A prepared scan keeps a size class for each.
+#: input in bytes each takes on a GPU of DET_SEGMENTED_UNITS multiprocessors: (threads,
+#: vectors, min_blocks, window). They run best where their tiles fit in one wave or fill
+#: several: a few tiles past one wave, the last ones run alone, and a deterministic tile
+#: takes longer than an ordinary one. So the bounds sit just below a wave of each shape
+#: (256 x 4 with 4 blocks: 8.25 MiB; 128 x 8 with 5: 10.3 MiB; 128 x 4 with 6: 12.4 MiB,
+#: two waves) and move with the multiprocessors of another GPU (det_segmented_rows). On
+#: the H100 (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7; performance.md,
+#: "Deterministic segmented scans of 2-16 MiB") 128 x 8 with 4 blocks, the class's one
+#: tile before, ran float32 at 3 MiB 0.944/0.952/1.066, at 9 MiB 0.866/0.907/0.964, at
+#: 10 MiB 0.898/0.952/1.013, at 11 MiB 0.913/0.962/1.013, float64 at 3 MiB
+#: 0.948/1.020/1.091 and at 9 MiB 0.902/0.913/1.003; with the tiles below (the run after)
+#: float32 at 3 MiB 0.996/1.012/1.174, at 9 MiB 0.960/1.026/1.039, at 10 MiB
+#: 0.961/1.052/1.095, at 11 MiB 0.957/0.973/1.024, float64 at 3 MiB 1.023/1.121/1.188 and
+#: at 9 MiB 0.994/0.968/1.021. A prepared scan keeps a size class for each.
 DET_SEGMENTED_SHAPES: dict[int, tuple[tuple[int, tuple[int, int, int, int]], ...]] = {
     # values of 4 bytes or fewer
     4: (
@@ -84,20 +87,31 @@ DET_SEGMENTED_SHAPES: dict[int, tuple[tuple[int, tuple[int, int, int, int]], ...
     # wider values: 256 x 4 with 4 blocks at every size of the class
     8: ((16 << 20, (256, 4, 4, 256)),),
 }
+#: the multiprocessors of the GPU DET_SEGMENTED_SHAPES was measured on (the H100's)
+DET_SEGMENTED_UNITS = 132
 
 
-def det_segmented_shape(nbytes: int, dtype: DType) -> tuple[int, int, int, int]:
+def det_segmented_rows(info: DeviceInfo, dtype: DType) -> tuple[tuple[int, tuple[int, int, int, int]], ...]:
+    """DET_SEGMENTED_SHAPES's rows for ``dtype`` on ``info``'s GPU: the bounds inside the
+    class scaled by its multiprocessors (where it reports them), those that leave the
+    class dropped; the last row ends the class."""
+    rows = DET_SEGMENTED_SHAPES[4 if dtype.packed_bytes <= 4 else 8]
+    units = info.compute_units or DET_SEGMENTED_UNITS
+    inner = ((bound * units // DET_SEGMENTED_UNITS, shape) for bound, shape in rows[:-1])
+    return (*((b, shape) for b, shape in inner if SIZE_BOUNDS[1] < b < SIZE_BOUNDS[2]), rows[-1])
+
+
+def det_segmented_shape(nbytes: int, dtype: DType, info: DeviceInfo) -> tuple[int, int, int, int]:
     """(threads, vectors, min_blocks, window) of a deterministic segmented scan of
     ``nbytes`` bytes in the 2-16 MiB class on a GPU (DET_SEGMENTED_SHAPES)."""
-    for bound, shape in DET_SEGMENTED_SHAPES[4 if dtype.packed_bytes <= 4 else 8]:
-        if nbytes <= bound:
-            return shape
-    raise ValueError(f"{nbytes} bytes are past the 2-16 MiB class")
+    if not SIZE_BOUNDS[1] < nbytes <= SIZE_BOUNDS[2]:
+        raise ValueError(f"{nbytes} bytes are outside the 2-16 MiB class")
+    return next(shape for bound, shape in det_segmented_rows(info, dtype) if nbytes <= bound)
 
 
-def det_segmented_bounds(dtype: DType) -> tuple[int, ...]:
-    """The size-class bounds in bytes that a deterministic segmented scan on a GPU adds."""
-    return tuple(bound for bound, _ in DET_SEGMENTED_SHAPES[4 if dtype.packed_bytes <= 4 else 8])
+def det_segmented_bounds(dtype: DType, info: DeviceInfo) -> tuple[int, ...]:
+    """The size-class bounds in bytes that a deterministic segmented scan on ``info``'s GPU adds."""
+    return tuple(bound for bound, _ in det_segmented_rows(info, dtype))
 
 
 def size_class(nbytes: int) -> int:
@@ -334,7 +348,7 @@ def spec_for(
             if isinstance(dtype, Record):  # not measured: twice the tile, 4 blocks per SM
                 geo["vectors"], geo["min_blocks"] = geo["vectors"] * 2, 4
             else:
-                shape = det_segmented_shape(nbytes, dtype)
+                shape = det_segmented_shape(nbytes, dtype, info)
                 geo["threads"] = min(shape[0], info.max_threads)
                 geo["vectors"], geo["min_blocks"] = shape[1], shape[2]
                 seg_window = min(shape[3], geo["threads"])

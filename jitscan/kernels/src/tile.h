@@ -44,12 +44,12 @@
 #define JS_CTRL_WORDS 16
 /* the launch argument `kind`: a JS_KIND_* code, or'ed with this for a scan from a carry */
 #define JS_CARRY_BIT 4u
-/* and with this where the output is larger than the cache (the host decides, on CPUs):
+/* and with this where the output is as large as the cache (the host decides, on CPUs):
  * one-thread tiles then store around it (JS_VEC_STREAM), since an ordinary store first
- * reads the line it writes, a third pass over memory. Such stores are weakly ordered,
- * and need no fence here: no workgroup reads another's output (prefixes travel in the
- * tile state, posted by atomics), and the runtime's end of the launch orders them for
- * the host */
+ * reads the line it writes, a third pass over memory. Such stores are weakly ordered: a
+ * tile fences them once after its last (JS_STREAM_FENCE), so that the runtime's signal
+ * that the launch is done cannot overtake them. No workgroup reads another's output
+ * (prefixes travel in the tile state), so nothing else waits on them */
 #define JS_STREAM_BIT 8u
 
 /* the total a whole-array reduction writes: a float sum's plus +0.0, since the identity
@@ -782,6 +782,7 @@ JS_DEVICE_FN T js_lanes_store(js_src in, js_dst out, js_size base, js_size n, T 
         if (stream) {
             for (js_u32 j = 0; j < JS_P; ++j)
                 JS_VEC_STREAM(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
+            JS_STREAM_FENCE();
         } else {
             for (js_u32 j = 0; j < JS_P; ++j)
                 JS_VEC_STORE(js_lanes_output(JS_VEC_LOAD(in + base, j), &c, exclusive), out + base, j);
