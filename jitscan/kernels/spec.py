@@ -438,7 +438,7 @@ class LaunchArgs:
 
     def stream_from(self, spec: ScanSpec) -> float:
         """Elements from which a launch of ``spec``'s program stores around the cache (inf: never)."""
-        if not self.stream_bytes or not spec.lanes or spec.segmented or self.kind == "reduce":
+        if not self.stream_bytes or self.kind == "reduce" or spec.segmented or not spec.lanes:
             return math.inf
         return self.stream_bytes // spec.dtype_info.itemsize
 

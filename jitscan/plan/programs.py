@@ -58,8 +58,6 @@ class Programs:
         self._tuning_class = tuple(tuning.size_class(b) for b in bounds) + (len(tuning.SIZE_BOUNDS),)
         #: the class bounds in elements: bisect_left(self._class_sizes, n) is n's class
         self._class_sizes = tuple(bound // self._itemsize for bound in bounds)
-        #: the size spec_for is given for each class: its largest (None: the unbounded class)
-        self._class_n: tuple[int | None, ...] = (*self._class_sizes, None)
 
     def _variant_of(self, cls: int, chained: bool = False) -> variants.Variant:
         """The variant that runs size class ``cls`` (``chained``: a call with a carry)."""
@@ -91,7 +89,8 @@ class Programs:
                 dtype=self.dtype,
                 monoid=self.monoid,
                 stats=self.stats,
-                n=self._class_n[cls],
+                # the class's largest size (None: the unbounded class)
+                n=self._class_sizes[cls] if cls < len(self._class_sizes) else None,
                 segmented=segmented,
                 row_tiles=row_tiles,
                 in_dtype=loads,

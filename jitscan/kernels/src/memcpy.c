@@ -8,7 +8,7 @@ JS_KERNEL void js_memcpy(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, js_u32 stream)
     /* a CPU tile in lanes, as the scans move theirs: vector by vector, no array between,
      * and around the cache where the scans' stores would go around it (JS_STREAM_BIT) */
     if (base + JS_TILE <= n) {
-        if (stream) {
+        if (stream) {  /* two loops: see js_lanes_store */
             for (js_u32 j = 0; j < JS_P; ++j)
                 JS_VEC_STREAM(JS_VEC_LOAD(JS_SRC_AT + base, j), JS_DST_AT + base, j);
             JS_STREAM_FENCE();  /* see JS_STREAM_BIT in tile.h */
