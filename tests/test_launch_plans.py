@@ -692,6 +692,36 @@ def test_a_deterministic_segmented_scan_on_a_gpu_picks_its_tile_by_size_inside_t
     assert tiles(f32, 4000, 4)[0::3] == (128, 128)
 
 
+def test_64_bit_integer_tiles_of_half_a_mib_to_16_mib_scan_their_rows_through_shared_memory(registered):
+    # each step of a row scan by shuffles is two shuffles, two-instruction adds and
+    # selects for 64-bit integers; read across in shared memory, a subgroup scans once
+    # (tuning.rows_in_smem). Other types, sizes and segmented scans keep the shuffles
+    info, mib = registered.default_queue.info, 1 << 20
+
+    def across(dtype: str, nbytes: int, **kw) -> bool:
+        scan = jitscan.plan(dtype, backend="recording", **kw)
+        return scan.spec(info, scan.size_class(nbytes // np.dtype(dtype).itemsize)).rows_in_smem
+
+    assert [across("int64", b) for b in (mib // 2, mib, 4 * mib, 16 * mib, 17 * mib)] == [
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert across("uint64", 4 * mib, kind="exclusive") and across("int64", 4 * mib, deterministic=True)
+    assert not any(across(d, 4 * mib) for d in ("int32", "uint32", "float32", "float64"))
+    assert not across("int64", 4 * mib, segmented="flags")
+    # a tile whose rows would overfill SMEM_ROWS_BYTES keeps the shuffles
+    assert not across("int64", 4 * mib, threads=512, vectors=8)
+    # devices without shuffles scan rows in local memory as they did; a tile of one row
+    # has one subgroup scan anyway
+    spec = dataclasses.replace(spec_of("fallback", "int64"), rows_in_smem=True)
+    assert spec.rows_in_smem
+    assert not dataclasses.replace(spec, shuffle=False, subgroup=spec.threads).rows_in_smem
+    assert not dataclasses.replace(spec, vectors=1).rows_in_smem
+
+
 @pytest.mark.parametrize(
     "knobs",
     [{"variant": "fallback"}, {"variant": "lookback"}, {"stats": True}, {"spin_limit": 4}, {"threads": 64}],

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import (
+    DTYPES,
     FFILL,
     assert_scan_equal,
+    device_info,
     geometries,
     op_dtype_pairs,
     poison,
@@ -18,6 +20,7 @@ from conftest import (
 
 import jitscan
 from jitscan import backends
+from jitscan.plan import tuning
 
 SCAN_VARIANTS = ("fallback", "lookback", "rts")
 
@@ -62,6 +65,28 @@ def test_non_commutative_user_monoid_comes_out_in_order(backend, rng, variant, k
         x = random_input(rng, n, dtype, FFILL)
         got = run_on_device(backend, x, FFILL, kind, variant, **geo)
         assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_read_across_in_shared_memory_scan_as_rows_scanned_by_shuffles(backend, rng, monkeypatch, dtype):
+    # tuning.rows_in_smem takes them for 64-bit integers of one size class; here every
+    # default tile shape takes them, at its edges, with every kind, an order that matters,
+    # and tiles scanned again by the workgroups that fall back on them
+    if not device_info(backend).shuffle_width:
+        pytest.skip("rows cross a tile's subgroups in shared memory only on devices with shuffles")
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    monkeypatch.setattr(tuning, "rows_in_smem", lambda spec, nbytes: True)
+    for n, geo in boundary_cases(backend, dtype, FFILL):
+        x = random_input(rng, n, dtype, FFILL)
+        blocked = {"simulate_blocking": 3, "spin_limit": 2}
+        runs = (("fallback", blocked), ("fallback", {"deterministic": True, **blocked}), ("rts", {}))
+        for variant, knobs in runs:
+            for kind in jitscan.KINDS:
+                scan = jitscan.plan(dtype, FFILL, kind=kind, variant=variant, backend=backend, **geo, **knobs)
+                assert scan.spec(device_info(backend), scan.size_class(n)).rows_in_smem
+                got = b.to_host(scan(b.to_device(x, q)))
+                assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
 
 
 @pytest.mark.parametrize("variant", SCAN_VARIANTS)

@@ -119,6 +119,11 @@ class ScanSpec:
     clock : {"", "globaltimer", "tsc"}
         The device clock look-back's watchdog reads to bound a wait in time
         (``backends.clock``); empty: none, and only the spin limit bounds it.
+    rows_in_smem : bool
+        A tile's row values cross its subgroups through shared memory, so that each lane
+        scans consecutive ones and the subgroup scans once, not once per row
+        (``js_scan_rows_smem`` in ``src/tile.h``). Only for devices with shuffles, tiles
+        of several threads and rows; elsewhere it is normalized to False.
     serial : bool
         The device runs one workgroup at a time, in the order they start (a CPU driver of
         one compute unit: PoCL's ``basic``). A chained scan in lanes whose predecessor has
@@ -148,6 +153,7 @@ class ScanSpec:
     outputs: tuple[int, ...] = ()
     clock: str = ""
     serial: bool = False
+    rows_in_smem: bool = False
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -224,6 +230,8 @@ class ScanSpec:
             )
         if self.serial and not self.one_pass_tiles:
             object.__setattr__(self, "serial", False)  # specs it changes nothing in compare equal
+        if self.rows_in_smem and not (self.shuffle and self.threads > 1 and self.vectors > 1):
+            object.__setattr__(self, "rows_in_smem", False)
 
     @property
     def chained(self) -> bool:
@@ -365,6 +373,8 @@ class ScanSpec:
         total = (self.threads // sg + 1) * t  # subgroup totals, the tile total
         if not self.shuffle and self.threads > 1:
             total += self.vectors * self.threads * t  # rows scanned in local memory
+        if self.rows_in_smem:
+            total += (self.vectors + 1) * self.threads * t  # rows read across (padded)
         if self.shuffle and self.lookback_width > sg:
             total += self.lookback_width // sg * (t + 4)  # a wide window's parts
         elif not (self.shuffle and self.lookback_width == sg):

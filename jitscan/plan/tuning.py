@@ -398,6 +398,8 @@ def spec_for(
     )
     if vectors is None and not info.is_gpu and spec.lanes and not segmented:
         spec = replace(spec, vectors=CPU_LANE_BYTES // VECTOR_BYTES)
+    if rows_in_smem(spec, math.inf if n is None else n * dtype.packed_bytes):
+        spec = replace(spec, rows_in_smem=True)
     if info.local_memory is not None and variant != "memcpy" and spec.local_bytes > info.local_memory:
         raise ValueError(
             f"a tile of {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items of "
@@ -406,6 +408,32 @@ def spec_for(
         )
     check_registers(info, spec)
     return spec
+
+
+#: the most shared memory a workgroup's rows may take to cross its subgroups there
+#: (ScanSpec.rows_in_smem); larger tiles scan their rows by shuffles
+SMEM_ROWS_BYTES = 24 << 10
+
+
+def rows_in_smem(spec: ScanSpec, nbytes: float) -> bool:
+    """Whether ``spec``'s tiles, for inputs of up to ``nbytes``, scan their rows through
+    shared memory (ScanSpec.rows_in_smem).
+
+    Plain scans of 64-bit integers of 0.5-16 MiB (geometry's 256 x 8 tiles) on devices
+    with shuffles. Each step of a row scan by shuffles is two shuffles, a two-instruction
+    add and two selects for them, and there the scans ran faster with their rows read
+    across: on the H100, in turns (experiments/smem_rows.py), int64 1.029-1.044x at
+    2^18-2^21 (2-16 MiB), uint64 1.029-1.055x at 2^17-2^21, float64 1.000-1.013x, 32-bit
+    types 0.964-1.003x. The 128 x 16 tiles of larger inputs ran 0.96-0.98x (int64),
+    0.90-0.92x (float64) and 0.96-0.98x (32-bit), the 256 x 4 tiles of small ones
+    0.97-1.01x (performance.md, "64-bit integers: rows read across in shared memory").
+    """
+    if not spec.shuffle or spec.threads == 1 or spec.vectors == 1 or spec.segmented or spec.record:
+        return False
+    if (spec.vectors + 1) * spec.threads * spec.element_bytes > SMEM_ROWS_BYTES:
+        return False
+    d = spec.dtype_info
+    return SIZE_BOUNDS[0] < nbytes <= SIZE_BOUNDS[2] and d.itemsize == 8 and not d.is_float
 
 
 def check_registers(info: DeviceInfo, spec: ScanSpec) -> None:

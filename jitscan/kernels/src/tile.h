@@ -112,9 +112,16 @@ JS_DEVICE_FN js_heads js_no_heads(void)
 #define JS_WARP_WALK (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
 #define JS_WIDE_WALK (JS_HAS_SHUFFLE && JS_LB_W > JS_SG)
 
+/* a subgroup's row values in scan order, padded by one after every JS_P of them
+ * (js_scan_rows_smem) */
+#define JS_SMEM_ROW_AT(p) ((p) + (p) / JS_P)
+
 typedef struct {
 #if !JS_HAS_SHUFFLE && JS_T > 1
     T rows[JS_P][JS_T];          /* row scans when the workgroup is the subgroup */
+#endif
+#if JS_ROWS_IN_SMEM
+    T sg_rows[JS_NSG][JS_SG * (JS_P + 1)];  /* each subgroup's rows, read across (js_scan_rows_smem) */
 #endif
     T sg_total[JS_NSG];          /* subgroup aggregates, then their exclusive scan */
     T tile_total;
@@ -234,6 +241,55 @@ JS_UNROLL
 }
 #endif
 
+#if JS_ROWS_IN_SMEM
+/* What js_scan_rows and the carry through the rows compute, by another road: left[j]
+ * gets the combination of everything in the subgroup's stretch before row j of this
+ * lane, and the stretch's total is returned. The rows pass through shared memory so
+ * that each lane holds JS_P values that are consecutive in scan order: one serial scan
+ * of those and one subgroup scan of the lanes' totals then replace a subgroup scan per
+ * row. Each step of a row scan is a shuffle, an op and a select per row, twice over
+ * for 64-bit values, and for those the row scans were most of a tile's instructions.
+ * Lane l reads positions l*JS_P..l*JS_P+JS_P-1, which the padding (JS_SMEM_ROW_AT)
+ * spreads over the banks. Only the subgroup touches its rows, so its own sync orders
+ * them; no workgroup barrier is needed. */
+JS_DEVICE_FN T js_scan_rows_smem(T v[JS_P], T left[JS_P], JS_LOCAL_PTR js_shared* sh)
+{
+    JS_LOCAL_PTR T* rows = sh->sg_rows[JS_SG_ID];
+    js_u32 lane = JS_LANE;
+    /* the previous scan's reads of these rows are done (a fallback scans again) */
+    JS_SUBGROUP_SYNC();
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j)
+        rows[JS_SMEM_ROW_AT(j * JS_SG + lane)] = v[j];
+    JS_SUBGROUP_SYNC();
+    JS_LOCAL_PTR T* mine = rows + lane * (JS_P + 1);
+    T s[JS_P];
+    s[0] = mine[0];
+#pragma unroll
+    for (js_u32 k = 1; k < JS_P; ++k)
+        s[k] = js_op(s[k - 1], mine[k]);
+    T t = s[JS_P - 1];
+#pragma unroll
+    for (js_u32 d = 1; d < JS_SG; d <<= 1) {
+        T up = JS_SHFL_UP(t, d);
+        if (lane >= d)
+            t = js_op(up, t);
+    }
+    T before = JS_SHFL_UP(t, 1);
+    T all = JS_SHFL_IDX(t, JS_SG - 1);
+    /* each lane rewrites only the values it read: their exclusive prefixes */
+    mine[0] = lane ? before : JS_IDENTITY;
+#pragma unroll
+    for (js_u32 k = 1; k < JS_P; ++k)
+        mine[k] = lane ? js_op(before, s[k - 1]) : s[k - 1];
+    JS_SUBGROUP_SYNC();
+#pragma unroll
+    for (js_u32 j = 0; j < JS_P; ++j)
+        left[j] = rows[JS_SMEM_ROW_AT(j * JS_SG + lane)];
+    return all;
+}
+#endif
+
 /* Scans a vector in place, restarting at its heads (bits b); returns its aggregate. */
 JS_DEVICE_FN T js_scan_vector(js_val v[JS_V], js_u32 b)
 {
@@ -268,10 +324,14 @@ JS_UNROLL
     }
     return carry;
 #else
-    T last[JS_P], excl[JS_P], total[JS_P];
+    T last[JS_P];
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j)
         last[j] = js_scan_vector(x[j], JS_VBITS(heads, j));
+#if JS_ROWS_IN_SMEM
+    T carry = js_scan_rows_smem(last, left, sh);
+#else
+    T excl[JS_P], total[JS_P];
     js_scan_rows(last, excl, total, sh);
 
     left[0] = excl[0];
@@ -281,6 +341,7 @@ JS_UNROLL
         left[j] = js_op(carry, excl[j]);
         carry = js_op(carry, total[j]);
     }
+#endif
 #if JS_NSG > 1
     js_u32 lane = JS_LANE, sg = JS_SG_ID;
     if (lane == 0)
