@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import DTYPES, FFILL
+from conftest import DTYPES, FFILL, op_dtype_pairs
 
 import jitscan
 from jitscan import backends, variants
@@ -125,3 +125,42 @@ def test_tuple_value_sources_compile_with_nvcc(tmp_path, variant, segmented):
                 tmp_path / f"tuple_{variant}_{segmented}_{kind}_{tile_state}.cu",
                 variants.source(spec, "cuda"),
             )
+
+
+@pytest.mark.parametrize(("op", "dtype"), op_dtype_pairs())
+def test_a_built_in_operator_on_scalars_steps_its_subgroup_scans_by_one_predicated_instruction(op, dtype):
+    # the shuffle's predicate guards the op (kernels/ptx.py), on CUDA and NVIDIA's
+    # OpenCL; float min and max keep the portable step, which keeps NumPy's NaN rules
+    src = jitscan.source(dtype, op=op, backend="cupy")
+    portable = dtype.startswith("float") and op != "add"
+    assert ("#define JS_PTX_SCAN_STEP" in src) is not portable
+    if not portable:
+        assert "#if !(defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__))" in src  # not on ROCm
+    # the same spec lowered to OpenCL for NVIDIA (whose shuffles are PTX already)
+    spec = tuning.spec_for(
+        backends.typical_device("cupy"), variant="fallback", dtype=lookup(dtype), monoid=resolve(op)
+    )
+    assert ("#define JS_PTX_SCAN_STEP" in variants.source(spec, "opencl")) is not portable
+
+
+def test_operators_of_their_own_segmented_scans_and_tuple_values_keep_the_portable_step():
+    info = backends.typical_device("cupy")
+    assert "#define JS_PTX_SCAN_STEP" not in jitscan.source("int64", op=FFILL, backend="cupy")
+    same_name = jitscan.Monoid("add", combine="a + b", identity=0)
+    assert "#define JS_PTX_SCAN_STEP" not in jitscan.source("int64", op=same_name, backend="cupy")
+    for segmented in ("flags", "offsets"):
+        spec = tuning.spec_for(
+            info, variant="fallback", dtype=lookup("int64"), monoid=resolve("add"), segmented=segmented
+        )
+        assert "#define JS_PTX_SCAN_STEP" not in variants.source(spec, "cuda")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize(
+    ("op", "dtype"), [("add", "int64"), ("add", "float32"), ("min", "int32"), ("xor", "uint64")]
+)
+def test_the_predicated_scan_step_compiles_with_nvcc(tmp_path, op, dtype):
+    # 32- and 64-bit registers, signed and unsigned, integer and float instructions
+    src = jitscan.source(dtype, op=op, backend="cupy")
+    assert "#define JS_PTX_SCAN_STEP" in src
+    _compiles(tmp_path / f"step_{op}_{dtype}.cu", src)

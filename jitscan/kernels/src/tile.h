@@ -190,6 +190,24 @@ JS_UNROLL
 }
 
 #if JS_T > 1
+#if JS_HAS_SHUFFLE
+/* One step of a subgroup's inclusive scan: s combined with the value of the lane d
+ * below, where there is one. The dialect may give it as one shuffle and one predicated
+ * op (JS_PTX_SCAN_STEP: NVIDIA's, for the built-in operators on scalars), where the
+ * portable form computes the op and selects. */
+#ifdef JS_PTX_SCAN_STEP
+#define js_scan_step(s, d) JS_PTX_SCAN_STEP(s, d)
+#else
+JS_DEVICE_FN T js_scan_step(T s, js_u32 d)
+{
+    T up = JS_SHFL_UP(s, d);
+    if (JS_LANE >= d)
+        s = js_op(up, s);
+    return s;
+}
+#endif
+#endif
+
 /* Scans the JS_P row values v[] of every lane across its subgroup: excl[j] is the
  * combination of lanes before this one in row j, total[j] that of the whole row.
  * (A tile of one thread has no rows to scan: js_scan_tile runs its carry alone.) */
@@ -200,11 +218,8 @@ JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         T s = v[j];
 #pragma unroll
-        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
-            T up = JS_SHFL_UP(s, d);
-            if (JS_LANE >= d)
-                s = js_op(up, s);
-        }
+        for (js_u32 d = 1; d < JS_SG; d <<= 1)
+            s = js_scan_step(s, d);
         T before = JS_SHFL_UP(s, 1);
         excl[j] = JS_LANE ? before : JS_IDENTITY;
         total[j] = JS_SHFL_IDX(s, JS_SG - 1);
@@ -270,11 +285,8 @@ JS_DEVICE_FN T js_scan_rows_smem(T v[JS_P], T left[JS_P], JS_LOCAL_PTR js_shared
         s[k] = js_op(s[k - 1], mine[k]);
     T t = s[JS_P - 1];
 #pragma unroll
-    for (js_u32 d = 1; d < JS_SG; d <<= 1) {
-        T up = JS_SHFL_UP(t, d);
-        if (lane >= d)
-            t = js_op(up, t);
-    }
+    for (js_u32 d = 1; d < JS_SG; d <<= 1)
+        t = js_scan_step(t, d);
     T before = JS_SHFL_UP(t, 1);
     T all = JS_SHFL_IDX(t, JS_SG - 1);
     /* each lane rewrites only the values it read: their exclusive prefixes */
@@ -351,11 +363,8 @@ JS_UNROLL
         /* one subgroup scans the subgroup aggregates (JS_NSG <= JS_SG) */
         T s = lane < JS_NSG ? sh->sg_total[lane] : JS_IDENTITY;
 #pragma unroll
-        for (js_u32 d = 1; d < JS_SG; d <<= 1) {
-            T up = JS_SHFL_UP(s, d);
-            if (lane >= d)
-                s = js_op(up, s);
-        }
+        for (js_u32 d = 1; d < JS_SG; d <<= 1)
+            s = js_scan_step(s, d);
         T before = JS_SHFL_UP(s, 1);
         T all = JS_SHFL_IDX(s, JS_SG - 1);
         if (lane < JS_NSG)

@@ -1,0 +1,78 @@
+"""PTX that NVIDIA's dialects add: a subgroup scan's step as one predicated instruction.
+
+A step of an inclusive subgroup scan (``js_scan_step`` in ``src/tile.h``) combines a lane's
+value with the one shuffled up from ``d`` lanes below, where there is one. Written in C
+that is the op and a select (two selects for a 64-bit value, whose op may be two
+instructions too); the shuffle's own predicate, whether the source lane exists, can guard
+the op instead. For the built-in operators on scalars, one PTX instruction each, the step
+is then the shuffles and that instruction: a tile's row scans are most of a 64-bit scan's
+instructions (docs/performance.md, "A scan step without selects").
+"""
+
+from __future__ import annotations
+
+from ..operators.monoid import BUILTIN
+from .spec import ScanSpec
+
+#: the PTX instruction of each built-in operator by kind of value (``{w}``: its bits).
+#: Floats only add: their min and max keep NumPy's NaNs and signed zeros, which PTX's do
+#: not. The order of the operands is js_op's: the earlier value first
+_OPS = {
+    "add": {"i": "add.s{w}", "u": "add.u{w}", "f": "add.rn.f{w}"},
+    "mul": {"i": "mul.lo.s{w}", "u": "mul.lo.u{w}"},
+    "min": {"i": "min.s{w}", "u": "min.u{w}"},
+    "max": {"i": "max.s{w}", "u": "max.u{w}"},
+    "and": {"i": "and.b{w}", "u": "and.b{w}"},
+    "or": {"i": "or.b{w}", "u": "or.b{w}"},
+    "xor": {"i": "xor.b{w}", "u": "xor.b{w}"},
+}
+#: inline-asm constraint and PTX register type of a value, by kind and bits
+_REGS = {
+    ("i", 32): ("r", "b32"),
+    ("u", 32): ("r", "b32"),
+    ("f", 32): ("f", "f32"),
+    ("i", 64): ("l", "b64"),
+    ("u", 64): ("l", "b64"),
+    ("f", 64): ("d", "f64"),
+}
+
+
+def scan_step(spec: ScanSpec) -> list[str]:
+    """The definition of ``JS_PTX_SCAN_STEP`` for ``spec``, or nothing where the portable
+    step stays: tuple values, segmented (head, value) pairs, and operators of their own."""
+    if spec.record or spec.segmented or not spec.shuffle:
+        return []
+    name = spec.monoid.name
+    dt = spec.dtype_info
+    kind = "f" if dt.is_float else "i" if dt.is_signed else "u"
+    op = _OPS.get(name, {}).get(kind)
+    if op is None or BUILTIN.get(name) is not spec.monoid:
+        return []
+    bits = 8 * dt.itemsize
+    constraint, reg = _REGS[kind, bits]
+    op = op.format(w=bits)
+    if bits == 32:
+        body = [
+            f'"{{ .reg .pred p; .reg .{reg} t; "',
+            '"shfl.sync.up.b32 t|p, %0, %1, 0, 0xffffffff; "',
+            f'"@p {op} %0, t, %0; }}"',
+        ]
+    else:  # a 64-bit value crosses lanes as two 32-bit halves
+        body = [
+            f'"{{ .reg .pred p; .reg .b32 lo, hi, a, b; .reg .{reg} t; "',
+            '"mov.b64 {lo, hi}, %0; "',
+            '"shfl.sync.up.b32 a|p, lo, %1, 0, 0xffffffff; "',
+            '"shfl.sync.up.b32 b, hi, %1, 0, 0xffffffff; "',
+            '"mov.b64 t, {a, b}; "',
+            f'"@p {op} %0, t, %0; }}"',
+        ]
+    return [
+        "/* a subgroup scan's step: the shuffle's predicate (the source lane exists) guards",
+        "   the op, which needs no select then (kernels/ptx.py) */",
+        "JS_DEVICE_FN js_val js_ptx_scan_step(js_val s, js_u32 d)",
+        "{",
+        "    asm(" + "\n        ".join(body) + f'\n        : "+{constraint}"(s) : "r"(d));',
+        "    return s;",
+        "}",
+        "#define JS_PTX_SCAN_STEP(s, d) js_ptx_scan_step((s), (d))",
+    ]
