@@ -4,7 +4,7 @@ A step of an inclusive subgroup scan (``js_scan_step`` in ``src/tile.h``) combin
 value with the one shuffled up from ``d`` lanes below, where there is one. Written in C
 that is the op and a select (two selects for a 64-bit value, whose op may be two
 instructions too); the shuffle's own predicate, whether the source lane exists, can guard
-the op instead. For the built-in operators on scalars, one PTX instruction each, the step
+the op instead. For the built-in operators on integers, one PTX instruction each, the step
 is then the shuffles and that instruction: a tile's row scans are most of a 64-bit scan's
 instructions (docs/performance.md, "A scan step without selects").
 """
@@ -14,11 +14,13 @@ from __future__ import annotations
 from ..operators.monoid import BUILTIN
 from .spec import ScanSpec
 
-#: the PTX instruction of each built-in operator by kind of value (``{w}``: its bits).
-#: Floats only add: their min and max keep NumPy's NaNs and signed zeros, which PTX's do
-#: not. The order of the operands is js_op's: the earlier value first
+#: the PTX instruction of each built-in operator on integers by signedness (``{w}``: its
+#: bits), operands in js_op's order, the earlier value first. Floats keep the C step: on
+#: the H100 a float64 sum in PTX ran 1.5% faster from 2^24 and 1-1.5% slower at 2^18-2^20
+#: on CUDA, and 1.5% slower at 2^22-2^26 on NVIDIA's OpenCL (float32 even on CUDA); their min and
+#: max keep NumPy's NaNs and signed zeros, which PTX's do not
 _OPS = {
-    "add": {"i": "add.s{w}", "u": "add.u{w}", "f": "add.rn.f{w}"},
+    "add": {"i": "add.s{w}", "u": "add.u{w}"},
     "mul": {"i": "mul.lo.s{w}", "u": "mul.lo.u{w}"},
     "min": {"i": "min.s{w}", "u": "min.u{w}"},
     "max": {"i": "max.s{w}", "u": "max.u{w}"},
@@ -26,30 +28,23 @@ _OPS = {
     "or": {"i": "or.b{w}", "u": "or.b{w}"},
     "xor": {"i": "xor.b{w}", "u": "xor.b{w}"},
 }
-#: inline-asm constraint and PTX register type of a value, by kind and bits
-_REGS = {
-    ("i", 32): ("r", "b32"),
-    ("u", 32): ("r", "b32"),
-    ("f", 32): ("f", "f32"),
-    ("i", 64): ("l", "b64"),
-    ("u", 64): ("l", "b64"),
-    ("f", 64): ("d", "f64"),
-}
+#: inline-asm constraint and PTX register type of a value, by its bits
+_REGS = {32: ("r", "b32"), 64: ("l", "b64")}
 
 
 def scan_step(spec: ScanSpec) -> list[str]:
     """The definition of ``JS_PTX_SCAN_STEP`` for ``spec``, or nothing where the portable
-    step stays: tuple values, segmented (head, value) pairs, and operators of their own."""
-    if spec.record or spec.segmented or not spec.shuffle:
+    step stays: floats, tuple values, segmented (head, value) pairs, and operators of
+    their own."""
+    dt = spec.dtype_info
+    if spec.record or spec.segmented or not spec.shuffle or dt.is_float:
         return []
     name = spec.monoid.name
-    dt = spec.dtype_info
-    kind = "f" if dt.is_float else "i" if dt.is_signed else "u"
-    op = _OPS.get(name, {}).get(kind)
+    op = _OPS.get(name, {}).get("i" if dt.is_signed else "u")
     if op is None or BUILTIN.get(name) is not spec.monoid:
         return []
     bits = 8 * dt.itemsize
-    constraint, reg = _REGS[kind, bits]
+    constraint, reg = _REGS[bits]
     op = op.format(w=bits)
     if bits == 32:
         body = [

@@ -193,7 +193,7 @@ JS_UNROLL
 #if JS_HAS_SHUFFLE
 /* One step of a subgroup's inclusive scan: s combined with the value of the lane d
  * below, where there is one. The dialect may give it as one shuffle and one predicated
- * op (JS_PTX_SCAN_STEP: NVIDIA's, for the built-in operators on scalars), where the
+ * op (JS_PTX_SCAN_STEP: NVIDIA's, for the built-in operators on integers), where the
  * portable form computes the op and selects. */
 #ifdef JS_PTX_SCAN_STEP
 #define js_scan_step(s, d) JS_PTX_SCAN_STEP(s, d)
