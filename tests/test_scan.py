@@ -7,6 +7,7 @@ import pytest
 from conftest import (
     DTYPES,
     FFILL,
+    INT_DTYPES,
     assert_scan_equal,
     device_info,
     geometries,
@@ -70,23 +71,41 @@ def test_non_commutative_user_monoid_comes_out_in_order(backend, rng, variant, k
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_read_across_in_shared_memory_scan_as_rows_scanned_by_shuffles(backend, rng, monkeypatch, dtype):
     # tuning.rows_in_smem takes them for 64-bit integers of one size class; here every
-    # default tile shape takes them, at its edges, with every kind, an order that matters,
-    # and tiles scanned again by the workgroups that fall back on them
+    # default tile shape takes them, and a workgroup of one subgroup, at its edges, with
+    # every kind, an order that matters, built-in integer ops (whose subgroup scans step
+    # in PTX on NVIDIA), and tiles scanned again by the workgroups that fall back on them
     if not device_info(backend).shuffle_width:
         pytest.skip("rows cross a tile's subgroups in shared memory only on devices with shuffles")
     b = backends.get(backend)
     q = b.queue_of(None)
     monkeypatch.setattr(tuning, "rows_in_smem", lambda spec, nbytes: True)
-    for n, geo in boundary_cases(backend, dtype, FFILL):
-        x = random_input(rng, n, dtype, FFILL)
-        blocked = {"simulate_blocking": 3, "spin_limit": 2}
-        runs = (("fallback", blocked), ("fallback", {"deterministic": True, **blocked}), ("rts", {}))
-        for variant, knobs in runs:
-            for kind in jitscan.KINDS:
-                scan = jitscan.plan(dtype, FFILL, kind=kind, variant=variant, backend=backend, **geo, **knobs)
-                assert scan.spec(device_info(backend), scan.size_class(n)).rows_in_smem
-                got = b.to_host(scan(b.to_device(x, q)))
-                assert_scan_equal(got, reference(x, FFILL, kind), x, FFILL)
+    one = {"threads": 32, "vectors": 8, "lookback_width": 32}
+    shapes = boundary_cases(backend, dtype, FFILL) + [(n, one) for n in (255, 256, 4099)]
+    ops = [FFILL] + (["add", "max"] if dtype in INT_DTYPES else [])
+    blocked = {"simulate_blocking": 3, "spin_limit": 2}
+    runs = (("fallback", blocked), ("fallback", {"deterministic": True, **blocked}), ("rts", {}))
+    for n, geo in shapes:
+        for op in ops:
+            x = random_input(rng, n, dtype, op)
+            for variant, knobs in runs:
+                for kind in jitscan.KINDS:
+                    scan = jitscan.plan(dtype, op, kind=kind, variant=variant, backend=backend, **geo | knobs)
+                    assert scan.spec(device_info(backend), scan.size_class(n)).rows_in_smem
+                    got = b.to_host(scan(b.to_device(x, q)))
+                    assert_scan_equal(got, reference(x, op, kind), x, op)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+@pytest.mark.parametrize("op", ["add", "mul", "min", "xor"])
+def test_64_bit_integers_of_half_a_mib_to_16_mib_scan_right_as_they_run_by_default(backend, rng, dtype, op):
+    # the class where they read their rows across, with the PTX step on NVIDIA: both ends
+    for n in ((1 << 16) + 3, (1 << 21) - 5):
+        x = random_input(rng, n, dtype, op)
+        for kind in jitscan.KINDS:
+            scan = jitscan.plan(dtype, op, kind=kind, backend=backend)
+            on = scan.spec(device_info(backend), scan.size_class(n)).rows_in_smem
+            assert on == bool(device_info(backend).shuffle_width)
+            assert_scan_equal(run_on_device(backend, x, op, kind, "fallback"), reference(x, op, kind), x, op)
 
 
 @pytest.mark.parametrize("variant", SCAN_VARIANTS)

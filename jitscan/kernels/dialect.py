@@ -582,7 +582,11 @@ typedef unsigned long long js_size;
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__)
 #define JS_SHFL_UP_FIELD(x, d) __shfl_up((x), (d), JS_SG)
 #define JS_SHFL_IDX_FIELD(x, s) __shfl((x), (s), JS_SG)
-#define JS_SUBGROUP_SYNC() __builtin_amdgcn_wave_barrier()
+/* the wave barrier alone orders no memory for the compiler: fences around it do, for the
+   subgroup's exchanges through local memory (lookback.h, js_scan_rows_smem) */
+#define JS_SUBGROUP_SYNC() \
+    (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
+     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"))
 #define JS_SPIN_PAUSE() __builtin_amdgcn_s_sleep(1)
 #else
 #define JS_SHFL_UP_FIELD(x, d) __shfl_up_sync(0xffffffffu, (x), (d))

@@ -61,9 +61,13 @@ def scan_step(spec: ScanSpec) -> list[str]:
             '"mov.b64 t, {a, b}; "',
             f'"@p {op} %0, t, %0; }}"',
         ]
+    # Not volatile, so the compiler may schedule it with the rest (the form measured): it
+    # may then move or merge it, which is safe while every caller runs it in a whole,
+    # converged subgroup and every lane uses the result (js_scan_step's callers do; CUB
+    # writes the same step volatile)
     return [
         "/* a subgroup scan's step: the shuffle's predicate (the source lane exists) guards",
-        "   the op, which needs no select then (kernels/ptx.py) */",
+        "   the op, which needs no select then (kernels/ptx.py); the whole subgroup calls it */",
         "JS_DEVICE_FN js_val js_ptx_scan_step(js_val s, js_u32 d)",
         "{",
         "    asm(" + "\n        ".join(body) + f'\n        : "+{constraint}"(s) : "r"(d));',

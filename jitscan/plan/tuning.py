@@ -419,16 +419,19 @@ def rows_in_smem(spec: ScanSpec, nbytes: float) -> bool:
     """Whether ``spec``'s tiles, for inputs of up to ``nbytes``, scan their rows through
     shared memory (ScanSpec.rows_in_smem).
 
-    Plain scans of 64-bit integers of 0.5-16 MiB (geometry's 256 x 8 tiles) on devices
-    with shuffles. Each step of a row scan by shuffles is two shuffles, a two-instruction
-    add and two selects for them, and there the scans ran faster with their rows read
-    across: on the H100, in turns (experiments/smem_rows.py), int64 1.029-1.044x at
-    2^18-2^21 (2-16 MiB), uint64 1.029-1.055x at 2^17-2^21, float64 1.000-1.013x, 32-bit
-    types 0.964-1.003x. The 128 x 16 tiles of larger inputs ran 0.96-0.98x (int64),
-    0.90-0.92x (float64) and 0.96-0.98x (32-bit), the 256 x 4 tiles of small ones
-    0.97-1.01x (performance.md, "64-bit integers: rows read across in shared memory").
+    Tiles of 64-bit integers of 0.5-16 MiB (geometry's 256 x 8 tiles) on devices with
+    shuffles, of every variant and kind but segmented ones, with at most 8 vectors a
+    thread. Each step of a row scan by shuffles is two shuffles and an add of two
+    instructions for such values, and there the scans ran faster with their rows read
+    across (H100, in turns, experiments/smem_rows.py): with the selects of the C step,
+    int64 1.029-1.044x at 2^18-2^21 (2-16 MiB), uint64 1.029-1.055x at 2^17-2^21, float64
+    1.000-1.013x, 32-bit types 0.964-1.003x; with NVIDIA's scan step in PTX (kernels/ptx.py),
+    int64 and uint64 1.000-1.033x at 2^17-2^21. Tiles of 16 vectors (128 x 16, larger
+    inputs) ran 0.96-0.98x (int64), 0.90-0.92x (float64) and 0.96-0.98x (32-bit), the
+    256 x 4 tiles of small ones 0.97-1.01x (performance.md, "64-bit integers: rows read
+    across in shared memory").
     """
-    if not spec.shuffle or spec.threads == 1 or spec.vectors == 1 or spec.segmented or spec.record:
+    if not spec.shuffle or spec.threads == 1 or not 1 < spec.vectors <= 8 or spec.segmented or spec.record:
         return False
     if (spec.vectors + 1) * spec.threads * spec.element_bytes > SMEM_ROWS_BYTES:
         return False
