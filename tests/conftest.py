@@ -16,6 +16,7 @@ import jitscan
 from jitscan import backends
 from jitscan.api.chunked import UFUNCS as BUILTIN_UFUNCS
 from jitscan.dtypes import lookup
+from jitscan.errors import BackendUnavailableError
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 
@@ -40,6 +41,26 @@ def pytest_configure(config: pytest.Config) -> None:
     except ImportError:
         return
     config.addinivalue_line("filterwarnings", "error:jitscan:pyopencl.CompilerWarning")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    """A test that needs a device where jitscan has no backend at all is skipped, with why.
+
+    Tests of one backend skip through the ``backend`` fixture; the others call the default
+    backend, which raises ``BackendUnavailableError`` when neither CuPy nor PyOpenCL can
+    run. Where one can, that error stays a failure.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is None or not call.excinfo.errisinstance(BackendUnavailableError):
+        return
+    if any(backends.get(name).available() for name in backends.PREFERENCE):
+        return
+    report.outcome = "skipped"
+    path, line, _ = item.location
+    why = f"Skipped: the test needs a device ({call.excinfo.value})"
+    report.longrepr = (path, (line or 0) + 1, why)
 
 
 def op_dtype_pairs() -> list[tuple[str, str]]:
