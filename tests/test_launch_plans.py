@@ -693,8 +693,8 @@ def test_a_deterministic_segmented_scan_on_a_gpu_picks_its_tile_by_size_inside_t
 
 
 def test_64_bit_integer_tiles_of_half_a_mib_to_16_mib_scan_their_rows_through_shared_memory(registered):
-    # each step of a row scan by shuffles is two shuffles, two-instruction adds and
-    # selects for 64-bit integers; read across in shared memory, a subgroup scans once
+    # each step of a row scan by shuffles is two shuffles and a two-instruction add for
+    # 64-bit integers; read across in shared memory, a subgroup scans once
     # (tuning.rows_in_smem). Other types, sizes and segmented scans keep the shuffles
     info, mib = registered.default_queue.info, 1 << 20
 

@@ -16,9 +16,9 @@ from .spec import ScanSpec
 
 #: the PTX instruction of each built-in operator on integers by signedness (``{w}``: its
 #: bits), operands in js_op's order, the earlier value first. Floats keep the C step: on
-#: the H100 a float64 sum in PTX ran 1.5% faster from 2^24 and 1-1.5% slower at 2^18-2^20
-#: on CUDA, and 1.5% slower at 2^22-2^26 on NVIDIA's OpenCL (float32 even on CUDA); their min and
-#: max keep NumPy's NaNs and signed zeros, which PTX's do not
+#: the H100 a float64 sum in PTX ran 1.5% faster from 2^24 and 1-1.5% slower at
+#: 2^18-2^20 on CUDA, and 1.5% slower at 2^22-2^26 on NVIDIA's OpenCL (float32 even on
+#: CUDA); their min and max keep NumPy's NaNs and signed zeros, which PTX's do not
 _OPS = {
     "add": {"i": "add.s{w}", "u": "add.u{w}"},
     "mul": {"i": "mul.lo.s{w}", "u": "mul.lo.u{w}"},

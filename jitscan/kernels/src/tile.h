@@ -262,8 +262,9 @@ JS_UNROLL
  * lane, and the stretch's total is returned. The rows pass through shared memory so
  * that each lane holds JS_P values that are consecutive in scan order: one serial scan
  * of those and one subgroup scan of the lanes' totals then replace a subgroup scan per
- * row. Each step of a row scan is a shuffle, an op and a select per row, twice over
- * for 64-bit values, and for those the row scans were most of a tile's instructions.
+ * row. Each step of a row scan is a shuffle and an op (and a select, but for NVIDIA's
+ * step in PTX), twice over for 64-bit values: for those the row scans were most of a
+ * tile's instructions.
  * Lane l reads positions l*JS_P..l*JS_P+JS_P-1, which the padding (JS_SMEM_ROW_AT)
  * spreads over the banks. Only the subgroup touches its rows, so its own sync orders
  * them; no workgroup barrier is needed. */
