@@ -149,11 +149,6 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             ]
         return lines
 
-    def scan_step(self, spec: ScanSpec) -> list[str]:
-        """A subgroup scan's step in the dialect's own instructions (``JS_PTX_SCAN_STEP``),
-        or nothing: the portable step of src/tile.h."""
-        return []
-
     def common(self, spec: ScanSpec) -> str:
         """Defines shared by every dialect: geometry, knobs, type, identity, operator."""
         dt = spec.dtype_info
@@ -196,7 +191,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             "",
             f"/* op {spec.monoid.name}: its first argument combines the earlier elements */",
             spec.monoid.c_function(dt.fields if spec.record else dt),
-            *self.scan_step(spec),
+            *ptx.scan_step(spec),  # NVIDIA's: PTX's shuffles are its dialects' only ones
             *self.lanes(spec),
         ]
         if spec.segmented:
@@ -426,10 +421,6 @@ typedef ulong js_size;
 """
         return "\n".join(head) + body
 
-    def scan_step(self, spec: ScanSpec) -> list[str]:
-        # an OpenCL device with shuffles is NVIDIA's, which takes PTX (epilogue)
-        return ptx.scan_step(spec)
-
     def epilogue(self, spec: ScanSpec) -> str:
         if not spec.shuffle:
             return ""
@@ -479,13 +470,6 @@ class CUDADialect(Dialect):
     name = "cuda"
     u64_suffix = "ULL"
     components = _COMPONENTS_CUDA
-
-    def scan_step(self, spec: ScanSpec) -> list[str]:
-        lines = ptx.scan_step(spec)
-        if not lines:
-            return []
-        # hipRTC on AMD takes no PTX: the portable step there
-        return ["#if !(defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__))", *lines, "#endif"]
 
     #: CUDA's vector types by element type (char4 holds signed chars)
     _VECTORS = {

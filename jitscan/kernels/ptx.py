@@ -35,7 +35,9 @@ _REGS = {32: ("r", "b32"), 64: ("l", "b64")}
 def scan_step(spec: ScanSpec) -> list[str]:
     """The definition of ``JS_PTX_SCAN_STEP`` for ``spec``, or nothing where the portable
     step stays: floats, tuple values, segmented (head, value) pairs, and operators of
-    their own."""
+    their own. A spec with shuffles is lowered for NVIDIA (CUDA, or its OpenCL, whose
+    shuffles are PTX too) or for ROCm by the same CUDA text: the definition is kept from
+    hipRTC, which takes no PTX."""
     dt = spec.dtype_info
     if spec.record or spec.segmented or not spec.shuffle or dt.is_float:
         return []
@@ -66,6 +68,7 @@ def scan_step(spec: ScanSpec) -> list[str]:
     # converged subgroup and every lane uses the result (js_scan_step's callers do; CUB
     # writes the same step volatile)
     return [
+        "#if !(defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__))",
         "/* a subgroup scan's step: the shuffle's predicate (the source lane exists) guards",
         "   the op, which needs no select then (kernels/ptx.py); the whole subgroup calls it */",
         "JS_DEVICE_FN js_val js_ptx_scan_step(js_val s, js_u32 d)",
@@ -74,4 +77,5 @@ def scan_step(spec: ScanSpec) -> list[str]:
         "    return s;",
         "}",
         "#define JS_PTX_SCAN_STEP(s, d) js_ptx_scan_step((s), (d))",
+        "#endif",
     ]

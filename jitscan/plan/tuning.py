@@ -431,7 +431,8 @@ def rows_in_smem(spec: ScanSpec, nbytes: float) -> bool:
     256 x 4 tiles of small ones 0.97-1.01x (performance.md, "64-bit integers: rows read
     across in shared memory").
     """
-    if not spec.shuffle or spec.threads == 1 or not 1 < spec.vectors <= 8 or spec.segmented or spec.record:
+    # (where it cannot apply, without shuffles or rows, ScanSpec drops it)
+    if spec.vectors > 8 or spec.segmented or spec.record:
         return False
     if (spec.vectors + 1) * spec.threads * spec.element_bytes > SMEM_ROWS_BYTES:
         return False
