@@ -10,8 +10,9 @@ of the rounds, per call, in microseconds. The layers:
 - ``cumsum(x, out=y)`` and ``p(x, out=y)``: the public call and the prepared scan;
 - the same two with the driver launch replaced by a function that does nothing: jitscan's
   Python alone;
-- ``operands`` (the checks of ``x`` and ``out``), ``go`` (the launch function with the
-  driver stubbed) and ``fire`` (packing the arguments, stubbed driver);
+- ``p.common`` (the common call in one function: the checks of ``x`` and ``out``, the
+  queue and the launch function, ``Backend.common_call``) and ``go`` (the launch function
+  alone), both with the driver stubbed;
 - ``launchKernel``: CuPy's call of ``cuLaunchKernel`` with the packed block, alone;
 - peers: CUB's call (``cuda.compute``), ``torch.cumsum(out=)`` and a device-to-device
   ``cudaMemcpyAsync`` of the array through CuPy.
@@ -49,8 +50,7 @@ def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
     p(x, out=y)
     jitscan.cumsum(x, out=y)
     b = p.backend
-    np_dtype = np.dtype(dtype)
-    queue, _, _ = b.operands(x, y, np_dtype, False, p._loads)
+    queue = b.queue_of(x)
     go = p._launcher(queue, n)
     bound = p.bound(queue, n)
     # the launch alone needs a valid argument block: one real launch of one tile packs it
@@ -76,7 +76,7 @@ def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
         "p(x, out=y)": lambda: p(x, out=y),
         "stubbed: jitscan.cumsum(x, out=y)": lambda: jitscan.cumsum(x, out=y),
         "stubbed: p(x, out=y)": lambda: p(x, out=y),
-        "stubbed: operands": lambda: b.operands(x, y, np_dtype, False, p._loads),
+        "stubbed: p.common(x, y, None)": lambda: p.common(x, y, None),
         "stubbed: go(x, y, n)": lambda: go(x, y, n),
         "launchKernel alone": launch,
     }

@@ -11,6 +11,7 @@ import ctypes
 import re
 import threading
 from abc import ABC, abstractmethod
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -357,6 +358,41 @@ class Backend(ABC):
         ):
             return None
         return queue, n, out
+
+    def common_call(
+        self,
+        dtype: np.dtype,
+        one: bool,
+        loads: Mapping[np.dtype, str],
+        launchers: Mapping[tuple, Callable[..., None]],
+        classes: Sequence[int],
+        make: Callable[[Any, int, str], Callable[..., None]],
+    ) -> Callable[[Any, Any, Any], Any]:
+        """A prepared scan's common call as one function ``call(x, out, carry)``.
+
+        It takes the arrays :meth:`operands` takes and launches the scan: the launch
+        function of ``(queue, bisect_left(classes, n), loads[x.dtype])`` in
+        ``launchers``, or ``make(queue, n, loads[x.dtype])`` where there is none yet, is
+        called as ``go(x, dst, n, carry)``. It returns the result (``dst`` of a scan; of a
+        reduction without ``out``, ``dst`` as a 0-d array), or None where ``x`` or ``out``
+        are not such arrays, having done nothing. A backend whose launch is short
+        enough for each Python call around it to count folds :meth:`operands` in (CuPy).
+        """
+        operands, get = self.operands, launchers.get
+
+        def call(x: Any, out: Any, carry: Any) -> Any:
+            common = operands(x, out, dtype, one, loads)
+            if common is None:
+                return None
+            queue, n, dst = common
+            load = loads[x.dtype]
+            go = get((queue, bisect_left(classes, n), load))
+            if go is None:
+                go = make(queue, n, load)
+            go(x, dst, n, carry)
+            return dst.reshape(()) if one and out is None else dst
+
+        return call
 
     @abstractmethod
     def buffer(self, arr: Any) -> tuple[Any, int]:

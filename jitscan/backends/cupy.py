@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -309,29 +310,57 @@ class CupyBackend(Backend):
             # the flag itself: arr.flags builds a Flags object on every read
             return arr._c_contiguous and arr.data.ptr % VECTOR_BYTES == 0
 
-        def operands(
-            self, x: Any, out: Any, dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
-        ) -> tuple[Any, int, Any] | None:
-            # Backend.operands in one function: this is most of a warm call's Python
-            if type(x) is not _ndarray or not x._c_contiguous:
-                return None
-            t = x.dtype
-            if t is not dtype and t not in loads:
-                return None  # built-in dtypes are singletons; any other takes the long way
-            n = x.size
-            at = x.data.ptr
-            if not n or at % VECTOR_BYTES:
-                return None
-            m = 1 if one else n
-            if out is None:
-                queue = self.queue_of(x)
-                return queue, n, self.empty((m,), dtype, queue)
-            if type(out) is not _ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
-                return None
-            to = out.data.ptr
-            if not out._c_contiguous or to % VECTOR_BYTES or (to < at + x.nbytes and at < to + out.nbytes):
-                return None
-            return self.queue_of(x), n, out
+        def common_call(
+            self,
+            dtype: np.dtype,
+            one: bool,
+            loads: Mapping[np.dtype, str],
+            launchers: Mapping[tuple, Callable[..., None]],
+            classes: Sequence[int],
+            make: Callable[[Any, int, str], Callable[..., None]],
+        ) -> Callable[[Any, Any, Any], Any]:
+            # Backend.common_call with operands and queue_of folded in: a warm call's
+            # Python is about as long as CUDA's launch, and each Python call in it counts
+            get, queues, queue_of = launchers.get, self._queues, self.queue_of
+            one_gpu = self._devices == 1
+
+            def call(x: Any, out: Any, carry: Any) -> Any:
+                if type(x) is not _ndarray or not x._c_contiguous:
+                    return None
+                load = loads.get(x.dtype)  # built-in dtypes are singletons: found by identity
+                n = x.size
+                at = x.data.ptr
+                if load is None or not n or at % VECTOR_BYTES:
+                    return None
+                queue = None
+                if one_gpu:  # the array is on the one GPU, and so is the current stream
+                    stream = _current_stream()
+                    queue = queues.get((0, stream.ptr))
+                    if queue is not None:
+                        queue.stream = stream  # the same stream; keep the live object
+                if queue is None:
+                    queue = queue_of(x)
+                m = 1 if one else n
+                if out is None:
+                    dst = self.empty((m,), dtype, queue)
+                elif type(out) is not _ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
+                    return None
+                else:
+                    to = out.data.ptr
+                    if (
+                        not out._c_contiguous
+                        or to % VECTOR_BYTES
+                        or (to < at + x.nbytes and at < to + out.nbytes)
+                    ):
+                        return None
+                    dst = out
+                go = get((queue, bisect_left(classes, n), load))
+                if go is None:
+                    go = make(queue, n, load)
+                go(x, dst, n, carry)
+                return dst.reshape(()) if one and out is None else dst
+
+            return call
 
     def buffer(self, arr: Any) -> tuple[int, int]:
         # kernels take raw device pointers (see _Entry); the array keeps the memory alive
