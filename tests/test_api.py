@@ -227,6 +227,28 @@ def test_a_prepared_scan_takes_any_size_and_allocates_unless_given_out(backend, 
     np.testing.assert_array_equal(scan(x), np.cumsum(x, dtype=np.int32))  # NumPy in, NumPy out
 
 
+def test_the_common_call_scans_device_arrays_as_they_are_and_leaves_every_other_call(backend, rng):
+    b, q = _device(backend)
+    scan = jitscan.plan("int32", "add", backend=backend)
+    x = random_input(rng, 4096, "int32")
+    dx, out = b.to_device(x, q), b.empty((4096,), np.dtype(np.int32), q)
+    assert scan.common(dx, out, None) is out
+    np.testing.assert_array_equal(b.to_host(out), np.cumsum(x, dtype=np.int32))
+    made = scan.common(dx, None, None)  # allocates, as scan(dx) does
+    assert b.owns(made)
+    np.testing.assert_array_equal(b.to_host(made), np.cumsum(x, dtype=np.int32))
+    for other in [
+        (x, None),  # host input
+        (dx[1:], None),  # not aligned for the kernels' vector loads
+        (dx, dx),  # out over x
+        (dx, b.empty((4096,), np.dtype(np.float32), q)),  # out of another dtype
+        (dx, b.empty((4095,), np.dtype(np.int32), q)),  # out of another size
+    ]:
+        assert scan.common(*other, None) is None
+    np.testing.assert_array_equal(b.to_host(dx), x)  # left as it was
+    assert scan(dx[1:]) is not None  # the long way takes what the common call leaves
+
+
 def test_a_prepared_scan_checks_its_arguments_when_it_is_made():
     with pytest.raises(ValueError, match="unknown op"):
         jitscan.plan("int32", "sum")

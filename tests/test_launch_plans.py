@@ -544,6 +544,41 @@ def test_a_warm_call_is_one_allocation_and_one_launch(registered):
     assert rb.calls() == ["queue_of", "empty", "buffer", "buffer", "launch"]
 
 
+def test_the_common_call_in_one_function_launches_as_the_prepared_scan_does(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording")
+    x, y = Array((1000,), np.int32), Array((1000,), np.int32)
+    scan(x, out=y)
+    rb.clear()
+    assert scan.common(x, y, None) is y
+    assert rb.calls() == ["queue_of", "buffer", "buffer", "launch"]
+    assert rb.launches()[-1].args[2] is y.buf
+
+
+def test_the_common_call_does_nothing_and_says_none_for_any_other_call(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording")
+    x = Array((1000,), np.int32)
+    rb.clear()
+    for args in [
+        (np.zeros(1000, np.int32), None),  # host input takes the long way
+        (x, Array((999,), np.int32)),  # an out of another size
+        (x, Array((1000,), np.float32)),  # an out of another dtype
+        (Array((0,), np.int32), None),  # nothing to scan
+    ]:
+        assert scan.common(*args, None) is None
+    assert rb.launches() == []
+
+
+def test_a_python_operators_common_call_waits_for_its_first_check(registered):
+    pytest.importorskip("numba", reason="Python operators are typed by Numba")
+    scan = jitscan.plan("int32", jitscan.operator(lambda a, b: a + b, identity=0), backend="recording")
+    x = Array((1000,), np.int32)
+    assert scan.common(x, None, None) is None  # not yet checked on this dtype
+    scan.verify(np.arange(1000, dtype=np.int32))  # what the first call does with its input
+    assert scan.common(x, None, None) is not None
+
+
 @pytest.mark.parametrize("encoding", ["packed", "split"])
 def test_the_common_call_also_zeroes_the_scratch_and_restarts_epochs_past_the_limit(registered, encoding):
     # the prepared scan's common call takes its own short path through the chained variant
