@@ -16,23 +16,17 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import cupy
 import numpy as np
 
 import jitscan
-from jitscan.backends import cupy as cupy_backend
+from jitscan.bench import studies
 from jitscan.bench.cub import cub_call
 
 CALLS = 200
 ROUNDS = 9
-REAL = cupy_backend._launch
-
-
-def _nothing(*args: object) -> None:
-    return None
 
 
 def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
@@ -51,21 +45,6 @@ def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
     }
 
 
-def block(fn: Callable[[], object], stub: bool) -> float:
-    """Microseconds a call over one block of CALLS calls."""
-    if stub:
-        cupy_backend._launch = _nothing
-    try:
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        t1 = time.perf_counter()
-    finally:
-        cupy_backend._launch = REAL
-    cupy.cuda.runtime.deviceSynchronize()
-    return (t1 - t0) / CALLS * 1e6
-
-
 def main() -> None:
     tag = os.environ.get("TREE", "?")
     for dtype in sys.argv[1].split(","):
@@ -77,7 +56,7 @@ def main() -> None:
             times: dict[str, list[float]] = {name: [] for name in names}
             for r in range(ROUNDS):
                 for name in names[r % len(names) :] + names[: r % len(names)]:
-                    times[name].append(block(found[name], name.startswith("stubbed")))
+                    times[name].append(studies.host_block(found[name], CALLS, name.startswith("stubbed")))
             med = {name: statistics.median(t) for name, t in times.items()}
             cub = med["CUB"]
             cells = " | ".join(f"{name} {t:.2f}" for name, t in med.items())

@@ -23,7 +23,6 @@ from __future__ import annotations
 import inspect
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import cupy
@@ -31,14 +30,11 @@ import numpy as np
 
 import jitscan
 from jitscan.backends import cupy as cupy_backend
+from jitscan.bench import studies
 from jitscan.bench.cub import cub_call
 
 CALLS = 200
 ROUNDS = 15
-
-
-def _nothing(*args: object) -> None:
-    return None
 
 
 def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
@@ -101,21 +97,6 @@ def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
     return found
 
 
-def time_block(fn: Callable[[], object], stub: bool) -> float:
-    """Microseconds a call over one block of CALLS calls, the driver stubbed where asked."""
-    if stub:
-        cupy_backend._launch = _nothing
-    try:
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        t1 = time.perf_counter()
-    finally:
-        cupy_backend._launch = REAL
-    cupy.cuda.runtime.deviceSynchronize()
-    return (t1 - t0) / CALLS * 1e6
-
-
 REAL = cupy_backend._launch
 
 
@@ -131,7 +112,7 @@ def main() -> None:
         names = list(found)
         for r in range(ROUNDS):
             for name in names[r % len(names) :] + names[: r % len(names)]:
-                times[name].append(time_block(found[name], name.startswith("stubbed")))
+                times[name].append(studies.host_block(found[name], CALLS, name.startswith("stubbed")))
         print(f"\n{dtype} 2^{e}: microseconds a call, median of {ROUNDS} rounds of {CALLS} calls (min-max)")
         for name in names:
             t = times[name]
