@@ -98,13 +98,42 @@ class CLProgram(Program):
         local = self.local
         width = local[0]
         tail = tuple(tail)
+        signature = self._signatures[entry]
+        last = len(signature) - len(tail) - 1  # the last argument a call passes
+        # PyOpenCL's own setters, which its generated invokers call: its public
+        # Kernel.set_arg costs more for one argument than the invoker for all of them
+        set_buffers = getattr(kernel, "_set_arg_multi", None)
+        set_packed = getattr(kernel, "_set_arg_buf_pack_multi", None)
+        if set_buffers is None or set_packed is None or last < 4 or signature[last] is None:
 
-        def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+                s, s_off = buffer(src)
+                d, d_off = buffer(dst)
+                kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
+
+            return fire
+
+        last_type = np.dtype(signature[last]).char.encode()  # packed as PyOpenCL's invokers do
+        enqueue = cl.enqueue_nd_range_kernel
+        held: list[Any] = [None]  # the arguments set, but the arrays and the last one
+
+        def fire_changed(groups: int, src: Any, dst: Any, *args: Any) -> None:
             s, s_off = buffer(src)
             d, d_off = buffer(dst)
-            kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
+            rest = (s_off, d_off, *args[:-1])
+            if rest == held[0]:
+                # a kernel keeps its arguments from one enqueue to the next: a call in a loop
+                # sets its arrays (not held here, so that they may be freed) and the last
+                # argument, the chained scan's epoch, which changes on every call
+                set_buffers((0, s, 2, d))
+                set_packed((last, last_type, args[-1]))
+                enqueue(queue, kernel, (groups * width,), local)
+            else:
+                held[0] = None  # a call that fails part way leaves arguments of both calls
+                kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
+                held[0] = rest
 
-        return fire
+        return fire_changed
 
 
 def with_occupancy(program: Any, build: Build, device: Any) -> Any:

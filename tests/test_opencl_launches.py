@@ -1,0 +1,114 @@
+"""How an OpenCL launcher sets its kernel's arguments: all of them once, then what a call changes.
+
+A kernel keeps its arguments from one enqueue to the next. The chained scan's launcher sets
+every argument through PyOpenCL's invoker on its first call and whenever anything but the
+arrays and the epoch changes; other calls set the arrays and the epoch and enqueue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitscan
+from jitscan import backends
+from jitscan.backends import opencl_programs
+
+cl = pytest.importorskip("pyopencl")
+cla = pytest.importorskip("pyopencl.array")
+
+
+def _queue():
+    b = backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"backend 'opencl' unavailable here: {b.unavailable_reason()}")
+    return b.queue_of(None)
+
+
+class CountingKernel(cl.Kernel):
+    """A kernel that counts the calls through PyOpenCL's invoker (which set every argument)."""
+
+    full_calls = 0
+
+    def __call__(self, *args, **kwargs):
+        CountingKernel.full_calls += 1
+        return super().__call__(*args, **kwargs)
+
+
+class InvokerOnly:
+    """A kernel without PyOpenCL's private setters: only its invoker is there to call."""
+
+    full_calls = 0
+
+    def __init__(self, kernel) -> None:
+        self._kernel = kernel
+
+    def __call__(self, *args, **kwargs):
+        InvokerOnly.full_calls += 1
+        return self._kernel(*args, **kwargs)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    def kernel(self, entry):
+        k = CountingKernel(self.program, entry)
+        k.set_scalar_arg_dtypes(self._signatures[entry])
+        return k
+
+    monkeypatch.setattr(opencl_programs.CLProgram, "_kernel", kernel)
+    CountingKernel.full_calls = 0
+    return CountingKernel
+
+
+@pytest.fixture
+def invoker_only(monkeypatch):
+    real = opencl_programs.CLProgram._kernel
+
+    def kernel(self, entry):
+        return InvokerOnly(real(self, entry))
+
+    monkeypatch.setattr(opencl_programs.CLProgram, "_kernel", kernel)
+    InvokerOnly.full_calls = 0
+    return InvokerOnly
+
+
+def _calls(queue, scan, rng):
+    """Calls that change, one at a time, each argument of the chained kernel; each checked."""
+    x = rng.integers(-9, 9, 6000).astype(np.int32)
+    dx = cla.to_device(queue, x)
+    out = cla.empty_like(dx)
+    made = 0
+    for n, at in [(4000, 0), (4000, 0), (4000, 4), (3000, 4), (3000, 4), (4000, 0)]:
+        for given_out in (True, False):
+            view = dx[at : at + n]  # an aligned view: another offset into the same buffer
+            y = scan(view, out=out[:n]) if given_out else scan(view)
+            np.testing.assert_array_equal(y.get(), np.cumsum(x[at : at + n], dtype=np.int32))
+            made += 1
+    y = scan(dx[:4000], initial=5)  # a carry changes the kind code
+    np.testing.assert_array_equal(y.get(), 5 + np.cumsum(x[:4000], dtype=np.int32))
+    return made + 1
+
+
+def test_a_launcher_sets_every_argument_once_then_only_the_arrays_and_the_epoch(counted, rng):
+    queue = _queue()
+    scan = jitscan.plan("int32", backend="opencl")
+    dx = cla.to_device(queue, rng.integers(-9, 9, 4000).astype(np.int32))
+    out = cla.empty_like(dx)
+    for _ in range(5):
+        scan(dx, out=out)
+        scan(dx)  # another result array: only an array changed
+    np.testing.assert_array_equal(out.get(), np.cumsum(dx.get(), dtype=np.int32))
+    assert counted.full_calls == 1
+
+
+def test_calls_that_change_any_argument_set_them_all_again(counted, rng):
+    queue = _queue()
+    calls = _calls(queue, jitscan.plan("int32", backend="opencl"), rng)
+    # the first call, each change of offset or size (three), and the carry; not the other eight
+    assert (counted.full_calls, calls) == (5, 13)
+
+
+def test_without_pyopencls_private_setters_every_call_sets_every_argument(invoker_only, rng):
+    queue = _queue()
+    calls = _calls(queue, jitscan.plan("int32", backend="opencl"), rng)
+    assert invoker_only.full_calls == calls
