@@ -345,10 +345,7 @@ class Backend(ABC):
             return None
         n = x.size
         m = 1 if one else n
-        queue = self.queue_of(x)
-        if out is None:
-            return queue, n, self.empty((m,), dtype, queue)
-        if (
+        if out is not None and (
             type(out) is not t
             or out.dtype != dtype
             or out.ndim != 1
@@ -357,7 +354,8 @@ class Backend(ABC):
             or self.shares_memory(out, x)
         ):
             return None
-        return queue, n, out
+        queue = self.queue_of(x)  # after the checks: a call left to the long way made nothing
+        return queue, n, self.empty((m,), dtype, queue) if out is None else out
 
     def common_call(
         self,
@@ -368,7 +366,9 @@ class Backend(ABC):
         classes: Sequence[int],
         make: Callable[[Any, int, str], Callable[..., None]],
     ) -> Callable[[Any, Any, Any], Any]:
-        """A prepared scan's common call as one function ``call(x, out, carry)``.
+        """A prepared scan's common call as one function ``call(x, out, carry)``; ``carry`` is
+        None or what ``PreparedScan`` makes of ``initial`` (bytes, or a one-element device
+        array), passed on to the launch function.
 
         It takes the arrays :meth:`operands` takes and launches the scan: the launch
         function of ``(queue, bisect_left(classes, n), loads[x.dtype])`` in

@@ -327,25 +327,15 @@ class CupyBackend(Backend):
             def call(x: Any, out: Any, carry: Any) -> Any:
                 if type(x) is not _ndarray or not x._c_contiguous:
                     return None
-                load = loads.get(x.dtype)  # built-in dtypes are singletons: found by identity
+                load = loads.get(x.dtype)  # built-in dtypes are singletons: found by identity first
                 n = x.size
                 at = x.data.ptr
                 if load is None or not n or at % VECTOR_BYTES:
                     return None
-                queue = None
-                if one_gpu:  # the array is on the one GPU, and so is the current stream
-                    stream = _current_stream()
-                    queue = queues.get((0, stream.ptr))
-                    if queue is not None:
-                        queue.stream = stream  # the same stream; keep the live object
-                if queue is None:
-                    queue = queue_of(x)
                 m = 1 if one else n
-                if out is None:
-                    dst = self.empty((m,), dtype, queue)
-                elif type(out) is not _ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
-                    return None
-                else:
+                if out is not None:
+                    if type(out) is not _ndarray or out.dtype is not dtype or out.ndim != 1 or out.size != m:
+                        return None
                     to = out.data.ptr
                     if (
                         not out._c_contiguous
@@ -353,7 +343,15 @@ class CupyBackend(Backend):
                         or (to < at + x.nbytes and at < to + out.nbytes)
                     ):
                         return None
-                    dst = out
+                queue = None  # after the checks: a call left to the long way has done nothing
+                if one_gpu:  # the array is on the one GPU, and so is the current stream
+                    stream = _current_stream()
+                    queue = queues.get((0, stream.ptr))
+                    if queue is not None:
+                        queue.stream = stream  # the same stream; keep the live object
+                if queue is None:
+                    queue = queue_of(x)
+                dst = self.empty((m,), dtype, queue) if out is None else out
                 go = get((queue, bisect_left(classes, n), load))
                 if go is None:
                     go = make(queue, n, load)
