@@ -115,13 +115,14 @@ class CLProgram(Program):
 
         last_type = np.dtype(signature[last]).char.encode()  # packed as PyOpenCL's invokers do
         enqueue = cl.enqueue_nd_range_kernel
-        held: list[Any] = [None]  # the arguments set, but the arrays and the last one
+        held: tuple | None = None  # the arguments set, but the arrays and the last one
 
         def fire_changed(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            nonlocal held
             s, s_off = buffer(src)
             d, d_off = buffer(dst)
             rest = (s_off, d_off, *args[:-1])
-            if rest == held[0]:
+            if rest == held:
                 # a kernel keeps its arguments from one enqueue to the next: a call in a loop
                 # sets its arrays (not held here, so that they may be freed) and the last
                 # argument, the chained scan's epoch, which changes on every call
@@ -129,9 +130,9 @@ class CLProgram(Program):
                 set_packed((last, last_type, args[-1]))
                 enqueue(queue, kernel, (groups * width,), local)
             else:
-                held[0] = None  # a call that fails part way leaves arguments of both calls
+                held = None  # a call that fails part way leaves arguments of both calls
                 kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
-                held[0] = rest
+                held = rest
 
         return fire_changed
 

@@ -38,8 +38,7 @@ def check_form(kind: str, variant: str, segmented: str) -> None:
 
 
 def _long_way(x: Any, out: Any, carry: Any) -> None:
-    """The common call of a prepared scan that has none (segmented, tuple values) or must
-    check a Python operator first: the call takes the long way."""
+    """No common call (segmented, tuple values, a Python operator not yet checked)."""
     return None
 
 
