@@ -31,6 +31,7 @@ try:  # optional dependency
     _launch = cupy.cuda.driver.launchKernel
     _ndarray = cupy.ndarray
     _current_stream = cupy.cuda.get_current_stream
+    _DriverError = cupy.cuda.driver.CUDADriverError
     _IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - depends on the machine
     cupy = None
@@ -136,10 +137,17 @@ class _CudaProgram(Program):
         if self.only_device:
 
             def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
-                if not getattr(thread, "has_context", False):
-                    _bind_context()
                 pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, *args)
-                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+                try:
+                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+                except _DriverError:
+                    # a thread without a current context: a failed launch has launched
+                    # nothing, so bind it and launch again (checked on failure only: the
+                    # check costs a tenth of a warm call's Python)
+                    if getattr(thread, "has_context", False):
+                        raise
+                    _bind_context()
+                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
 
         else:
 
