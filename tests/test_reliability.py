@@ -236,6 +236,42 @@ def test_scans_on_stream_after_stream_keep_the_cupy_caches_bounded():
     assert len(b._queues) <= cupy_backend.QUEUE_LIMIT and len(b._scratch) <= cupy_backend.QUEUE_LIMIT
 
 
+def test_a_loop_that_changes_stream_between_calls_launches_each_call_on_the_current_stream(monkeypatch):
+    # the common call keeps the last call's queue and launch function for the next: a
+    # call on another stream, or of another size class, must not take them
+    b = backends.get("cupy")
+    if not b.available():
+        pytest.skip(f"CuPy unavailable: {b.unavailable_reason()}")
+    import cupy
+
+    from jitscan.backends import cupy as cupy_backend
+
+    real, streams = cupy_backend._launch, []
+
+    def launch(*args):
+        streams.append(args[8])  # cuLaunchKernel's hStream
+        return real(*args)
+
+    monkeypatch.setattr(cupy_backend, "_launch", launch)
+    p = jitscan.plan("int32", backend="cupy")
+    one, two = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
+    for stream, n in [
+        (one, 1000),
+        (two, 1000),
+        (one, 1000),
+        (cupy.cuda.Stream.null, 1000),
+        (one, 1 << 22),
+    ] * 2:
+        with stream:  # the input made on the stream that scans it (a non-blocking one)
+            x = cupy.arange(n, dtype=cupy.int32)
+            y = cupy.empty_like(x)
+            del streams[:]
+            p(x, out=y)
+            assert streams and set(streams) == {stream.ptr}
+            assert bool((y == cupy.cumsum(x, dtype=cupy.int32)).all())
+        stream.synchronize()
+
+
 class _Platform:
     def __init__(self, name: str, kinds: list[int], units: list[int] | None = None) -> None:
         self.name = name

@@ -331,6 +331,32 @@ class CupyBackend(Backend):
             # Python is about as long as CUDA's launch, and each Python call in it counts
             get, queues, queue_of = launchers.get, self._queues, self.queue_of
             one_gpu = self._devices == 1
+            osize = dtype.itemsize
+            inf = float("inf")
+            #: the last call's (stream, size class as lo < n <= hi, load, queue, launch
+            #: function): a loop's next call finds them with a few compares (one GPU only,
+            #: where the stream alone names the queue); one tuple, replaced whole, so that
+            #: threads read a consistent one
+            last: tuple = (None, 0, 0, None, None, None)
+
+            def find(x: Any, n: int, load: str) -> tuple[Any, Any]:
+                nonlocal last
+                queue = stream = None
+                if one_gpu:  # the array is on the one GPU, and so is the current stream
+                    stream = _current_stream()
+                    queue = queues.get((0, stream.ptr))
+                    if queue is not None:
+                        queue.stream = stream  # the same stream; keep the live object
+                if queue is None:
+                    queue = queue_of(x)
+                cls = bisect_left(classes, n)
+                go = get((queue, cls, load))
+                if go is None:
+                    go = make(queue, n, load)
+                if one_gpu:  # holds the stream, as the queue does: no other takes its place
+                    lo = classes[cls - 1] if cls else 0
+                    last = (stream, lo, classes[cls] if cls < len(classes) else inf, load, queue, go)
+                return queue, go
 
             def call(x: Any, out: Any, carry: Any) -> Any:
                 if type(x) is not _ndarray or not x._c_contiguous:
@@ -348,21 +374,14 @@ class CupyBackend(Backend):
                     if (
                         not out._c_contiguous
                         or to % VECTOR_BYTES
-                        or (to < at + x.nbytes and at < to + out.nbytes)
+                        or (to < at + x.nbytes and at < to + m * osize)
                     ):
                         return None
-                queue = None  # after the checks: a call left to the long way has done nothing
-                if one_gpu:  # the array is on the one GPU, and so is the current stream
-                    stream = _current_stream()
-                    queue = queues.get((0, stream.ptr))
-                    if queue is not None:
-                        queue.stream = stream  # the same stream; keep the live object
-                if queue is None:
-                    queue = queue_of(x)
+                # after the checks: a call left to the long way has done nothing
+                stream, lo, hi, was, queue, go = last
+                if not (lo < n <= hi and load is was and one_gpu and _current_stream() is stream):
+                    queue, go = find(x, n, load)
                 dst = self.empty((m,), dtype, queue) if out is None else out
-                go = get((queue, bisect_left(classes, n), load))
-                if go is None:
-                    go = make(queue, n, load)
                 go(x, dst, n, carry)
                 return dst.reshape(()) if one and out is None else dst
 
