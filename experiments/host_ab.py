@@ -1,22 +1,31 @@
-"""Host time of the common call on CUDA, for comparing two jitscan trees in turns.
+"""Host time of the common call on CUDA, for comparing two jitscan trees.
 
 Usage: TREE=name python experiments/host_ab.py DTYPE[,DTYPE...] LOG2N ...
+       BASE=DIR python experiments/host_ab.py DTYPE[,DTYPE...] LOG2N ...
 
 Times ``jitscan.cumsum(x, out=y)``, the allocating ``jitscan.cumsum(x, dtype=x.dtype)``,
 a prepared ``p(x, out=y)``, the first and the third with the driver launch stubbed out
 (jitscan's Python alone), and CUB's call (``cuda.compute``), each in blocks of ``CALLS``
 calls in ``ROUNDS`` rounds taking turns; prints one line of medians (microseconds a call)
-per dtype and size, tagged with ``$TREE``. Run it in alternating processes with each tree
-first on ``PYTHONPATH`` (``git archive REV jitscan | tar -x -C DIR``): a machine's speed
-moves between processes, so compare the ratios to CUB in the same process.
+per dtype and size.
+
+Two trees in one process (``BASE``, the better comparison: the machine's speed moves
+between processes by up to 2x, within one far less): ``DIR`` holds the other tree's package
+under the name ``jitscan_base`` (``git archive REV jitscan | tar -x -C DIR --transform
+s/^jitscan/jitscan_base/``; the package imports itself relatively), and each contender of
+it takes turns with this tree's. Without ``BASE``, run it in alternating processes with
+each tree first on ``PYTHONPATH``, tagged with ``$TREE``, and compare the ratios to CUB.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import statistics
 import sys
 from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 import cupy
 import numpy as np
@@ -29,39 +38,58 @@ CALLS = 200
 ROUNDS = 9
 
 
-def contenders(dtype: str, n: int) -> dict[str, Callable[[], object]]:
-    """Each call as a function of no arguments; names starting with "stubbed" run without the driver."""
+#: a contender: a function of no arguments, and the CUDA backend module to stub (or None)
+Call = tuple[Callable[[], object], Any]
+
+
+def contenders(trees: dict[str, ModuleType], dtype: str, n: int) -> dict[str, Call]:
+    """Each call of each tree, and CUB's."""
     x = cupy.asarray(np.random.default_rng(1).integers(-9, 9, n).astype(dtype))
     y = cupy.empty_like(x)
-    p = jitscan.plan(dtype, "add", backend="cupy")
     cub = cub_call("inclusive", x, y, num_items=n)
-    return {
-        "cumsum(x, out=y)": lambda: jitscan.cumsum(x, out=y),
-        "cumsum(x)": lambda: jitscan.cumsum(x, dtype=x.dtype),
-        "p(x, out=y)": lambda: p(x, out=y),
-        "stubbed cumsum(x, out=y)": lambda: jitscan.cumsum(x, out=y),
-        "stubbed p(x, out=y)": lambda: p(x, out=y),
-        "CUB": lambda: cub(x),
-    }
+    found: dict[str, Call] = {}
+    for tag, js in trees.items():
+        p = js.plan(dtype, "add", backend="cupy")
+        backend = importlib.import_module(f"{js.__name__}.backends.cupy")
+        found |= {
+            f"{tag}cumsum(x, out=y)": (lambda js=js: js.cumsum(x, out=y), None),
+            f"{tag}cumsum(x)": (lambda js=js: js.cumsum(x, dtype=x.dtype), None),
+            f"{tag}p(x, out=y)": (lambda p=p: p(x, out=y), None),
+            f"{tag}stubbed cumsum(x, out=y)": (lambda js=js: js.cumsum(x, out=y), backend),
+            f"{tag}stubbed p(x, out=y)": (lambda p=p: p(x, out=y), backend),
+        }
+    found["CUB"] = (lambda: cub(x), None)
+    return found
 
 
 def main() -> None:
+    base = os.environ.get("BASE")
+    trees = {"": jitscan}
+    if base:
+        sys.path.insert(0, base)
+        trees = {"new ": jitscan, "base ": importlib.import_module("jitscan_base")}
     tag = os.environ.get("TREE", "?")
     for dtype in sys.argv[1].split(","):
         for e in (int(a) for a in sys.argv[2:]):
-            found = contenders(dtype, 1 << e)
-            for fn in found.values():
+            found = contenders(trees, dtype, 1 << e)
+            for fn, _ in found.values():
                 fn()
             names = list(found)
             times: dict[str, list[float]] = {name: [] for name in names}
             for r in range(ROUNDS):
                 for name in names[r % len(names) :] + names[: r % len(names)]:
-                    times[name].append(studies.host_block(found[name], CALLS, name.startswith("stubbed")))
+                    fn, stub = found[name]
+                    times[name].append(studies.host_block(fn, CALLS, stub))
             med = {name: statistics.median(t) for name, t in times.items()}
             cub = med["CUB"]
             cells = " | ".join(f"{name} {t:.2f}" for name, t in med.items())
-            ratios = f"cumsum/CUB {med['cumsum(x, out=y)'] / cub:.3f}, p/CUB {med['p(x, out=y)'] / cub:.3f}"
-            print(f"tree={tag} {dtype} 2^{e}: {cells} | {ratios}", flush=True)
+            ratios = ", ".join(
+                f"{t}cumsum/CUB {med[f'{t}cumsum(x, out=y)'] / cub:.3f}, "
+                f"{t}p/CUB {med[f'{t}p(x, out=y)'] / cub:.3f}"
+                for t in trees
+            )
+            head = f"tree={tag} " if not base else ""
+            print(f"{head}{dtype} 2^{e}: {cells} | {ratios}", flush=True)
 
 
 if __name__ == "__main__":

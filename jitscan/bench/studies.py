@@ -207,27 +207,29 @@ def host_and_piped(
     return statistics.median(host) * 1e6, cupy.cuda.get_elapsed_time(start, stop) * 1e3 / piped_calls
 
 
-def host_block(fn: Callable[[], object], calls: int, stub: bool = False) -> float:
+def host_block(fn: Callable[[], object], calls: int, stub: Any = False) -> float:
     """Host µs a call of ``fn`` over ``calls`` calls back to back (``perf_counter`` around the
     block, one synchronization after it, untimed); with ``stub``, CuPy's driver launch
-    (``jitscan.backends.cupy._launch``) does nothing meanwhile, which times jitscan's Python
-    alone. A block too short to fill CUDA's launch queue gives the host's time."""
+    (``jitscan.backends.cupy._launch``, or that of ``stub`` where it is another tree's
+    module) does nothing meanwhile, which times jitscan's Python alone. A block too short
+    to fill CUDA's launch queue gives the host's time."""
     import time
 
     import cupy
 
     from ..backends import cupy as cupy_backend
 
-    real = cupy_backend._launch
+    module = stub if stub and stub is not True else cupy_backend
+    real = module._launch
     if stub:
-        cupy_backend._launch = _nothing
+        module._launch = _nothing
     try:
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         t1 = time.perf_counter()
     finally:
-        cupy_backend._launch = real
+        module._launch = real
     cupy.cuda.runtime.deviceSynchronize()
     return (t1 - t0) / calls * 1e6
 
