@@ -11,8 +11,10 @@ no AMD GPU was available).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
+import sys
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +43,13 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
         "checkout, pip install '.[cuda13]' or '.[cuda12]'"
     )
 
+
+try:  # the common call compiled (setup.py builds it where a C compiler is; optional)
+    from ._cuda_call import CommonCall as _CommonCall
+except ImportError:  # pragma: no cover - depends on the install
+    _CommonCall = None
+if os.environ.get("JITSCAN_NO_EXTENSION"):  # the Python path alone, as where it was not built
+    _CommonCall = None
 
 #: streams (queues) and scratch buffers kept; beyond it the oldest are dropped
 QUEUE_LIMIT = 64
@@ -162,6 +171,8 @@ class _CudaProgram(Program):
                         _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
+        if self.only_device:  # the launch as a compiled common call makes it (_cuda_call.c)
+            fire.cuda = (e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
         return fire
 
 
@@ -174,6 +185,39 @@ _ERRORS = (
     r".*?\((\d+)\)()?: (?:catastrophic )?error: (.*)",
     r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
 )
+
+
+def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple | None:
+    """What a compiled common call reuses of this call's launch (see _cuda_call.c's
+    remember()), or None where ``go`` is not a launch it can make."""
+    state = getattr(go, "launch_state", None)
+    if state is None:
+        return None
+    acquire, release, scratch, tile, header, per_tile, limit, kind, stream_bit, stream_from, fire = state()
+    cuda = getattr(fire, "cuda", None)
+    if cuda is None:
+        return None
+    function, params, slots, hstream, threads = cuda
+    stream_from = min(stream_from, sys.maxsize)  # inf: never
+    launch = (tile, header, per_tile, limit, kind, stream_bit, stream_from, function, params, slots, hstream)
+    return (stream, lo, hi, load, acquire, release, scratch, *launch, threads, fire)
+
+
+_LAUNCH_ADDRESS: list[int] = []
+
+
+def _launch_address() -> int:
+    """cuLaunchKernel's address in the driver library CuPy uses (0: none, or HIP)."""
+    if not _LAUNCH_ADDRESS:
+        address = 0
+        if not cupy.cuda.runtime.is_hip:
+            try:
+                lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+                address = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value or 0
+            except (OSError, AttributeError):  # no driver library by that name
+                address = 0
+        _LAUNCH_ADDRESS.append(address)
+    return _LAUNCH_ADDRESS[0]
 
 
 class _NoArray:
@@ -332,7 +376,6 @@ class CupyBackend(Backend):
             get, queues, queue_of = launchers.get, self._queues, self.queue_of
             one_gpu = self._devices == 1
             osize = dtype.itemsize
-            inf = float("inf")
             #: the last call's (stream, size class as lo < n <= hi, load, queue, launch
             #: function): a loop's next call finds them with a few compares (one GPU only,
             #: where the stream alone names the queue); one tuple, replaced whole, so that
@@ -355,7 +398,10 @@ class CupyBackend(Backend):
                     go = make(queue, n, load)
                 if one_gpu:  # holds the stream, as the queue does: no other takes its place
                     lo = classes[cls - 1] if cls else 0
-                    last = (stream, lo, classes[cls] if cls < len(classes) else inf, load, queue, go)
+                    hi = classes[cls] if cls < len(classes) else sys.maxsize
+                    last = (stream, lo, hi, load, queue, go)
+                    if compiled is not None:
+                        compiled.remember(_launch_record(stream, lo, hi, load, go))
                 return queue, go
 
             def call(x: Any, out: Any, carry: Any) -> Any:
@@ -385,6 +431,23 @@ class CupyBackend(Backend):
                 go(x, dst, n, carry)
                 return dst.reshape(()) if one and out is None else dst
 
+            # the same call compiled, which leaves to this one every call it does not launch
+            # as the last one did (_cuda_call.c); one GPU, CUDA (not HIP), a dict of loads
+            compiled = None
+            address = _launch_address() if one_gpu and _CommonCall is not None and type(loads) is dict else 0
+            if address:
+                compiled = _CommonCall(
+                    ndarray=_ndarray,
+                    dtype=dtype,
+                    loads=loads,
+                    stream_of=_current_stream,
+                    slow=call,
+                    osize=osize,
+                    align=VECTOR_BYTES,
+                    one=one,
+                    launch=address,
+                )
+                return compiled
             return call
 
     def buffer(self, arr: Any) -> tuple[int, int]:

@@ -133,6 +133,26 @@ class Chained(Variant):
             finally:
                 release()
 
+        def launch_state() -> tuple:
+            # what a compiled common call needs to launch as go does, with go's scratch as
+            # it is now (CupyBackend.common_call, backends/_cuda_call.c)
+            header = state.nbytes(0)
+            per_tile = state.nbytes(1) - header
+            return (
+                acquire,
+                release,
+                scratch,
+                tile,
+                header,
+                per_tile,
+                limit,
+                kind,
+                KIND_STREAM,
+                stream_from,
+                fire,
+            )
+
+        go.launch_state = launch_state  # type: ignore[attr-defined]
         return go
 
     def run(

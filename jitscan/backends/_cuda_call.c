@@ -1,0 +1,434 @@
+/* The common call of a prepared scan on CUDA, compiled: the warm call of a loop.
+ *
+ * CupyBackend.common_call (cupy.py) makes one CommonCall per prepared scan. It launches
+ * the calls that the Python function it stands for would launch at once: device arrays on
+ * the stream, size class and input dtype of the call before, with out= or (scans, not
+ * reductions) a result it makes, on a chained scan whose launch Python set up
+ * (ChainedVariant.plain_launcher's launch_state). Everything else -- the first call,
+ * another stream, a carry, a scratch buffer to grow, an epoch to wrap, a launch that
+ * failed -- goes to that Python function, which then tells this one what the next call may
+ * reuse (remember()). So this file decides nothing Python does not decide too: it skips
+ * the interpreter on the path a loop takes, where each Python step costs a fair part of
+ * CUDA's own launch.
+ *
+ * It holds the GIL, but the Python it calls (the current stream, the lock, CuPy's
+ * constructor) may let other threads run: a call works on a copy of the last launch, and
+ * takes the scan's launch lock (variants.base.LOCK) as Python's launch does, without
+ * waiting (a launch that would wait is left to Python): another thread's launch holds it
+ * while CuPy's launch runs without the GIL, reading the same argument block.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
+typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                         unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+
+/* The launch the last call found: what remember() took, its objects borrowed from the
+ * record tuple, which keeps them alive. */
+typedef struct {
+    PyObject *record;  /* the tuple (NULL: none) */
+    PyObject *stream;  /* the stream object, compared by identity */
+    PyObject *load;    /* the load name, compared by identity (the dict's own str) */
+    Py_ssize_t lo, hi; /* its size class: lo < n <= hi */
+    PyObject *acquire, *release, *scratch;
+    Py_ssize_t tile, header, per_tile, stream_from;
+    unsigned long long limit, kind, stream_bit;
+    void *function, **params, *hstream;
+    uint64_t *slots; /* the argument block: src, 0, dst, 0, n, scratch, kind, epoch, then
+                        what never changes */
+    unsigned threads;
+} Launch;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    /* fixed for the prepared scan */
+    PyObject *ndarray;   /* cupy.ndarray */
+    PyObject *dtype;     /* the scan's dtype: out's, by identity */
+    PyObject *loads;     /* dict: input dtype -> its programs' in_dtype name */
+    PyObject *stream_of; /* cupy.cuda.get_current_stream */
+    PyObject *slow;      /* the Python common call */
+    Py_ssize_t osize;    /* bytes of an element of out */
+    Py_ssize_t align;    /* the kernels' vector bytes: both arrays start on one */
+    int one;             /* a reduction: out holds one element */
+    launch_fn launch;
+    Launch last;
+} CommonCall;
+
+static PyObject *s_c_contiguous, *s_dtype, *s_size, *s_data, *s_ptr, *s_ndim, *s_nbytes, *s_epoch, *s_buf;
+
+static void forget(CommonCall *self)
+{
+    PyObject *record = self->last.record;
+    memset(&self->last, 0, sizeof self->last);
+    Py_XDECREF(record); /* last: what it frees may run code that reads self */
+}
+
+static int traverse(CommonCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->ndarray);
+    Py_VISIT(self->dtype);
+    Py_VISIT(self->loads);
+    Py_VISIT(self->stream_of);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->last.record);
+    return 0;
+}
+
+static int clear(CommonCall *self)
+{
+    Py_CLEAR(self->ndarray);
+    Py_CLEAR(self->dtype);
+    Py_CLEAR(self->loads);
+    Py_CLEAR(self->stream_of);
+    Py_CLEAR(self->slow);
+    forget(self);
+    return 0;
+}
+
+static void dealloc(CommonCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* an attribute as a Py_ssize_t; -1 with an exception set, or -1 as a value (callers check) */
+static Py_ssize_t ssize_attr(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    Py_ssize_t r = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* an array's device pointer (x.data.ptr); 0 with an exception set */
+static uintptr_t pointer_of(PyObject *arr)
+{
+    PyObject *data = PyObject_GetAttr(arr, s_data);
+    if (data == NULL)
+        return 0;
+    PyObject *ptr = PyObject_GetAttr(data, s_ptr);
+    Py_DECREF(data);
+    if (ptr == NULL)
+        return 0;
+    uintptr_t r = (uintptr_t)PyLong_AsUnsignedLongLong(ptr);
+    Py_DECREF(ptr);
+    return r;
+}
+
+static int truth_attr(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* out given: the scan's dtype, 1-D, m elements, contiguous, aligned, apart from x (at, n
+ * elements); 1 with its pointer in *to, 0 not so, -1 an error */
+static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out, Py_ssize_t m, uintptr_t *to)
+{
+    if (Py_TYPE(out) != (PyTypeObject *)self->ndarray)
+        return 0;
+    PyObject *dt = PyObject_GetAttr(out, s_dtype);
+    if (dt == NULL)
+        return -1;
+    Py_DECREF(dt); /* identity only: the scan's dtype object outlives the call */
+    if (dt != self->dtype)
+        return 0;
+    Py_ssize_t v = ssize_attr(out, s_ndim);
+    if (v != 1)
+        return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+    v = ssize_attr(out, s_size);
+    if (v != m)
+        return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+    int flag = truth_attr(out, s_c_contiguous);
+    if (flag <= 0)
+        return flag;
+    *to = pointer_of(out);
+    if (*to == 0)
+        return PyErr_Occurred() ? -1 : 0;
+    if (*to % (uintptr_t)self->align)
+        return 0;
+    Py_ssize_t xbytes = ssize_attr(x, s_nbytes);
+    if (xbytes == -1 && PyErr_Occurred())
+        return -1;
+    return !(*to < at + (uintptr_t)xbytes && at < *to + (uintptr_t)(m * self->osize));
+}
+
+/* The launch ``l``, if this call is of its kind: its result (a new reference), or NULL:
+ * with an exception set, an error; without, not this one's call (nothing done). */
+static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObject *out)
+{
+    if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (out == Py_None && self->one))
+        return NULL; /* a reduction's result without out is a 0-d view: Python's */
+    int flag = truth_attr(x, s_c_contiguous);
+    if (flag <= 0)
+        return NULL;
+    PyObject *dt = PyObject_GetAttr(x, s_dtype);
+    if (dt == NULL)
+        return NULL;
+    PyObject *load = PyDict_GetItemWithError(self->loads, dt); /* borrowed */
+    Py_DECREF(dt);
+    if (load != l->load)
+        return NULL;
+    Py_ssize_t n = ssize_attr(x, s_size);
+    if (!(l->lo < n && n <= l->hi)) /* n == -1 on an error: below every class */
+        return NULL;
+    uintptr_t at = pointer_of(x), to = 0;
+    if (at == 0 || at % (uintptr_t)self->align)
+        return NULL;
+    if (out != Py_None && usable_out(self, x, at, out, self->one ? 1 : n, &to) <= 0)
+        return NULL;
+
+    /* the stream of the last call: the current one, by identity */
+    PyObject *stream = PyObject_CallNoArgs(self->stream_of);
+    if (stream == NULL)
+        return NULL;
+    Py_DECREF(stream); /* identity only: record holds the one compared with */
+    if (stream != l->stream)
+        return NULL;
+
+    /* the launch lock, without waiting (see the top of this file) */
+    PyObject *got = PyObject_CallOneArg(l->acquire, Py_False);
+    if (got == NULL)
+        return NULL;
+    Py_DECREF(got);
+    if (got != Py_True)
+        return NULL;
+    PyObject *result = NULL, *dst = NULL, *e = NULL, *buf = NULL;
+    Py_ssize_t tiles = (n + l->tile - 1) / l->tile;
+    Py_ssize_t room = ssize_attr(l->scratch, s_nbytes);
+    if (room == -1 && PyErr_Occurred())
+        goto done;
+    if (l->header + tiles * l->per_tile > room)
+        goto done; /* the buffer grows: Python's */
+    e = PyObject_GetAttr(l->scratch, s_epoch);
+    if (e == NULL)
+        goto done;
+    unsigned long long epoch = PyLong_AsUnsignedLongLong(e) + 1;
+    Py_CLEAR(e);
+    if (PyErr_Occurred() || epoch > l->limit)
+        goto done; /* past the limit the tags would overflow: Python zeroes the buffer */
+    buf = PyObject_GetAttr(l->scratch, s_buf);
+    if (buf == NULL)
+        goto done;
+    uint64_t scratch = PyLong_AsUnsignedLongLong(buf);
+    if (PyErr_Occurred())
+        goto done;
+    if (out == Py_None) { /* the result: CuPy's constructor, on the one GPU (as Python's) */
+        PyObject *shape = Py_BuildValue("(n)", n);
+        if (shape == NULL)
+            goto done;
+        PyObject *args[2] = {shape, self->dtype};
+        dst = PyObject_Vectorcall(self->ndarray, args, 2, NULL);
+        Py_DECREF(shape);
+        if (dst == NULL || (to = pointer_of(dst)) == 0)
+            goto done;
+    }
+    e = PyLong_FromUnsignedLongLong(epoch);
+    if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
+        goto done;
+    uint64_t *a = l->slots;
+    a[0] = at;
+    a[1] = 0;
+    a[2] = to;
+    a[3] = 0;
+    a[4] = (uint64_t)n;
+    a[5] = scratch;
+    a[6] = n < l->stream_from ? l->kind : (l->kind | l->stream_bit);
+    a[7] = epoch;
+    /* a launch that fails launches nothing: Python's path then launches, or raises (a
+     * thread without a context binds one there); the epoch skipped is never reused */
+    if (self->launch(l->function, (unsigned)tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params,
+                     NULL) == 0)
+        result = Py_NewRef(out == Py_None ? dst : out);
+done:
+    Py_XDECREF(e);
+    Py_XDECREF(buf);
+    Py_XDECREF(dst);
+    {
+        PyObject *type, *value, *trace; /* an error set meanwhile waits out the release */
+        PyErr_Fetch(&type, &value, &trace);
+        PyObject *r = PyObject_CallNoArgs(l->release);
+        if (r == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(trace);
+            Py_XDECREF(result);
+            return NULL;
+        }
+        Py_DECREF(r);
+        PyErr_Restore(type, value, trace);
+    }
+    return result;
+}
+
+/* launch_as() with the last launch; a copy of it, since the Python calls made meanwhile
+ * (the stream, the lock, the result) may let another thread remember another */
+static PyObject *fast(CommonCall *self, PyObject *x, PyObject *out)
+{
+    if (self->last.record == NULL)
+        return NULL;
+    Launch l = self->last;
+    Py_INCREF(l.record);
+    PyObject *result = launch_as(self, &l, x, out);
+    Py_DECREF(l.record);
+    return result;
+}
+
+static PyObject *call(CommonCall *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a common call takes (x, out, carry)");
+        return NULL;
+    }
+    if (args[2] == Py_None) { /* a carry is Python's */
+        PyObject *result = fast(self, args[0], args[1]);
+        if (result != NULL || PyErr_Occurred())
+            return result;
+    }
+    return PyObject_Vectorcall(self->slow, args, 3, NULL);
+}
+
+static PyObject *remember(CommonCall *self, PyObject *record)
+{
+    /* record: None, or (stream, lo, hi, load, acquire, release, scratch, tile, header,
+     * per_tile, limit, kind, stream_bit, stream_from, function, params, slots, hstream,
+     * threads, keep) */
+    forget(self);
+    if (record == Py_None)
+        Py_RETURN_NONE;
+    unsigned long long lo, hi, limit, kind, stream_bit, function, params, slots, hstream;
+    Py_ssize_t tile, header, per_tile, stream_from;
+    unsigned threads;
+    PyObject *stream, *load, *acquire, *release, *scratch, *keep;
+    if (!PyArg_ParseTuple(record, "OKKOOOOnnnKKKnKKKKIO:remember", &stream, &lo, &hi, &load, &acquire,
+                          &release, &scratch, &tile, &header, &per_tile, &limit, &kind, &stream_bit,
+                          &stream_from, &function, &params, &slots, &hstream, &threads, &keep))
+        return NULL;
+    if (tile <= 0 || per_tile <= 0 || lo >= hi || hi > (unsigned long long)PY_SSIZE_T_MAX || !function) {
+        PyErr_SetString(PyExc_ValueError, "remember: a size class lo < n <= hi of tiles that take room");
+        return NULL;
+    }
+    Launch l = {
+        .record = Py_NewRef(record),
+        .stream = stream,
+        .load = load,
+        .lo = (Py_ssize_t)lo,
+        .hi = (Py_ssize_t)hi,
+        .acquire = acquire,
+        .release = release,
+        .scratch = scratch,
+        .tile = tile,
+        .header = header,
+        .per_tile = per_tile,
+        .stream_from = stream_from,
+        .limit = limit,
+        .kind = kind,
+        .stream_bit = stream_bit,
+        .function = (void *)(uintptr_t)function,
+        .params = (void **)(uintptr_t)params,
+        .hstream = (void *)(uintptr_t)hstream,
+        .slots = (uint64_t *)(uintptr_t)slots,
+        .threads = threads,
+    };
+    self->last = l;
+    Py_RETURN_NONE;
+}
+
+static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *ndarray, *dtype, *loads, *stream_of, *slow;
+    Py_ssize_t osize, align;
+    int one;
+    unsigned long long launch;
+    static char *names[] = {"ndarray", "dtype", "loads", "stream_of", "slow", "osize", "align", "one", "launch", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK:CommonCall", names, &ndarray, &dtype,
+                                     &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch))
+        return NULL;
+    if (!PyType_Check(ndarray) || align <= 0 || launch == 0) {
+        PyErr_SetString(PyExc_ValueError, "CommonCall: ndarray is a type, align > 0, launch an address");
+        return NULL;
+    }
+    CommonCall *self = (CommonCall *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = (vectorcallfunc)call;
+    self->ndarray = Py_NewRef(ndarray);
+    self->dtype = Py_NewRef(dtype);
+    self->loads = Py_NewRef(loads);
+    self->stream_of = Py_NewRef(stream_of);
+    self->slow = Py_NewRef(slow);
+    self->osize = osize;
+    self->align = align;
+    self->one = one;
+    self->launch = (launch_fn)(uintptr_t)launch;
+    return (PyObject *)self;
+}
+
+static PyObject *tp_call_(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return PyVectorcall_Call(self, args, kwargs);
+}
+
+static PyMethodDef methods[] = {
+    {"remember", (PyCFunction)remember, METH_O,
+     "remember(record): what the next call may reuse (a tuple, see _cuda_call.c), or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CommonCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "jitscan.backends._cuda_call.CommonCall",
+    .tp_doc = "A prepared scan's common call on CUDA, compiled: call(x, out, carry).",
+    .tp_basicsize = sizeof(CommonCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(CommonCall, vectorcall),
+    .tp_call = tp_call_,
+    .tp_new = new,
+    .tp_dealloc = (destructor)dealloc,
+    .tp_traverse = (traverseproc)traverse,
+    .tp_clear = (inquiry)clear,
+    .tp_methods = methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_cuda_call",
+    .m_doc = "The common call of a prepared scan on CUDA, compiled.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__cuda_call(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {{&s_c_contiguous, "_c_contiguous"}, {&s_dtype, "dtype"}, {&s_size, "size"},
+                 {&s_data, "data"}, {&s_ptr, "ptr"}, {&s_ndim, "ndim"}, {&s_nbytes, "nbytes"},
+                 {&s_epoch, "epoch"}, {&s_buf, "buf"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return NULL;
+    if (PyType_Ready(&CommonCallType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "CommonCall", (PyObject *)&CommonCallType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

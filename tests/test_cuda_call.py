@@ -1,0 +1,257 @@
+"""The compiled common call on CUDA (jitscan/backends/_cuda_call.c), on any machine.
+
+It launches a call exactly as the Python common call would have, or leaves the call to
+it. Here arrays are stand-ins with CuPy's fields and the launch records what it was given,
+so every rule runs without a GPU; tests/test_api.py and tests/test_reliability.py run the
+real thing on one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+from jitscan.backends.base import Scratch
+
+_cuda_call = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+
+#: the launch remembered: tiles of 512 items, a scratch of a 64-byte header and 16 bytes a tile
+TILE, HEADER, PER_TILE, LIMIT, THREADS = 512, 64, 16, 1000, 256
+KIND, STREAM_BIT, STREAM_FROM, ALIGN = 3, 1 << 8, 4096, 16
+#: where a result the call makes lies
+NEW = 0x700000
+
+
+class _Memory:
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+class FakeArray:
+    """What the compiled call reads of a cupy.ndarray; ``FakeArray((n,), dtype)`` is a new one
+    (at ``NEW``), as the call makes a result."""
+
+    def __init__(self, ptr, size, dtype: str = "int32", contiguous: bool = True, ndim: int = 1):
+        if isinstance(ptr, tuple):  # the constructor's (shape, dtype)
+            ptr, (size,), dtype = NEW, ptr, size
+        self.data = _Memory(ptr)
+        self.size = size
+        self.dtype = np.dtype(dtype)
+        self._c_contiguous = contiguous
+        self.ndim = ndim
+        self.nbytes = size * self.dtype.itemsize
+
+
+_PROTOTYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    *[ctypes.c_uint] * 7,
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_void_p,
+)
+
+
+class Rig:
+    """A compiled call with a recording launch, a Python call behind it, and one launch remembered."""
+
+    def __init__(self, one: bool = False, status: int = 0) -> None:
+        self.slots = np.zeros(12, np.uint64)
+        self.params = (ctypes.c_void_p * 12)(*(self.slots.ctypes.data + 8 * k for k in range(12)))
+        self.launches: list[dict] = []
+        self.slow_calls: list[tuple] = []
+        self.status = status
+        self.stream = object()
+        self.current = self.stream
+        self.lock = threading.RLock()
+        self.scratch = Scratch()
+        self.scratch.replace(0xABC000, HEADER + 64 * PER_TILE)
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            words = [int(params[k] and ctypes.c_uint64.from_address(params[k]).value) for k in range(8)]
+            self.launches.append(dict(function=function, groups=gx, threads=bx, stream=stream, args=words))
+            return self.status
+
+        self._launch = _PROTOTYPE(launch)  # kept alive as long as the rig
+        address = ctypes.cast(self._launch, ctypes.c_void_p).value
+        self.loads = {np.dtype(np.int32): "", np.dtype(np.int8): "int8"}
+
+        def slow(x, out, carry):
+            self.slow_calls.append((x, out, carry))
+            return "python"
+
+        self.call = _cuda_call.CommonCall(
+            ndarray=FakeArray,
+            dtype=np.dtype(np.int32),
+            loads=self.loads,
+            stream_of=lambda: self.current,
+            slow=slow,
+            osize=4,
+            align=ALIGN,
+            one=one,
+            launch=address,
+        )
+
+    def remember(self, lo: int = 0, hi: int = 1 << 20, load: str | None = None) -> None:
+        load = self.loads[np.dtype(np.int32)] if load is None else load
+        self.call.remember(
+            (self.stream, lo, hi, load, self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, STREAM_BIT, STREAM_FROM, 0xF00, ctypes.addressof(self.params))
+            + (self.slots.ctypes.data, 0x5EA, THREADS, self.slots)
+        )
+
+
+def test_a_call_like_the_last_one_is_launched_with_the_kernels_arguments_and_the_next_epoch():
+    rig = Rig()
+    rig.remember()
+    x, y = FakeArray(0x10000, 3000), FakeArray(0x20000, 3000)
+    rig.scratch.epoch = 7
+    assert rig.call(x, y, None) is y
+    assert not rig.slow_calls and rig.scratch.epoch == 8
+    (got,) = rig.launches
+    assert (
+        got["function"] == 0xF00
+        and got["groups"] == 6
+        and got["threads"] == THREADS
+        and got["stream"] == 0x5EA
+    )
+    assert got["args"] == [0x10000, 0, 0x20000, 0, 3000, 0xABC000, KIND, 8]
+
+
+def test_a_large_call_sets_the_streaming_bit_of_its_kind():
+    rig = Rig()
+    rig.remember()
+    rig.call(FakeArray(0x10000, STREAM_FROM), FakeArray(0x90000, STREAM_FROM), None)
+    assert rig.launches[0]["args"][6] == KIND | STREAM_BIT
+
+
+def test_a_scan_without_out_makes_its_result_of_the_scans_dtype():
+    rig = Rig()
+    rig.remember()
+    y = rig.call(FakeArray(0x10000, 3000, "int8"), None, None)
+    assert rig.slow_calls  # an int8 input is another load: Python's
+    rig.remember(load="int8")
+    y = rig.call(FakeArray(0x10000, 3000, "int8"), None, None)
+    assert isinstance(y, FakeArray) and (y.size, y.dtype) == (3000, np.dtype(np.int32))
+    assert rig.launches[-1]["args"][:5] == [0x10000, 0, NEW, 0, 3000]
+
+
+def test_a_reduction_takes_one_element_out_and_leaves_a_call_without_out_to_python():
+    rig = Rig(one=True)
+    rig.remember()
+    out = FakeArray(0x90000, 1)
+    assert rig.call(FakeArray(0x10000, 1000), out, None) is out and len(rig.launches) == 1
+    assert rig.call(FakeArray(0x10000, 1000), FakeArray(0x90000, 1000), None) == "python"
+    assert rig.call(FakeArray(0x10000, 1000), None, None) == "python"  # its result is 0-d
+    assert len(rig.launches) == 1
+
+
+def test_before_anything_is_remembered_every_call_is_the_pythons():
+    rig = Rig()
+    x, y = FakeArray(0x10000, 100), FakeArray(0x20000, 100)
+    assert rig.call(x, y, None) == "python" and rig.slow_calls == [(x, y, None)] and not rig.launches
+    rig.remember()
+    rig.call.remember(None)  # a launch it cannot make (another variant, say)
+    assert rig.call(x, y, None) == "python" and not rig.launches
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "carry",
+        "another stream",
+        "below the class",
+        "above the class",
+        "another load",
+        "a dtype the scan does not load",
+        "x not contiguous",
+        "x not aligned",
+        "out of another dtype",
+        "out not contiguous",
+        "out not aligned",
+        "out 2-D",
+        "out of another size",
+        "out overlapping x",
+        "x of another type",
+        "scratch too small",
+        "epoch at its limit",
+        "lock held by another thread",
+        "launch failed",
+    ],
+)
+def test_every_other_call_goes_to_python_having_launched_nothing(case):
+    rig = Rig(status=201 if case == "launch failed" else 0)
+    rig.remember(lo=1000, hi=5000)
+    n, x, y, carry = 3000, FakeArray(0x10000, 3000), FakeArray(0x20000, 3000), None
+    if case == "carry":
+        carry = b"\0\0\0\0"
+    elif case == "another stream":
+        rig.current = object()
+    elif case in ("below the class", "above the class"):
+        n = 1000 if case == "below the class" else 5001
+        x, y = FakeArray(0x10000, n), FakeArray(0x80000, n)
+    elif case == "another load":
+        x = FakeArray(0x10000, n, "int8")
+    elif case == "a dtype the scan does not load":
+        x = FakeArray(0x10000, n, "float64")
+    elif case == "x not contiguous":
+        x = FakeArray(0x10000, n, contiguous=False)
+    elif case == "x not aligned":
+        x = FakeArray(0x10004, n)
+    elif case == "out of another dtype":
+        y = FakeArray(0x20000, n, "float32")
+    elif case == "out not contiguous":
+        y = FakeArray(0x20000, n, contiguous=False)
+    elif case == "out not aligned":
+        y = FakeArray(0x20008, n)
+    elif case == "out 2-D":
+        y = FakeArray(0x20000, n, ndim=2)
+    elif case == "out of another size":
+        y = FakeArray(0x20000, n - 1)
+    elif case == "out overlapping x":
+        y = FakeArray(0x10000 + 4 * n - 16, n)
+    elif case == "x of another type":
+        x = np.zeros(n, np.int32)
+    elif case == "scratch too small":
+        rig.scratch.replace(0xABC000, HEADER + 5 * PER_TILE)
+    elif case == "epoch at its limit":
+        rig.scratch.epoch = LIMIT
+    epoch = rig.scratch.epoch
+    if case == "lock held by another thread":
+        held, done = threading.Event(), threading.Event()
+
+        def hold():
+            with rig.lock:
+                held.set()
+                done.wait(5)
+
+        t = threading.Thread(target=hold)
+        t.start()
+        held.wait(5)
+        try:
+            assert rig.call(x, y, carry) == "python"
+        finally:
+            done.set()
+            t.join()
+    else:
+        assert rig.call(x, y, carry) == "python"
+    assert rig.slow_calls == [(x, y, carry)]
+    if case == "launch failed":  # tried once; its epoch is skipped, not reused
+        assert len(rig.launches) == 1 and rig.scratch.epoch == epoch + 1
+    else:
+        assert not rig.launches and rig.scratch.epoch == epoch
+    assert rig.lock.acquire(blocking=False)  # and the lock was let go
+    rig.lock.release()
+
+
+def test_the_call_takes_three_arguments_and_remember_checks_its_record():
+    rig = Rig()
+    with pytest.raises(TypeError):
+        rig.call(FakeArray(0, 1), None)
+    with pytest.raises(TypeError):
+        rig.call.remember((1, 2))
+    with pytest.raises(ValueError, match="size class"):
+        rig.remember(lo=10, hi=10)
