@@ -255,3 +255,14 @@ def test_the_call_takes_three_arguments_and_remember_checks_its_record():
         rig.call.remember((1, 2))
     with pytest.raises(ValueError, match="size class"):
         rig.remember(lo=10, hi=10)
+
+
+@pytest.mark.parametrize("which", ["x", "out"])
+def test_an_array_whose_pointer_cannot_be_read_raises_having_launched_nothing(which):
+    rig = Rig()
+    rig.remember()
+    x, y = FakeArray(0x10000, 3000), FakeArray(0x20000, 3000)
+    (x if which == "x" else y).data.ptr = -16  # no address
+    with pytest.raises(OverflowError):
+        rig.call(x, y, None)
+    assert not rig.launches and not rig.slow_calls and rig.scratch.epoch == 0

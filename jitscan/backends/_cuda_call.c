@@ -120,7 +120,7 @@ static uintptr_t pointer_of(PyObject *arr)
         return 0;
     uintptr_t r = (uintptr_t)PyLong_AsUnsignedLongLong(ptr);
     Py_DECREF(ptr);
-    return r;
+    return PyErr_Occurred() ? 0 : r;
 }
 
 static int truth_attr(PyObject *o, PyObject *name)
