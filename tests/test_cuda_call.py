@@ -32,11 +32,15 @@ class _Memory:
 
 class FakeArray:
     """What the compiled call reads of a cupy.ndarray; ``FakeArray((n,), dtype)`` is a new one
-    (at ``NEW``), as the call makes a result."""
+    (at ``NEW``), as the call makes a result, and runs the functions in ``on_new``."""
+
+    on_new: list = []
 
     def __init__(self, ptr, size, dtype: str = "int32", contiguous: bool = True, ndim: int = 1):
         if isinstance(ptr, tuple):  # the constructor's (shape, dtype)
             ptr, (size,), dtype = NEW, ptr, size
+            for hook in FakeArray.on_new:
+                hook()
         self.data = _Memory(ptr)
         self.size = size
         self.dtype = np.dtype(dtype)
@@ -134,7 +138,13 @@ def test_a_scan_without_out_makes_its_result_of_the_scans_dtype():
     y = rig.call(FakeArray(0x10000, 3000, "int8"), None, None)
     assert rig.slow_calls  # an int8 input is another load: Python's
     rig.remember(load="int8")
-    y = rig.call(FakeArray(0x10000, 3000, "int8"), None, None)
+    held: list[bool] = []  # made before the launch lock is taken, as Python's call does
+    FakeArray.on_new.append(lambda: held.append(rig.lock._is_owned()))
+    try:
+        y = rig.call(FakeArray(0x10000, 3000, "int8"), None, None)
+    finally:
+        FakeArray.on_new.clear()
+    assert held == [False]
     assert isinstance(y, FakeArray) and (y.size, y.dtype) == (3000, np.dtype(np.int32))
     assert rig.launches[-1]["args"][:5] == [0x10000, 0, NEW, 0, 3000]
 

@@ -21,7 +21,11 @@
 #include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
+
+/* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
+#define LAYOUT 1
 
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -198,15 +202,40 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     if (stream != l->stream)
         return NULL;
 
+    Py_ssize_t tiles = (n + l->tile - 1) / l->tile;
+    if ((size_t)tiles > UINT_MAX)
+        return NULL; /* more groups than a launch takes: Python's raises */
+
+    /* the result, where out is not given: CuPy's constructor on the one GPU, as Python's,
+     * and before the lock, as Python's (what it runs may start a scan of its own) */
+    PyObject *dst = NULL;
+    if (out == Py_None) {
+        PyObject *shape = Py_BuildValue("(n)", n);
+        if (shape == NULL)
+            return NULL;
+        PyObject *args[2] = {shape, self->dtype};
+        dst = PyObject_Vectorcall(self->ndarray, args, 2, NULL);
+        Py_DECREF(shape);
+        if (dst == NULL)
+            return NULL;
+        if ((to = pointer_of(dst)) == 0) {
+            Py_DECREF(dst);
+            return NULL;
+        }
+    }
+
     /* the launch lock, without waiting (see the top of this file) */
     PyObject *got = PyObject_CallOneArg(l->acquire, Py_False);
-    if (got == NULL)
+    if (got == NULL) {
+        Py_XDECREF(dst);
         return NULL;
+    }
     Py_DECREF(got);
-    if (got != Py_True)
+    if (got != Py_True) {
+        Py_XDECREF(dst);
         return NULL;
-    PyObject *result = NULL, *dst = NULL, *e = NULL, *buf = NULL;
-    Py_ssize_t tiles = (n + l->tile - 1) / l->tile;
+    }
+    PyObject *result = NULL, *e = NULL, *buf = NULL;
     Py_ssize_t room = ssize_attr(l->scratch, s_nbytes);
     if (room == -1 && PyErr_Occurred())
         goto done;
@@ -225,16 +254,6 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     uint64_t scratch = PyLong_AsUnsignedLongLong(buf);
     if (PyErr_Occurred())
         goto done;
-    if (out == Py_None) { /* the result: CuPy's constructor, on the one GPU (as Python's) */
-        PyObject *shape = Py_BuildValue("(n)", n);
-        if (shape == NULL)
-            goto done;
-        PyObject *args[2] = {shape, self->dtype};
-        dst = PyObject_Vectorcall(self->ndarray, args, 2, NULL);
-        Py_DECREF(shape);
-        if (dst == NULL || (to = pointer_of(dst)) == 0)
-            goto done;
-    }
     e = PyLong_FromUnsignedLongLong(epoch);
     if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
         goto done;
@@ -247,10 +266,16 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     a[5] = scratch;
     a[6] = n < l->stream_from ? l->kind : (l->kind | l->stream_bit);
     a[7] = epoch;
-    /* a launch that fails launches nothing: Python's path then launches, or raises (a
-     * thread without a context binds one there); the epoch skipped is never reused */
-    if (self->launch(l->function, (unsigned)tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params,
-                     NULL) == 0)
+    /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
+     * function in the stream may need the GIL to run. The argument block is the lock's, and
+     * the record (held by fast()) keeps it alive. A launch that fails launches nothing:
+     * Python's path then launches, or raises (a thread without a context binds one there);
+     * the epoch skipped is never reused. */
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = self->launch(l->function, (unsigned)tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params, NULL);
+    Py_END_ALLOW_THREADS
+    if (status == 0)
         result = Py_NewRef(out == Py_None ? dst : out);
 done:
     Py_XDECREF(e);
@@ -293,6 +318,10 @@ static PyObject *call(CommonCall *self, PyObject *const *args, size_t nargsf, Py
         PyErr_SetString(PyExc_TypeError, "a common call takes (x, out, carry)");
         return NULL;
     }
+    if (self->slow == NULL) { /* cleared by the collector, and called by a finalizer */
+        PyErr_SetString(PyExc_ReferenceError, "a common call that was cleared");
+        return NULL;
+    }
     if (args[2] == Py_None) { /* a carry is Python's */
         PyObject *result = fast(self, args[0], args[1]);
         if (result != NULL || PyErr_Occurred())
@@ -306,9 +335,10 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     /* record: None, or (stream, lo, hi, load, acquire, release, scratch, tile, header,
      * per_tile, limit, kind, stream_bit, stream_from, function, params, slots, hstream,
      * threads, keep) */
-    forget(self);
-    if (record == Py_None)
+    if (record == Py_None) {
+        forget(self);
         Py_RETURN_NONE;
+    }
     unsigned long long lo, hi, limit, kind, stream_bit, function, params, slots, hstream;
     Py_ssize_t tile, header, per_tile, stream_from;
     unsigned threads;
@@ -343,7 +373,9 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         .slots = (uint64_t *)(uintptr_t)slots,
         .threads = threads,
     };
+    PyObject *old = self->last.record;
     self->last = l;
+    Py_XDECREF(old); /* last: what it frees may run code, even another remember() */
     Py_RETURN_NONE;
 }
 
@@ -426,7 +458,10 @@ PyMODINIT_FUNC PyInit__cuda_call(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "CommonCall", (PyObject *)&CommonCallType) < 0) {
+    /* what cupy.py checks before it uses this module: an older build's remember() would
+     * take another record */
+    if (PyModule_AddIntConstant(m, "LAYOUT", LAYOUT) < 0 ||
+        PyModule_AddObjectRef(m, "CommonCall", (PyObject *)&CommonCallType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -45,10 +45,13 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
 
 
 try:  # the common call compiled (setup.py builds it where a C compiler is; optional)
-    from ._cuda_call import CommonCall as _CommonCall
+    from . import _cuda_call
+
+    # a build of another layout (an editable install's stale build) is left unused
+    _CommonCall = _cuda_call.CommonCall if getattr(_cuda_call, "LAYOUT", 0) == 1 else None
 except ImportError:  # pragma: no cover - depends on the install
     _CommonCall = None
-if os.environ.get("JITSCAN_NO_EXTENSION"):  # the Python path alone, as where it was not built
+if os.environ.get("JITSCAN_NO_EXTENSION", "0") not in ("", "0"):  # the Python path alone
     _CommonCall = None
 
 #: streams (queues) and scratch buffers kept; beyond it the oldest are dropped
