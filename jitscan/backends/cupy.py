@@ -45,6 +45,9 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
 
 
 try:  # the common call compiled (setup.py builds it where a C compiler is; optional)
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        # it relies on the GIL: loading it would turn a free-threaded Python's back on
+        raise ImportError("a free-threaded Python")
     from . import _cuda_call
 
     # a build of another layout (an editable install's stale build) is left unused
