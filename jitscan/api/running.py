@@ -53,7 +53,8 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
                 p = shortcut_for(x, op, kind, rule, dtype, out, variant, backend, knobs)
                 remember(mine, key, p)
             if p is not None:
-                result = p.common(x, out, None)  # device arrays: the whole call in one function
+                # device arrays: the whole call in one function; NumPy input takes p's host path
+                result = None if t is ndarray else p.common(x, out, None)
                 return p(x, out) if result is None else result
         return run(x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
 

@@ -12,6 +12,7 @@ no AMD GPU was available).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import sys
@@ -199,31 +200,23 @@ def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple |
     state = getattr(go, "launch_state", None)
     if state is None:
         return None
-    acquire, release, scratch, tile, header, per_tile, limit, kind, stream_bit, stream_from, fire = state()
-    cuda = getattr(fire, "cuda", None)
+    *head, stream_from, fire = state()  # the lock, scratch, tile and kind; where it streams
+    cuda = getattr(fire, "cuda", None)  # function, arguments' block, stream, threads
     if cuda is None:
         return None
-    function, params, slots, hstream, threads = cuda
-    stream_from = min(stream_from, sys.maxsize)  # inf: never
-    launch = (tile, header, per_tile, limit, kind, stream_bit, stream_from, function, params, slots, hstream)
-    return (stream, lo, hi, load, acquire, release, scratch, *launch, threads, fire)
+    return (stream, lo, hi, load, *head, min(stream_from, sys.maxsize), *cuda, fire)  # inf: never
 
 
-_LAUNCH_ADDRESS: list[int] = []
-
-
+@functools.cache
 def _launch_address() -> int:
     """cuLaunchKernel's address in the driver library CuPy uses (0: none, or HIP)."""
-    if not _LAUNCH_ADDRESS:
-        address = 0
-        if not cupy.cuda.runtime.is_hip:
-            try:
-                lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
-                address = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value or 0
-            except (OSError, AttributeError):  # no driver library by that name
-                address = 0
-        _LAUNCH_ADDRESS.append(address)
-    return _LAUNCH_ADDRESS[0]
+    if cupy.cuda.runtime.is_hip:
+        return 0
+    try:
+        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+        return ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value or 0
+    except (OSError, AttributeError):  # no driver library by that name
+        return 0
 
 
 class _NoArray:
@@ -430,8 +423,8 @@ class CupyBackend(Backend):
                     ):
                         return None
                 # after the checks: a call left to the long way has done nothing
-                stream, lo, hi, was, queue, go = last
-                if not (lo < n <= hi and load is was and one_gpu and _current_stream() is stream):
+                stream, lo, hi, was, queue, go = last  # never set on several GPUs: no class holds n
+                if not (lo < n <= hi and load is was and _current_stream() is stream):
                     queue, go = find(x, n, load)
                 dst = self.empty((m,), dtype, queue) if out is None else out
                 go(x, dst, n, carry)

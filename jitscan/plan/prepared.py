@@ -67,8 +67,9 @@ class PreparedScan(Programs, FieldCalls):
         Kind, spin limit and simulated blocking, passed to every launch.
     common : callable
         ``common(x, out, None)`` is ``scan(x, out)`` where both are device arrays the
-        kernels take as they are, in one function (a fraction of a microsecond less);
-        for any other call it returns None, having done nothing.
+        kernels take as they are, in one function (compiled on CUDA where the extension
+        is built: Backend.common_call); for any other call it returns None, having done
+        nothing.
     """
 
     def __init__(
