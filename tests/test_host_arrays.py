@@ -20,6 +20,7 @@ from conftest import device_info, tile_size
 
 import jitscan
 from jitscan import backends
+from jitscan.bench import numpy_segmented
 from jitscan.plan import tuning
 
 
@@ -372,3 +373,44 @@ def test_on_a_device_of_one_compute_unit_segmented_scans_take_one_pass_tiles_too
     # as above, each segmented tile in one pass from its predecessor's inclusive prefix
     # (a head cuts the prefix off), inclusive or exclusive, by offsets or flags
     assert on_pocl_devices(cpu_opencl, "basic", _ONE_UNIT_SEGMENTED_SCRIPT) == 4  # every size ran
+
+
+def test_segmented_tiles_on_a_cpu_find_their_aggregate_without_scanning_it(cpu_opencl, rng):
+    # a one-thread segmented tile's protocol pass combines only its items after its last
+    # head (read back from the tile's end); its store pass scans it from the prefix. The
+    # aggregate is what successors that fall back read, so tiles are blocked here: heads
+    # as the last item of every tile, as the first, on every item, and long stretches of
+    # none, by offsets and by flags, inclusive and exclusive
+    def source(dtype, segmented, **knobs):
+        return jitscan.plan(dtype, segmented=segmented, backend="opencl", **knobs).source(1 << 20)
+
+    assert "#define JS_SEG_STORE_PASS 1" in source("int32", "offsets")
+    assert "#define JS_SEG_STORE_PASS 1" in source("float32", "flags")
+    # float max keeps its order of combines; a deterministic float scan its scanned tiles
+    assert "#define JS_SEG_STORE_PASS 0" in source("float32", "flags", op="max")
+    assert "#define JS_SEG_STORE_PASS 0" in source("float32", "offsets", deterministic=True)
+    tile = tile_size("opencl", "int32", "offsets")
+    n = 24 * tile + 5
+    starts = {
+        "last item of each tile": np.arange(tile - 1, n, tile),
+        "first item of each tile": np.arange(tile, n, tile),
+        "every item": np.arange(1, n),
+        "long stretches without": np.array([3, 2 * tile + 7, 9 * tile + 1, n - 2]),
+    }
+    for name, cuts in starts.items():
+        off = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+        heads = np.zeros(n, np.uint8)
+        heads[off[:-1]] = 1
+        x = rng.integers(-50, 50, n).astype(np.int32)
+        want = numpy_segmented(x, off)
+        for given in ({"offsets": off}, {"flags": heads}):
+            for every in (0, 2):
+                blocked = {**given, "simulate_blocking": every, "spin_limit": 2}
+                stats: dict = {}
+                got = jitscan.segmented_cumsum(x, **blocked, stats=stats)
+                np.testing.assert_array_equal(got, want, err_msg=name)
+                assert stats["fallbacks"] >= (1 if every else 0), name
+                before = jitscan.segmented_cumsum(x, **blocked, exclusive=True)
+                np.testing.assert_array_equal(before, want - x, err_msg=name)
+                f = jitscan.segmented_cumsum(x.astype(np.float32), **blocked)
+                np.testing.assert_array_equal(f, want.astype(np.float32), err_msg=name)  # small sums: exact

@@ -172,6 +172,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_OUTPUTS_FIRST {int(spec.outputs_first)}",
             f"#define JS_POSITIVE_ZERO {int(spec.positive_zero)}",
             f"#define JS_SERIAL {int(spec.one_pass_tiles)}",
+            f"#define JS_SEG_STORE_PASS {int(spec.seg_store_pass)}",
             f"#define JS_ROWS_IN_SMEM {int(spec.rows_in_smem)}",
             *self.clock(spec),
             # the loops over a thread's vectors: unrolled where the tile lives in

@@ -246,6 +246,28 @@ class ScanSpec:
         return self.stages_tile and self.lanes and not self._lane_order_counts
 
     @property
+    def seg_store_pass(self) -> bool:
+        """Whether a segmented chained scan's one-thread tiles (CPUs) find their aggregate
+        without scanning, and scan in their store pass alone (``JS_SEG_STORE_PASS``).
+
+        The aggregate is whether the tile holds a head and its items after the last one
+        combined: the head bits are read back from the tile's end to its last head, and
+        only the items after it are combined, in lanes. The store pass scans the tile from
+        its prefix as a one-pass tile does (``js_lanes_seg_store``), so a tile whose prefix
+        is not known at its start reads its tail twice, not all of it into an array and
+        back. The built-in operators in lanes but float min and max (the sums reorder
+        operands); deterministic float scans keep their scanned tiles, as they keep both
+        passes on serial devices (``one_pass_tiles``)."""
+        return (
+            bool(self.segmented)
+            and self.lanes
+            and self.chained
+            and not self.stages_tile
+            and not self._lane_order_counts
+            and not (self.deterministic and self.dtype_info.is_float)
+        )
+
+    @property
     def searches_segments(self) -> bool:
         """Whether a tile by offsets finds its first segment itself, a binary search of the
         offsets, so its launch needs no pre-pass (``JS_SEARCH_SEGMENTS``): one-thread tiles

@@ -266,6 +266,14 @@ JS_UNROLL
         if (serial && posts && lid == 0)
             js_post(state, epoch, tile, JS_INCLUSIVE, total);
 #else
+#if JS_SEG_STORE_PASS
+        /* the protocol found the tile's aggregate alone (or a one-pass tile skipped it):
+         * the tile is scanned here, from its prefix */
+        T total = js_lanes_seg_store(in, out, base, n, prefix, has_prefix,
+                                     kind == JS_KIND_EXCLUSIVE JS_SEG_LOAD_ARGS);
+        if (serial && posts && lid == 0)
+            js_post(state, epoch, tile, JS_INCLUSIVE, total);
+#else
 #if JS_SERIAL && JS_SEGMENTED
         if (serial) {
             T total = js_lanes_seg_store(in, out, base, n, prefix, has_prefix,
@@ -275,6 +283,7 @@ JS_UNROLL
         } else
 #endif
         js_store_output(out, base, n, own, own_left, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE, own_heads);
+#endif
 #endif
     }
 

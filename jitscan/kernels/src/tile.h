@@ -707,11 +707,13 @@ JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec* c)
     return w;
 }
 
-#if JS_SERIAL
-/* A one-pass tile (JS_SERIAL, so in lanes) of a segmented scan: every vector scanned from
- * the carry, which starts from the prefix, and stored (an exclusive scan's shifted by one
- * item, a head's item the identity). Returns the inclusive prefix past the tile: the
- * pair js_op(prefix, aggregate) would give, its value summed in the order of the items. */
+#if JS_SERIAL || JS_SEG_STORE_PASS
+/* A one-pass tile (JS_SERIAL, so in lanes) of a segmented scan, or the store pass of one
+ * that found its aggregate without scanning (JS_SEG_STORE_PASS): every vector scanned
+ * from the carry, which starts from the prefix, and stored (an exclusive scan's shifted
+ * by one item, a head's item the identity). Returns the inclusive prefix past the tile:
+ * the pair js_op(prefix, aggregate) would give, its value summed in the order of the
+ * items. */
 JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
                                   int exclusive JS_SEG_LOAD_PARAMS)
 {
@@ -749,11 +751,11 @@ JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n
 }
 #endif
 
-#if JS_LANE_TOTALS
+#if JS_LANE_TOTALS || JS_SEG_STORE_PASS
 /* Items a .. b - 1 combined (a <= b): the ragged ends item by item, the whole vectors
  * between in four accumulators (one would wait out a float add's latency at every
  * vector). The order is the lanes', so only operators that commute bit for bit take it
- * (ScanSpec.lane_totals); it is the same bits on every run. */
+ * (ScanSpec.lane_totals, seg_store_pass); it is the same bits on every run. */
 JS_DEVICE_FN js_val js_lanes_range(js_src in, js_size a, js_size b)
 {
     js_val r = JS_VIDENTITY;
@@ -785,7 +787,35 @@ JS_DEVICE_FN js_val js_lanes_range(js_src in, js_size a, js_size b)
         r = js_vop(r, JS_SRC_ITEM(in, i));
     return r;
 }
+#endif
 
+#if JS_SEG_STORE_PASS
+/* A segmented tile's aggregate without scanning it (JS_SEG_STORE_PASS), its heads marked
+ * (offsets): whether it holds a head, and its items after the last one combined (all of
+ * them without). The head bits are read from the tile's end back to the last head, a word
+ * at a time, and only the items after it are read (with short segments, a small part of
+ * the tile). The same bits whoever works it out: its owner or a workgroup falling back. */
+JS_DEVICE_FN T js_lanes_seg_aggregate(js_src in, js_size base, js_size n JS_SEG_LOAD_PARAMS)
+{
+    int full = base + JS_TILE <= n;
+    js_size end = full ? base + JS_TILE : n;
+    js_size from = base;
+    js_u32 seen = 0u;
+    /* words of JS_VPW * JS_V items; the last holds item end - 1 */
+    for (js_u32 w = (js_u32)((end - base - 1u) / (JS_VPW * JS_V)) + 1u; w-- > 0u;) {
+        js_u64 word = js_head_word(base, n, full, w * JS_VPW JS_SEG_LOAD_FWD);
+        if (word != 0u) {
+            /* (lanes are OpenCL C's vector types, whose clz takes a ulong) */
+            from = base + (js_size)w * (JS_VPW * JS_V) + (js_size)(63u - (js_u32)clz(word));
+            seen = 1u;
+            break;
+        }
+    }
+    return js_pair(seen, js_lanes_range(in, from, end));
+}
+#endif
+
+#if JS_LANE_TOTALS
 /* A one-thread tile of a segmented reduction by offsets (JS_LANE_TOTALS), as
  * js_load_scan and js_store_segment_totals do it but with no scan and no staging: each
  * segment's part in the tile is combined directly. The totals of segments ending in the
@@ -904,7 +934,14 @@ JS_DEVICE_FN T js_load_scan(js_src in, js_size base, js_size n, js_val x[JS_P][J
     js_mark_heads(base, n JS_SEG_LOAD_FWD);
 #endif
     js_heads mask = js_no_heads();
-#if JS_SEQ_SEGMENTS && JS_LANES
+#if JS_SEG_STORE_PASS
+    /* the aggregate alone: js_lanes_seg_store scans the tile */
+    (void)x;
+    (void)left;
+    (void)full;
+    *own = mask;
+    return js_lanes_seg_aggregate(in, base, n JS_SEG_LOAD_FWD);
+#elif JS_SEQ_SEGMENTS && JS_LANES
     /* as below, in lanes (js_lanes_segment); the aggregate is again one function of the
      * tile's items, whoever computes it */
     (void)left;
