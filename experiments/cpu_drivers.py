@@ -1,7 +1,7 @@
 """PoCL's threaded driver against its single-thread one, for NumPy calls that wait for their result.
 
 Usage: POCL_DEVICES="pthread basic" python experiments/cpu_drivers.py MODE [LOG2N ...]
-with MODE one of latency (the default), sizes, spin:
+with MODE one of latency (the default), sizes, spin, cores:
 
 - ``latency``: an empty kernel of one work-item, enqueued and waited for 300 times on
   each driver: with ``queue.finish()``, and on the threaded driver also with the caller
@@ -15,6 +15,10 @@ with MODE one of latency (the default), sizes, spin:
 - ``spin`` (default 12 14 16 18 20): ``jitscan.cumsum(x, dtype=np.int32)`` on the default
   device as it is, and with a bounded spin on a marker's status before the wait
   (``Backend.host_done`` replaced for the run), in turns.
+
+- ``cores`` (default 6 runs, 5 s apart): one and two workgroups of a kernel that keeps a
+  core's vector units busy (``BUSY``) on the threaded driver, best of 5 each: whether the
+  machine's two cores give two cores' worth of arithmetic (a ratio near 1) or one (near 2).
 
 Without ``POCL_DEVICES`` naming both drivers only the threaded one is there, and the rows
 of the other are left out.
@@ -141,6 +145,40 @@ def spin(exps: list[int]) -> None:
         print(f"2^{e}: " + ", ".join(f"{k} {np.median(v):.1f} us" for k, v in times.items()), flush=True)
 
 
+#: eight independent chains of float4 multiply-adds: a workgroup keeps a core's vector
+#: units busy, so two run in the time of one only on two cores' worth of them
+BUSY = """
+#define STEP(x) x = x * 1.000001f + 0.5f
+__kernel void busy(__global float4* a, int iters) {
+    float4 x0 = a[0], x1 = a[1], x2 = a[2], x3 = a[3], x4 = a[4], x5 = a[5], x6 = a[6], x7 = a[7];
+    for (int i = 0; i < iters; ++i) {
+        STEP(x0); STEP(x1); STEP(x2); STEP(x3); STEP(x4); STEP(x5); STEP(x6); STEP(x7);
+    }
+    a[get_group_id(0)] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+}"""
+
+
+def cores(runs: int) -> None:
+    """One and two workgroups of BUSY on the threaded driver, best of 5 each, ``runs`` times."""
+    q = pocl_queues()["pthread"]
+    k = cl.Program(q.context, BUSY).build().busy
+    buf = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 4096)
+    for _ in range(runs):
+        best = {}
+        for groups in (1, 2):
+            k(q, (groups,), (1,), buf, np.int32(1_000_000))
+            q.finish()
+            ts = []
+            for _ in range(5):
+                t = time.perf_counter()
+                k(q, (groups,), (1,), buf, np.int32(1_000_000))
+                q.finish()
+                ts.append(time.perf_counter() - t)
+            best[groups] = min(ts) * 1e3
+        print(f"one workgroup {best[1]:.2f} ms, two {best[2]:.2f} ms: {best[2] / best[1]:.2f}x", flush=True)
+        time.sleep(5)
+
+
 def main() -> None:
     args = sys.argv[1:]
     mode = args.pop(0) if args else "latency"
@@ -149,6 +187,8 @@ def main() -> None:
         latency()
     elif mode == "sizes":
         sizes(exps or [14, 16, 18, 20, 21, 22, 23, 24])
+    elif mode == "cores":
+        cores(exps[0] if exps else 6)
     elif mode == "spin":
         spin(exps or [12, 14, 16, 18, 20])
     else:
