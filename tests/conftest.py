@@ -114,7 +114,16 @@ def tile_size(
     """Elements per tile of the default spec for large inputs (of a segmented mode, variant, kind, op)."""
     if not segmented:
         return tile_of(geometries(backend, dtype, op)[-1])
-    return tile_of(tuning.geometry(device_info(backend), lookup(dtype), None, segmented, variant, kind))
+    monoid = op if isinstance(op, jitscan.Monoid) else resolve(op)
+    spec = tuning.spec_for(
+        device_info(backend),
+        variant=variant or "fallback",
+        dtype=lookup(dtype),
+        monoid=monoid,
+        kind=kind or "inclusive",
+        segmented=segmented,
+    )
+    return spec.tile
 
 
 def random_input(rng: np.random.Generator, n: int, dtype: str, op: object = "add") -> np.ndarray:

@@ -306,7 +306,8 @@ class ScanSpec:
         Lane-wise reduction reorders operands, which float min and max do not allow bit
         for bit (``min(+0.0, -0.0)`` is -0.0 and ``min(-0.0, +0.0)`` is +0.0; the first
         NaN is kept): their plain scans keep the items in arrays. A segmented scan reduces
-        its vectors in order.
+        its vectors in order, but where its tiles find their aggregate without scanning
+        (``seg_store_pass``, which leaves out float min and max too).
         """
         if not (
             self.threads == 1

@@ -38,6 +38,14 @@ MAX_SPIN_TIMEOUT = 600.0
 #: pyopencl arrays, 2-core EPYC), 25% faster than 4 KiB at 2^16; 128 KiB matched 64 and
 #: 256 KiB was slower
 CPU_LANE_BYTES = 1 << 16
+#: bytes of a CPU tile of a segmented scan that finds its aggregate without scanning
+#: (ScanSpec.seg_store_pass): it keeps no array of its items either. On the 2-core EPYC, in
+#: turns with the 16 KiB tiles segmented scans had kept (NumPy to NumPy, segments of mean
+#: length 1000), 128 KiB took 0.81 (int32) and 0.76 (float32) of the time at 2^20, 0.59-0.69
+#: at 2^22-2^24, by offsets and flags; 64 KiB 0.88 and 0.83 at 2^20, and 256 KiB 0.94 and
+#: 0.72; PoCL's single-thread driver, at 2^22, 0.62 and 0.68 (its cost a workgroup counts
+#: there too)
+CPU_SEG_LANE_BYTES = 1 << 17
 #: host calls up to this many bytes of input go to a device that runs kernels in the
 #: calling thread, where the CPU has one beside its threaded one (Backend.host_sibling:
 #: PoCL with POCL_DEVICES="pthread basic"). The 2-core EPYC, NumPy to NumPy, in turns:
@@ -396,8 +404,8 @@ def spec_for(
         clock=info.clock if variant == "lookback" else "",
         serial=not info.is_gpu and info.compute_units == 1,
     )
-    if vectors is None and not info.is_gpu and spec.lanes and not segmented:
-        spec = replace(spec, vectors=CPU_LANE_BYTES // VECTOR_BYTES)
+    if vectors is None and not info.is_gpu and (spec.lanes and not segmented or spec.seg_store_pass):
+        spec = replace(spec, vectors=(CPU_SEG_LANE_BYTES if segmented else CPU_LANE_BYTES) // VECTOR_BYTES)
     if rows_in_smem(spec, math.inf if n is None else n * dtype.packed_bytes):
         spec = replace(spec, rows_in_smem=True)
     if info.local_memory is not None and variant != "memcpy" and spec.local_bytes > info.local_memory:

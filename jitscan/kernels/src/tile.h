@@ -617,7 +617,9 @@ JS_UNROLL
  *   vector, each operand kept on its side, then the carry into every lane at once.
  * - A segmented scan's js_load_scan scans each vector as it loads, with the same shifted
  *   combines kept from reaching across a head (js_lanes_segment), into the tile's array,
- *   which the output pass reads as before. */
+ *   which the output pass reads as before; or, where the operator commutes bit for bit
+ *   (JS_SEG_STORE_PASS), it only combines the items after the tile's last head, lane by
+ *   lane (js_lanes_seg_aggregate), and js_lanes_seg_store scans the tile from its prefix. */
 /* A store around the cache, where the compiler has one (clang-based CPU runtimes), and
  * the fence that orders such stores before later ones (x86: sfence); see JS_STREAM_BIT */
 #if defined(__has_builtin)
@@ -801,6 +803,15 @@ JS_DEVICE_FN T js_lanes_seg_aggregate(js_src in, js_size base, js_size n JS_SEG_
     js_size end = full ? base + JS_TILE : n;
     js_size from = base;
     js_u32 seen = 0u;
+#if !JS_SEG_OFFSETS
+    if (row_len) {
+        /* rows: the last head is the last multiple of row_len before end (one division,
+         * where a word's head bits take one each) */
+        js_size last = end - 1u - (end - 1u) % row_len;
+        seen = last >= base;
+        return js_pair(seen, js_lanes_range(in, seen ? last : base, end));
+    }
+#endif
     /* words of JS_VPW * JS_V items; the last holds item end - 1 */
     for (js_u32 w = (js_u32)((end - base - 1u) / (JS_VPW * JS_V)) + 1u; w-- > 0u;) {
         js_u64 word = js_head_word(base, n, full, w * JS_VPW JS_SEG_LOAD_FWD);
