@@ -1,6 +1,6 @@
 """Segmented scans and reductions from NumPy to NumPy on a CPU OpenCL device (PoCL).
 
-Usage: python experiments/cpu_segments.py [LOG2N ...]   (default 10 16 20 22)
+Usage: [VECTORS=V,...] python experiments/cpu_segments.py [LOG2N ...]   (default 10 16 20 22)
 
 For int32 and float32 at each size, segments of mean length 1000 (the inputs of
 ``cpu_numpy.py``: ``jitscan.bench.studies.numpy_cases``), µs a call (best of 7 rounds in
@@ -12,6 +12,10 @@ turns, each round about 2^21 elements of calls) of:
   "offsets")``): the host side of a call without the result's allocation;
 - ``segmented_reduce(x, offsets=...)`` against ``np.add.reduceat``.
 
+With ``VECTORS=1024,4096,...`` it times instead ``segmented_cumsum`` by offsets and by
+flags with the default tile and with each ``vectors=`` knob (16-byte vectors a one-thread
+tile), in turns (the sweep behind ``tuning.CPU_SEG_LANE_BYTES``).
+
 Each result is checked against NumPy's first. Set ``POCL_DEVICES="pthread basic"`` for
 PoCL's in-thread driver (README, *Performance on a CPU*); run two trees in turns with
 ``PYTHONPATH`` to compare them.
@@ -19,6 +23,7 @@ PoCL's in-thread driver (README, *Performance on a CPU*); run two trees in turns
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -28,7 +33,7 @@ import numpy as np
 import jitscan
 from jitscan import backends
 from jitscan.bench import numpy_segmented
-from jitscan.bench.studies import numpy_cases
+from jitscan.bench.studies import heads_from_offsets, numpy_cases
 
 
 def best_us(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7) -> dict[str, float]:
@@ -44,8 +49,30 @@ def best_us(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7) -> di
     return best
 
 
+def tile_sweep(exps: list[int], vectors: list[int]) -> None:
+    """``segmented_cumsum`` by offsets and by flags with the default tile and with each
+    ``vectors=`` (16-byte vectors a one-thread tile), in turns: µs a call."""
+    for dt, e, x, y, off in numpy_cases(exps):
+        heads = heads_from_offsets(off, x.size)
+        want = numpy_segmented(x, off)
+        for name, seg in (("offsets", {"offsets": off}), ("flags", {"flags": heads})):
+            fns: dict[str, Callable[[], object]] = {}
+            for v in [None, *vectors]:
+                knobs = {} if v is None else {"vectors": v}
+                fns[f"vectors={v}"] = lambda x=x, y=y, seg=seg, knobs=knobs: jitscan.segmented_cumsum(
+                    x, **seg, out=y, **knobs
+                )
+                fns[f"vectors={v}"]()
+                np.testing.assert_array_equal(y, want)
+            got = best_us(fns, x.size)
+            print(f"{name} {dt} 2^{e}: " + ", ".join(f"{k} {t:.0f}" for k, t in got.items()), flush=True)
+
+
 def main() -> None:
     exps = [int(a) for a in sys.argv[1:]] or [10, 16, 20, 22]
+    if os.environ.get("VECTORS"):
+        tile_sweep(exps, [int(v) for v in os.environ["VECTORS"].split(",")])
+        return
     b = backends.get("opencl")
     print(f"device: {b.device_info(b.default_queue()).name}; NumPy {np.__version__}")
     names = None

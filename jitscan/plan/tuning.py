@@ -39,12 +39,13 @@ MAX_SPIN_TIMEOUT = 600.0
 #: 256 KiB was slower
 CPU_LANE_BYTES = 1 << 16
 #: bytes of a CPU tile of a segmented scan that finds its aggregate without scanning
-#: (ScanSpec.seg_store_pass): it keeps no array of its items either. On the 2-core EPYC, in
-#: turns with the 16 KiB tiles segmented scans had kept (NumPy to NumPy, segments of mean
-#: length 1000), 128 KiB took 0.81 (int32) and 0.76 (float32) of the time at 2^20, 0.59-0.69
-#: at 2^22-2^24, by offsets and flags; 64 KiB 0.88 and 0.83 at 2^20, and 256 KiB 0.94 and
-#: 0.72; PoCL's single-thread driver, at 2^22, 0.62 and 0.68 (its cost a workgroup counts
-#: there too)
+#: (ScanSpec.seg_store_pass): it keeps no array of its items either. On the 2-core EPYC as
+#: installed (``VECTORS=1024,4096,8192,16384 python experiments/cpu_segments.py 20 22 24``,
+#: NumPy to NumPy, segments of mean length 1000, by offsets and flags, in turns) 128 KiB
+#: took 0.81-0.91 of the time of the 16 KiB tiles segmented scans had kept at 2^20 and
+#: 0.55-0.71 at 2^22-2^24; 64 KiB 0.86-0.91 and 0.61-0.78; 256 KiB 0.78-0.91 and 0.60-0.69.
+#: PoCL's single-thread driver pays a cost a workgroup too: 0.65-0.77 at 2^22
+#: (experiments/cpu_ab.py against the 16 KiB tiles)
 CPU_SEG_LANE_BYTES = 1 << 17
 #: host calls up to this many bytes of input go to a device that runs kernels in the
 #: calling thread, where the CPU has one beside its threaded one (Backend.host_sibling:
