@@ -719,16 +719,18 @@ JS_DEVICE_FN js_vec js_lanes_segment(js_vec x, js_u32 b, js_vec* c)
 JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n, T prefix, int has_prefix,
                                   int exclusive JS_SEG_LOAD_PARAMS)
 {
-    int full = base + JS_TILE <= n;
 #if JS_SEG_OFFSETS
     js_mark_heads(base, n JS_SEG_LOAD_FWD);
 #endif
     js_vec c = JS_VEC_SPLAT(has_prefix ? JS_VALUE_OF(prefix) : JS_VIDENTITY);
     js_u64 seen = 0u;
     for (js_u32 k = 0; k < JS_P && base + (js_size)k * JS_V < n; k += JS_VPW) {
-        js_u64 word = js_head_word(base, n, full, k JS_SEG_LOAD_FWD);
+        /* a word whose items are all before n takes the whole word's paths, in the last
+         * tile too: an input shorter than a tile is that tile */
+        int whole = base + (js_size)(k + JS_VPW) * JS_V <= n;
+        js_u64 word = js_head_word(base, n, whole, k JS_SEG_LOAD_FWD);
         seen |= word;
-        if (full && !exclusive && word == 0u) {
+        if (whole && !exclusive && word == 0u) {
             /* as in js_load_scan: the vectors' scans without masks */
 #pragma unroll
             for (js_u32 i = 0; i < JS_VPW; ++i)
@@ -740,10 +742,9 @@ JS_DEVICE_FN T js_lanes_seg_store(js_src in, js_dst out, js_size base, js_size n
             js_size first = base + (js_size)j * JS_V;
             if (first >= n)
                 break;
-            int whole = first + JS_V <= n;
             js_u32 b = (js_u32)(word >> (i * JS_V)) & ((1u << JS_V) - 1u);
             js_vec before = c;
-            js_vec w = js_lanes_segment(js_lanes_load(in, base, n, whole, j), b, &c);
+            js_vec w = js_lanes_segment(js_lanes_load(in, base, n, first + JS_V <= n, j), b, &c);
             if (exclusive)
                 w = JS_VEC_HEADS(b) ? JS_VEC_SPLAT(JS_VIDENTITY) : JS_VEC_UP1(js_vec, w, before);
             js_lanes_put(out, base, n, j, w);
@@ -814,7 +815,8 @@ JS_DEVICE_FN T js_lanes_seg_aggregate(js_src in, js_size base, js_size n JS_SEG_
 #endif
     /* words of JS_VPW * JS_V items; the last holds item end - 1 */
     for (js_u32 w = (js_u32)((end - base - 1u) / (JS_VPW * JS_V)) + 1u; w-- > 0u;) {
-        js_u64 word = js_head_word(base, n, full, w * JS_VPW JS_SEG_LOAD_FWD);
+        int whole = base + (js_size)(w + 1u) * (JS_VPW * JS_V) <= n;
+        js_u64 word = js_head_word(base, n, whole, w * JS_VPW JS_SEG_LOAD_FWD);
         if (word != 0u) {
             /* (lanes are OpenCL C's vector types, whose clz takes a ulong) */
             from = base + (js_size)w * (JS_VPW * JS_V) + (js_size)(63u - (js_u32)clz(word));
