@@ -23,30 +23,19 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 import jitscan
 from jitscan.bench import numpy_segmented
-from jitscan.bench.studies import heads_from_offsets, numpy_cases
+from jitscan.bench.studies import best_in_turns, heads_from_offsets, numpy_cases
 
 
-def best_us(fns: dict[str, Callable[[], object]], n: int, rounds: int = 11) -> dict[str, float]:
-    """Best µs a call of each function, the functions taking turns."""
-    for f in fns.values():
-        f()
-    reps = max(3, (1 << 20) // n)
-    best = dict.fromkeys(fns, float("inf"))
-    names = list(fns)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            t = time.perf_counter()
-            for _ in range(reps):
-                fns[name]()
-            best[name] = min(best[name], (time.perf_counter() - t) / reps * 1e6)
-    return best
+def best_us(fns: dict[str, Callable[[], object]], n: int) -> dict[str, float]:
+    """Best µs a call of each function in 11 rounds of about 2^20 elements, in turns."""
+    best = best_in_turns(fns, rounds=11, calls=max(3, (1 << 20) // n))
+    return {name: t * 1e6 for name, t in best.items()}
 
 
 def compare(trees: dict, dt: str, e: int, x: np.ndarray, off: np.ndarray) -> None:

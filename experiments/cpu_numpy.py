@@ -21,7 +21,6 @@ over the copy.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -29,22 +28,12 @@ import numpy as np
 import jitscan
 from jitscan import backends
 from jitscan.bench import numpy_segmented
-from jitscan.bench.studies import numpy_cases
+from jitscan.bench.studies import best_in_turns, numpy_cases
 
 
 def rates(fns: dict[str, Callable[[], object]], n: int, rounds: int = 7, calls: int = 3) -> dict[str, float]:
     """M elements/s of each function, best round, the functions taking turns."""
-    for f in fns.values():
-        f()
-    best = dict.fromkeys(fns, 0.0)
-    names = list(fns)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            t = time.perf_counter()
-            for _ in range(calls):
-                fns[name]()
-            best[name] = max(best[name], calls * n / (time.perf_counter() - t) / 1e6)
-    return best
+    return {name: n / t / 1e6 for name, t in best_in_turns(fns, rounds, calls).items()}
 
 
 def main() -> None:

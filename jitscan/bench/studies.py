@@ -238,6 +238,26 @@ def _nothing(*args: object) -> None:
     return None
 
 
+def best_in_turns(fns: dict[str, Callable[[], object]], rounds: int, calls: int) -> dict[str, float]:
+    """The best seconds a call of each function over ``rounds`` rounds of ``calls`` calls,
+    the functions taking turns (forward, then backward), after one untimed call each: the
+    CPU experiments' comparison, in one process, of contenders a machine's phases move
+    alike."""
+    import time
+
+    for f in fns.values():
+        f()
+    best = dict.fromkeys(fns, float("inf"))
+    names = list(fns)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            t = time.perf_counter()
+            for _ in range(calls):
+                fns[name]()
+            best[name] = min(best[name], (time.perf_counter() - t) / calls)
+    return best
+
+
 def random_offsets(rng: np.random.Generator, n: int, mean: int) -> np.ndarray:
     """CSR offsets (int64, from 0 to ``n``) of segments of geometric length with mean ``mean``.
 
@@ -277,6 +297,7 @@ def heads_from_offsets(off: np.ndarray, n: int) -> np.ndarray:
 
 
 __all__ = [
+    "best_in_turns",
     "resources",
     "host_and_piped",
     "bound",
