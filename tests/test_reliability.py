@@ -276,8 +276,10 @@ def test_a_loop_that_changes_stream_between_calls_launches_each_call_on_the_curr
 
 
 class _Platform:
-    def __init__(self, name: str, kinds: list[int], units: list[int] | None = None) -> None:
-        self.name = name
+    def __init__(
+        self, name: str, kinds: list[int], units: list[int] | None = None, version: str = ""
+    ) -> None:
+        self.name, self.version = name, version
         units = units or [1] * len(kinds)
         self._devices = [_Device(self, kind, u) for kind, u in zip(kinds, units, strict=True)]
 
@@ -319,6 +321,41 @@ def test_of_two_cpu_devices_the_default_is_the_one_with_more_compute_units(monke
     monkeypatch.delenv("PYOPENCL_CTX", raising=False)
     _, threaded = pocl.get_devices()
     assert opencl_devices.pick_device() is threaded
+
+
+#: the version strings of PyOpenCL's bundled PoCL and of Debian's, as they read on one machine
+BUNDLED_POCL = "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6, SLEEF, DISTRO, POCL_DEBUG"
+DEBIAN_POCL = "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6, SLEEF, DISTRO"
+
+
+def test_of_cpu_devices_with_as_many_compute_units_the_newest_pocl_is_the_default(monkeypatch):
+    # PyOpenCL's wheel bundles PoCL 3.0 with LLVM 14, which builds no kernel on a CPU newer
+    # than it knows (AMD Zen 5); a system PoCL beside it must be the default whichever the
+    # ICD loader lists first, without a probe build
+    cl = pytest.importorskip("pyopencl")
+    cpu = cl.device_type.CPU
+    monkeypatch.setattr(cl, "Context", lambda devices: devices[0])
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+
+    def default(*platforms: _Platform) -> _Platform:
+        monkeypatch.setattr(cl, "get_platforms", lambda: list(platforms))
+        return opencl_devices.pick_device().platform
+
+    name = "Portable Computing Language"
+    bundled = _Platform(name, [cpu], units=[2], version=BUNDLED_POCL)
+    debian = _Platform(name, [cpu], units=[2], version=DEBIAN_POCL)
+    assert default(bundled, debian) is debian
+    assert default(debian, bundled) is debian
+    # compute units come first: an older PoCL with more of them stays the default
+    wide = _Platform(name, [cpu], units=[4], version=BUNDLED_POCL)
+    assert default(debian, wide) is wide
+    # the first of equal releases, and a platform that names no PoCL release keeps its place
+    twin = _Platform(name, [cpu], units=[2], version=DEBIAN_POCL)
+    assert default(debian, twin) is debian
+    other = _Platform("Intel(R) OpenCL", [cpu], units=[2], version="OpenCL 3.0 LINUX")
+    assert default(other, bundled, debian) is other
+    assert default(bundled, other, debian) is debian
+    assert default(bundled, other) is bundled
 
 
 def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_entry_was_let_go(monkeypatch):
