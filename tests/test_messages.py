@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -83,6 +84,46 @@ def test_nvrtc_build_failure_names_the_first_error_and_its_line(log):
     assert head.startswith("NVRTC build of the fallback kernel for op 'bad' (int32) failed: ")
     assert '"c"' in head and "second" not in msg and "/tmp/" not in msg
     assert "return (a + c);" in msg
+
+
+#: PyOpenCL's bundled PoCL on an AMD Zen 5: its LLVM 14 builds no kernel for the CPU
+BUNDLED_POCL = "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6, SLEEF, DISTRO, POCL_DEBUG"
+UNKNOWN_CPU_LOG = (
+    "clBuildProgram failed: BUILD_PROGRAM_FAILURE - clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n"
+    "Build on <pyopencl.Device 'pthread-AMD EPYC' on 'Portable Computing Language' at 0x55e4b36e1710>:\n\n"
+    "error: unknown target CPU 'generic'\nDevice pthread-AMD EPYC failed to build the program\n"
+)
+
+
+def _failing_queue(monkeypatch, log: str, platform_version: str) -> object:
+    """A queue whose builds fail with ``log``, as PyOpenCL raises it (its error holds a record)."""
+    cl = pytest.importorskip("pyopencl")
+
+    class Program:
+        def __init__(self, context, src):
+            pass
+
+        def build(self, devices):
+            raise cl.RuntimeError(cl._cl._ErrorRecord("clBuildProgram", -11, log))
+
+    monkeypatch.setattr(cl, "Program", Program)
+    platform = types.SimpleNamespace(version=platform_version)
+    return types.SimpleNamespace(context=None, device=types.SimpleNamespace(platform=platform))
+
+
+def test_a_pocl_whose_llvm_does_not_know_the_cpu_says_why_and_how_to_mend_it(monkeypatch):
+    queue = _failing_queue(monkeypatch, UNKNOWN_CPU_LOG, BUNDLED_POCL)
+    what = "fallback kernel for op 'add' (int32)"
+    build = Build(key="k", what=what, source=lambda dialect: SRC, entries={}, threads=1)
+    with pytest.raises(jitscan.CompileError) as info:
+        opencl_programs.compile_program(build, queue, "opencl")
+    head, advice = str(info.value).splitlines()
+    assert head == f"OpenCL build of the {what} failed: unknown target CPU 'generic'"
+    assert "(PoCL 3.0-rc2, LLVM 14.0.6) does not know this processor" in advice
+    assert "apt-get install pocl-opencl-icd" in advice and "conda-forge: pocl" in advice
+    assert "jitscan then prefers the newest PoCL" in advice
+    # an error in the kernel itself gets no such advice
+    assert "newer LLVM" not in opencl_programs.build_message("k", SRC, "error: x.cl:2:3: bad", BUNDLED_POCL)
 
 
 def test_install_hints_name_packages_that_exist():

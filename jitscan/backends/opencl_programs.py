@@ -192,6 +192,45 @@ ERRORS = (
 )
 
 
+#: LLVM's words for a processor it does not know. PoCL builds for the host's CPU: a PoCL
+#: whose LLVM is older than the processor fails every build with them (PyOpenCL's wheel
+#: bundles PoCL 3.0 with LLVM 14: "unknown target CPU 'generic'" on an AMD Zen 5)
+_UNKNOWN_CPU = re.compile(r"unknown target CPU '[^']*'")
+
+
+def build_message(what: str, src: str, log: str, platform_version: str = "") -> str:
+    """The CompileError message of a failed OpenCL build of the ``what`` from ``src``.
+
+    As :func:`~jitscan.backends.base.build_failure` words it, and where the log says the
+    compiler does not know the processor, why no kernel will build and how to mend it:
+    that is no fault of the kernel, and the fix is outside jitscan.
+
+    Parameters
+    ----------
+    what, src, log : str
+        The program's name in messages, its source, and the compiler's log.
+    platform_version : str
+        The device's platform's version string, whose PoCL release and LLVM version the
+        advice names ("OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6, ...").
+    """
+    msg = build_failure("OpenCL", what, src, log, ERRORS)
+    if not _UNKNOWN_CPU.search(log):
+        return msg
+    named = ", ".join(
+        m.group(0)
+        for m in (re.search(r"\bPoCL \S+", platform_version), re.search(r"\bLLVM \d[\d.]*", platform_version))
+        if m
+    )
+    compiler = f"This OpenCL compiler ({named})" if named else "This OpenCL compiler"
+    return (
+        f"{msg}\n  {compiler} does not know this processor, so it builds no kernel here: PoCL"
+        " compiles for the host's CPU with its LLVM, and this LLVM is older than the CPU."
+        " Install a PoCL built with a newer LLVM (Debian/Ubuntu: apt-get install pocl-opencl-icd;"
+        " conda-forge: pocl): PyOpenCL's ICD loader finds it, and jitscan then prefers the newest PoCL"
+        " (where PYOPENCL_CTX does not choose another device)."
+    )
+
+
 def compile_program(build: Build, queue: Any, dialect: str) -> CLProgram:
     """``build``'s program for ``queue``'s device, ready to launch; a CompileError names its line."""
     src = build.source(dialect)
@@ -199,5 +238,5 @@ def compile_program(build: Build, queue: Any, dialect: str) -> CLProgram:
         built = build_program(cl.Program(queue.context, src), queue.device)
         built = with_occupancy(built, build, queue.device)
     except (cl.RuntimeError, cl.LogicError) as exc:
-        raise CompileError(build_failure("OpenCL", build.what, src, str(exc), ERRORS)) from exc
+        raise CompileError(build_message(build.what, src, str(exc), queue.device.platform.version)) from exc
     return CLProgram(built, build)
