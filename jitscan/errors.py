@@ -1,4 +1,8 @@
-"""Exceptions raised by jitscan."""
+"""Exceptions raised by jitscan.
+
+Each pickles (a worker process's error reaches its client whole): its attributes are
+plain values, and what it is raised from is too.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ class CompileError(JitscanError, ValueError):
 
     The message names the program, the compiler's first error and the generated line
     it points at (for a user monoid, the line with its ``combine`` expression); the
-    whole compiler log is the exception's ``__cause__``.
+    whole compiler log is the exception's ``__cause__``, a RuntimeError of its text
+    (not the driver's exception, which may not pickle: the error crosses processes
+    whole, as dask.distributed sends a worker's error with its cause).
     """
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copyreg
+import pickle
 import re
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitscan
+from jitscan import errors
 from jitscan.__main__ import main
 from jitscan.backends import cupy as cupy_backend
 from jitscan.backends import opencl_programs
@@ -124,6 +127,58 @@ def test_a_pocl_whose_llvm_does_not_know_the_cpu_says_why_and_how_to_mend_it(mon
     assert "jitscan then prefers the newest PoCL" in advice
     # an error in the kernel itself gets no such advice
     assert "newer LLVM" not in opencl_programs.build_message("k", SRC, "error: x.cl:2:3: bad", BUNDLED_POCL)
+
+
+def _pickled(error: BaseException, how: str) -> BaseException:
+    """``error`` raised, pickled and loaded: by pickle itself, or as dask.distributed sends a
+    worker's error to its client (tblib's reducers, which take its cause, context and
+    traceback along)."""
+    try:
+        raise error
+    except BaseException as raised:  # noqa: BLE001 - any error, with a traceback
+        error = raised
+    if how == "tblib":
+        tblib = pytest.importorskip("tblib.pickling_support")
+        saved = dict(copyreg.dispatch_table)  # tblib registers its reducers process-wide
+        try:
+            tblib.install(error)
+            return pickle.loads(pickle.dumps(error))
+        finally:
+            copyreg.dispatch_table.clear()
+            copyreg.dispatch_table.update(saved)
+    return pickle.loads(pickle.dumps(error))
+
+
+ERROR_CLASSES = [
+    c
+    for c in vars(errors).values()
+    if isinstance(c, type) and issubclass(c, BaseException) and c.__module__ == errors.__name__
+]
+
+
+@pytest.mark.parametrize("how", ["pickle", "tblib"])
+@pytest.mark.parametrize(
+    "error",
+    [cls(f"a {cls.__name__}") for cls in ERROR_CLASSES]
+    + [errors.DeadlockError("a wait past the watchdog", cause="time", waited=1.5)],
+    ids=repr,
+)
+def test_every_jitscan_error_crosses_processes_as_itself(error, how):
+    back = _pickled(error, how)
+    assert type(back) is type(error) and str(back) == str(error)
+    assert vars(back) == vars(error)  # DeadlockError's cause and waited
+
+
+def test_a_compile_error_of_a_failed_opencl_build_crosses_processes_with_its_log(monkeypatch):
+    # under dask.distributed a worker's CompileError did not reach the client ("cannot pickle
+    # '_ErrorRecord' object"): it was raised from PyOpenCL's error, which holds one
+    queue = _failing_queue(monkeypatch, UNKNOWN_CPU_LOG, BUNDLED_POCL)
+    build = Build(key="k", what="fallback kernel", source=lambda dialect: SRC, entries={}, threads=1)
+    with pytest.raises(jitscan.CompileError) as info:
+        opencl_programs.compile_program(build, queue, "opencl")
+    back = _pickled(info.value, "tblib")
+    assert type(back) is jitscan.CompileError and str(back) == str(info.value)
+    assert str(back.__cause__) == str(info.value.__cause__) and "unknown target CPU" in str(back.__cause__)
 
 
 def test_install_hints_name_packages_that_exist():

@@ -542,7 +542,10 @@ class CupyBackend(Backend):
                 module.compile()
                 return _CudaProgram(module, build, device, self._devices == 1)
         except cupy.cuda.compiler.CompileException as exc:
-            raise CompileError(build_failure("NVRTC", build.what, src, str(exc), _ERRORS)) from exc
+            log = str(exc)
+        # outside the handler, the log's text the cause: CuPy's exception and its context are
+        # the driver's objects, which a pickled error takes along (opencl_programs.compile_program)
+        raise CompileError(build_failure("NVRTC", build.what, src, log, _ERRORS)) from RuntimeError(log)
 
     @property
     def compiled_count(self) -> int:

@@ -238,5 +238,11 @@ def compile_program(build: Build, queue: Any, dialect: str) -> CLProgram:
         built = build_program(cl.Program(queue.context, src), queue.device)
         built = with_occupancy(built, build, queue.device)
     except (cl.RuntimeError, cl.LogicError) as exc:
-        raise CompileError(build_message(build.what, src, str(exc), queue.device.platform.version)) from exc
-    return CLProgram(built, build)
+        log = str(exc)
+    else:
+        return CLProgram(built, build)
+    # raised outside the handler, with the log's text as its cause: PyOpenCL's error holds
+    # a record that does not pickle, and tblib (dask.distributed sending a worker's error
+    # to the client) pickles an exception's cause and context with it
+    msg = build_message(build.what, src, log, queue.device.platform.version)
+    raise CompileError(msg) from RuntimeError(log)
