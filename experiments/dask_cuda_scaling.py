@@ -1,7 +1,7 @@
 """jitscan's Dask scans on one worker per GPU (``dask_cuda.LocalCUDACluster``): checks, then scaling.
 
-Usage: python experiments/dask_cuda_scaling.py [--gpus 1,2] [--sizes 30:33] [--chunk 26]
-       [--dtypes int32,float32] [--rounds 3] [--no-check]
+Usage: python experiments/dask_cuda_scaling.py [--gpus 1,2] [--sizes 30:33] [--chunk 26,28]
+       [--dtypes int32,float32] [--rounds 3] [--no-check] [--chain] [--profile 32]
 
 For each GPU count, a ``LocalCUDACluster`` of that many workers (one per GPU, TCP between
 them, NVLink multicast left off) and a client on it:
@@ -14,10 +14,14 @@ them, NVLink multicast left off) and a client on it:
   2^SIZE elements in CuPy chunks of 2^CHUNK made on the workers, each timed from the call
   until every task is done and every worker's GPU is idle, taking turns; the median of
   the rounds. jitscan's scan takes the plan ``jitscan.dask-plan="auto"`` gives under a
-  distributed client (the tree); one worker also times the chain.
+  distributed client (the tree); with ``--chain`` one worker also times the chain. Dask's
+  floor beside them: ``map_blocks`` returning each block, a task per chunk and no GPU work.
 
-Prints a table per dtype: time, G elements/s, the ratio to ``dask.array.cumsum`` and the
-speed-up over one GPU. The samples of jitscan's cumsum are checked against NumPy.
+Prints a table per dtype and chunk size: time, G elements/s, the ratio to
+``dask.array.cumsum`` and the speed-up over one GPU. The samples of jitscan's cumsum are
+checked against NumPy. ``--profile SIZE``: after the rounds of 2^SIZE, one more call of each
+under ``distributed``'s task stream, summed per task group (tasks, compute, transfers, the
+span from the first task's start): where the time of a distributed scan goes.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import argparse
 import os
 import statistics
 import time
+from typing import Any
 
 # NVLink multicast off for anything the workers start (the machines' rule)
 for _var, _off in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
@@ -36,8 +41,9 @@ import cupy  # noqa: E402
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import numpy as np  # noqa: E402
+from dask.utils import key_split  # noqa: E402
 from dask_cuda import LocalCUDACluster  # noqa: E402
-from distributed import Client, wait  # noqa: E402
+from distributed import Client, get_task_stream, wait  # noqa: E402
 
 import jitscan  # noqa: E402
 
@@ -73,6 +79,32 @@ def timed(client: Client, make) -> float:  # noqa: ANN001
     dt = time.perf_counter() - t
     del y
     return dt
+
+
+def task_profile(client: Client, make) -> list[str]:  # noqa: ANN001
+    """One call under the task stream: per task group, tasks, compute, transfers, span."""
+    client.run(_idle)
+    with get_task_stream(client=client) as stream:
+        t = time.perf_counter()
+        y = client.persist(make())
+        wait(y)
+        client.run(_idle)
+        wall = time.perf_counter() - t
+    del y
+    groups: dict = {}
+    first = min((s["start"] for r in stream.data for s in r["startstops"]), default=0.0)
+    for rec in stream.data:
+        g = groups.setdefault(key_split(rec["key"]), {"n": 0, "compute": 0.0, "transfer": 0.0, "end": 0.0})
+        g["n"] += 1
+        for s in rec["startstops"]:
+            kind = "compute" if s["action"] == "compute" else "transfer"
+            g[kind] += s["stop"] - s["start"]
+            g["end"] = max(g["end"], s["stop"] - first)
+    lines = [f"wall {wall * 1e3:.1f} ms; per task group: tasks, compute, transfers (sums), last end, ms"]
+    for name, g in sorted(groups.items(), key=lambda kv: kv[1]["end"]):
+        sums = f"{g['compute'] * 1e3:9.1f} {g['transfer'] * 1e3:9.1f} {g['end'] * 1e3:9.1f}"
+        lines.append(f"  {name[:40]:40s} {g['n']:5d} {sums}")
+    return lines
 
 
 def sample_check(d: da.Array, y: da.Array, blocks: list[int]) -> bool:
@@ -129,14 +161,24 @@ def checks(client: Client, gpus: int) -> None:
         print(f"| {name} | {'ok' if ok else 'WRONG'} |")
 
 
-def measure(client: Client, g: int, dtype: str, log_n: int, chunk: int, rounds: int) -> dict:
+def measure(
+    client: Client,
+    g: int,
+    dtype: str,
+    log_n: int,
+    chunk: int,
+    rounds: int,
+    profile: bool = False,
+    chain: bool = False,
+) -> dict:
     """Median seconds of each contender on ``g`` GPUs, and whether jitscan's samples are right."""
     try:
         d = device_array(1 << log_n, 1 << chunk, dtype, client)
     except Exception as exc:  # noqa: BLE001 - out of device memory: say so, go on
         print(f"{g} GPU(s), {dtype} 2^{log_n}: not made ({type(exc).__name__})")
         return {}
-    plans = {"jitscan": "auto", "jitscan, chain": "chain"} if g == 1 else {"jitscan": "auto"}
+    plans = {"jitscan": "auto", "jitscan, chain": "chain"} if chain and g == 1 else {"jitscan": "auto"}
+    others = {"dask.array": lambda: da.cumsum(d), "floor": lambda: d.map_blocks(_same)}
 
     def scan(plan: str) -> float:
         with dask.config.set({"jitscan.dask-plan": plan}):
@@ -148,29 +190,44 @@ def measure(client: Client, g: int, dtype: str, log_n: int, chunk: int, rounds: 
     for _ in range(rounds):
         for key, plan in plans.items():
             times.setdefault(key, []).append(scan(plan))
-        try:
-            times.setdefault("dask.array", []).append(timed(client, lambda: da.cumsum(d)))
-        except Exception as exc:  # noqa: BLE001
-            print(f"dask.array.cumsum: {type(exc).__name__} at 2^{log_n} on {g} GPU(s)")
+        for key, make in others.items():
+            try:
+                times.setdefault(key, []).append(timed(client, make))
+            except Exception as exc:  # noqa: BLE001
+                print(f"{key}: {type(exc).__name__} at 2^{log_n} on {g} GPU(s)")
     out = {key: statistics.median(v) for key, v in times.items() if v}
+    if profile:
+        for who, make in (("jitscan", lambda: jitscan.cumsum(d)), ("dask.array", lambda: da.cumsum(d))):
+            lines = task_profile(client, make)
+            print(f"profile, {who}, {dtype} 2^{log_n} in chunks of 2^{chunk} on {g} GPU(s): {lines[0]}")
+            print("\n".join(lines[1:]), flush=True)
     k = len(d.chunks[0])
     out["ok"] = sample_check(d, jitscan.cumsum(d), sorted({0, 1, k // 2, k - 1} & set(range(k))))
     return out
 
 
-def table(rows: dict, dtype: str, sizes: list[int], counts: list[int]) -> None:
-    print("| n | GPUs | jitscan ms | G el/s | dask.array ms | vs dask.array | over 1 GPU | checked |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+def _same(block: Any) -> Any:
+    """Dask's floor: a task per chunk that returns its block (no GPU work)."""
+    return block
+
+
+def table(rows: dict, dtype: str, chunk: int, sizes: list[int], counts: list[int]) -> None:
+    head = (
+        "| n | GPUs | jitscan ms | G el/s | dask.array ms | vs dask.array | over 1 GPU | checked | floor ms |"
+    )
+    print(head)
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for log_n in sizes:
         for g in counts:
-            r = rows.get((dtype, log_n, g), {})
+            r = rows.get((dtype, chunk, log_n, g), {})
             t, ref = r.get("jitscan"), r.get("dask.array")
             if t is None:
                 continue
-            one = rows.get((dtype, log_n, 1), {}).get("jitscan")
+            one = rows.get((dtype, chunk, log_n, 1), {}).get("jitscan")
             cells = [f"2^{log_n}", str(g), f"{t * 1e3:.1f}", f"{(1 << log_n) / t / 1e9:.1f}"]
             cells += [f"{ref * 1e3:.1f}", f"{ref / t:.2f}x"] if ref else ["-", "-"]
             cells += [f"{one / t:.2f}x" if one else "-", "ok" if r.get("ok") else "WRONG"]
+            cells += [f"{r['floor'] * 1e3:.1f}" if r.get("floor") else "-"]
             print("| " + " | ".join(cells) + " |")
             chain = r.get("jitscan, chain")
             if chain:
@@ -184,10 +241,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1 and all)")
     ap.add_argument("--sizes", default="30:33", help="log2 sizes, A:B inclusive or a list")
-    ap.add_argument("--chunk", type=int, default=26, help="log2 of the chunk size")
+    ap.add_argument("--chunk", default="26", help="log2 of the chunk size, or a list: 26,28")
     ap.add_argument("--dtypes", default="int32,float32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--chain", action="store_true", help="also time the chain plan on one GPU")
+    ap.add_argument("--profile", type=int, default=None, help="log2 size to profile (task stream)")
     ap.add_argument(
         "--saturation",
         default=None,
@@ -202,6 +261,7 @@ def main() -> None:
         sizes = list(range(a, b + 1))
     else:
         sizes = [int(s) for s in args.sizes.split(",")]
+    chunks = [int(c) for c in args.chunk.split(",")]
     import dask_cuda
     import distributed
 
@@ -223,12 +283,21 @@ def main() -> None:
         with cluster, Client(cluster) as client:
             if g == max(counts) and not args.no_check:
                 checks(client, g)
-            for dtype in args.dtypes.split(","):
-                for log_n in sizes:
-                    rows[(dtype, log_n, g)] = measure(client, g, dtype, log_n, args.chunk, args.rounds)
-    for dtype in args.dtypes.split(","):
-        print(f"\n{dtype}, chunks of 2^{args.chunk}, median of {args.rounds} rounds")
-        table(rows, dtype, sizes, counts)
+            for chunk in chunks:
+                for dtype in args.dtypes.split(","):
+                    for log_n in sizes:
+                        prof = log_n == args.profile and dtype == args.dtypes.split(",")[0]
+                        rows[(dtype, chunk, log_n, g)] = row = measure(
+                            client, g, dtype, log_n, chunk, args.rounds, prof, args.chain
+                        )
+                        t, ref = row.get("jitscan"), row.get("dask.array")
+                        if t and ref:  # progress, in case the run is cut short
+                            where = f"{g} GPU(s) {dtype} 2^{log_n}/2^{chunk}"
+                            print(f"{where}: {t * 1e3:.1f} ms, dask {ref * 1e3:.1f}", flush=True)
+    for chunk in chunks:
+        for dtype in args.dtypes.split(","):
+            print(f"\n{dtype}, chunks of 2^{chunk}, median of {args.rounds} rounds")
+            table(rows, dtype, chunk, sizes, counts)
 
 
 if __name__ == "__main__":

@@ -156,21 +156,16 @@ def _chain_scan(block: Any, done: Any, done_in: Any, first: Any, i: int, calls: 
 
 
 def _block_total(block: Any, calls: Calls) -> Any:
-    # left where it is: a CuPy total stays on the GPU, so that the reductions of the
-    # chunks queue back to back, and the fold reads them all back at once
-    return calls.run(block, "reduce")
-
-
-def _to_host(values: list) -> list:
-    """Scalars and 0-d arrays as NumPy scalars; read back once every reduction is queued
-    (the first read waits for the GPU, the others find their values there)."""
-    return [host_scalar(v) for v in values]
+    # a NumPy scalar, read back here: the fold's task may run on another worker, and a
+    # device 0-d array travels there through a device-to-host copy of its own (two
+    # H200s under dask-cuda: 17 ms of transfers for 63 CuPy totals, docs/performance.md)
+    return host_scalar(calls.run(block, "reduce"))
 
 
 def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
     """Each block's carry: None for the first (without ``initial=``), then the running combination."""
     carries, acc = [first], first
-    for v in _to_host(totals):
+    for v in totals:
         acc = combine(acc, v, op, dtype)
         carries.append(acc)
     return carries
