@@ -293,7 +293,8 @@ def main() -> None:
                         t, ref = row.get("jitscan"), row.get("dask.array")
                         if t and ref:  # progress, in case the run is cut short
                             where = f"{g} GPU(s) {dtype} 2^{log_n}/2^{chunk}"
-                            print(f"{where}: {t * 1e3:.1f} ms, dask {ref * 1e3:.1f}", flush=True)
+                            floor = f", floor {row['floor'] * 1e3:.1f}" if row.get("floor") else ""
+                            print(f"{where}: {t * 1e3:.1f} ms, dask {ref * 1e3:.1f}{floor}", flush=True)
     for chunk in chunks:
         for dtype in args.dtypes.split(","):
             print(f"\n{dtype}, chunks of 2^{chunk}, median of {args.rounds} rounds")
