@@ -491,8 +491,15 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
         if (p >= base + JS_TILE)
             break;
 #endif
-        if (p < n)
+        if (p < n) {
+#if JS_T > 1  /* several items' heads may share a word */
             JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
+#else
+            /* one work-item writes every word: no atomic needed, and PoCL 3.1 (LLVM 15)
+             * lost atomic_or's bits on __local words read back by plain loads */
+            sh->head_bits[(p - base) >> 5] |= 1u << ((p - base) & 31u);
+#endif
+        }
     }
 #if JS_T > 1
     JS_BARRIER();
