@@ -246,8 +246,11 @@ def test_narrow_windows_make_long_chains_of_anchors(backend, rng, width):
     # groups deep; the result is still right and still one bit pattern
     knobs = dict(backend=backend, deterministic=True, lookback_width=width, simulate_blocking=2, spin_limit=1)
     tile = tile_size(backend, "float32")
-    if width > tuning.geometry(device_info(backend), lookup("float32"))["threads"]:
+    info = device_info(backend)
+    if width > tuning.geometry(info, lookup("float32"))["threads"]:
         # a window is read one predecessor a thread (CPU tiles have one thread)
+        if not info.partial_windows:  # refused there (test_launch_plans: ...partial_windows...)
+            pytest.skip(f"{info.name} mis-scans deterministic look-backs of workgroups of several threads")
         knobs |= dict(threads=32, vectors=4)
         tile = 32 * 4 * 4
     n = 100 * tile + 5

@@ -833,3 +833,39 @@ def test_a_spin_limit_wider_than_the_kernels_32_bits_is_refused_when_the_scan_is
 ):
     with pytest.raises(ValueError, match="spin_limit"):
         jitscan.plan("int32", variant=variant, backend="recording", spin_limit=1 << 32)
+
+
+# -- a device that mis-scans partial look-back windows (DeviceInfo.partial_windows) ---------------
+
+#: PoCL 3.1 as the tuning sees it: a CPU whose workgroups of several threads mis-scan some look-backs
+POCL31 = dataclasses.replace(CPU, name="recording PoCL 3.1", partial_windows=False)
+
+
+def _spec(info, dtype="int32", **knobs):  # noqa: ANN001, ANN202
+    return tuning.spec_for(info, variant="fallback", dtype=lookup(dtype), monoid=resolve("add"), **knobs)
+
+
+def test_where_partial_windows_mis_scan_the_whole_workgroup_reads_the_window():
+    # elsewhere a CPU's window is 32 predecessors, one a thread, whatever the workgroup
+    assert _spec(CPU, threads=64).lookback_width == 32
+    assert _spec(POCL31, threads=64).lookback_width == 64
+    assert _spec(POCL31, threads=16).lookback_width == 16
+    assert _spec(POCL31).threads == 1 and _spec(POCL31).lookback_width == 1  # the CPU's own tiles
+
+
+@pytest.mark.parametrize("width", [2, 16, 32])
+def test_where_partial_windows_mis_scan_a_window_narrower_than_the_workgroup_is_refused(width):
+    assert _spec(CPU, threads=64, lookback_width=width).lookback_width == width
+    refused = f"lookback_width={width} with threads=64: recording PoCL 3.1 mis-scans"
+    with pytest.raises(ValueError, match=refused):
+        _spec(POCL31, threads=64, lookback_width=width)
+    # a window of one thread, or of the whole workgroup, scans right there
+    assert _spec(POCL31, threads=64, lookback_width=1).lookback_width == 1
+    assert _spec(POCL31, threads=64, lookback_width=64).lookback_width == 64
+
+
+def test_where_partial_windows_mis_scan_deterministic_scans_keep_one_thread_a_workgroup():
+    assert _spec(POCL31, "float32", deterministic=True).threads == 1
+    assert _spec(CPU, "float32", deterministic=True, threads=4).threads == 4
+    with pytest.raises(ValueError, match="deterministic=True with threads=4: recording PoCL 3.1 mis-scans"):
+        _spec(POCL31, "float32", deterministic=True, threads=4)

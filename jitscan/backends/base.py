@@ -72,6 +72,13 @@ class DeviceInfo:
     cache_bytes : int
         The device's global memory cache as it reports it (a CPU's last-level cache), or 0
         where unknown.
+    partial_windows : bool
+        Whether look-backs of workgroups of several threads scan right in every form.
+        False on PoCL from release 3.1 on, where 3.1 (LLVM 15, on a Zen 5) gave wrong scans
+        for every window read by more than one and fewer than all of a workgroup's threads
+        (4 to 256 threads), and deterministic scans of several threads hung or gave wrong
+        scans; there the CPU's one-thread tiles, and windows of one thread or of the whole
+        workgroup, scan right (3.0 and GPUs scan right in every form).
     """
 
     name: str
@@ -88,6 +95,7 @@ class DeviceInfo:
     driver: str = ""
     compute_units: int = 0
     cache_bytes: int = 0
+    partial_windows: bool = True
 
 
 @dataclass(frozen=True)

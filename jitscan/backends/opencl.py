@@ -16,7 +16,7 @@ from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError
 from . import clock
 from .base import Backend, Build, DeviceInfo, Once, Scratch, address
-from .opencl_devices import in_thread_sibling, pick_device
+from .opencl_devices import in_thread_sibling, pick_device, pocl_release
 from .opencl_programs import GATHER, CLProgram, build_program, compile_program
 
 try:  # optional dependency
@@ -190,6 +190,7 @@ class OpenCLBackend(Backend):
             driver=dev.driver_version.strip(),
             compute_units=int(dev.max_compute_units),
             cache_bytes=int(dev.global_mem_cache_size),
+            partial_windows=is_gpu or (pocl_release(dev.platform) or (3, 0)) < (3, 1),
         )
 
     @staticmethod

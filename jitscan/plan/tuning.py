@@ -234,7 +234,9 @@ def lookback_window(info: DeviceInfo, threads: int, wide: int = 0) -> int:
     several subgroups walked in parallel, where the workgroup holds it."""
     sg = info.shuffle_width or threads
     if not info.shuffle_width:
-        return min(32, sg)
+        width = min(32, sg)
+        # where partial windows mis-scan (DeviceInfo.partial_windows) the whole workgroup reads
+        return width if info.partial_windows or width in (1, threads) else threads
     return wide if sg < wide <= threads else sg
 
 
@@ -374,6 +376,20 @@ def spec_for(
         tile_state, width, stats = "packed", 1, False
     else:
         width = lookback_width
+        if not info.partial_windows and geo["threads"] > 1:
+            # DeviceInfo.partial_windows: refused rather than scanned wrong
+            if deterministic:
+                raise ValueError(
+                    f"deterministic=True with threads={geo['threads']}: {info.name} mis-scans deterministic "
+                    f"look-backs of workgroups of several threads (PoCL 3.1 and later); leave threads to "
+                    f"the device (one a workgroup on a CPU)"
+                )
+            if width is not None and 1 < width < geo["threads"]:
+                raise ValueError(
+                    f"lookback_width={width} with threads={geo['threads']}: {info.name} mis-scans a "
+                    f"look-back window read by more than one and fewer than all of a workgroup's threads "
+                    f"(PoCL 3.1 and later); take a width of 1 or of the workgroup"
+                )
         if width is None:  # the size class's window, unless threads was overridden below it
             wide = geo["lookback_width"]
             if deterministic:
