@@ -83,14 +83,8 @@ def timed(client: Client, make) -> float:  # noqa: ANN001
 
 def task_profile(client: Client, make) -> list[str]:  # noqa: ANN001
     """One call under the task stream: per task group, tasks, compute, transfers, span."""
-    client.run(_idle)
     with get_task_stream(client=client) as stream:
-        t = time.perf_counter()
-        y = client.persist(make())
-        wait(y)
-        client.run(_idle)
-        wall = time.perf_counter() - t
-    del y
+        wall = timed(client, make)
     groups: dict = {}
     first = min((s["start"] for r in stream.data for s in r["startstops"]), default=0.0)
     for rec in stream.data:
