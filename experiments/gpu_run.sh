@@ -7,9 +7,15 @@
 #   experiments/gpu_run.sh bench   the CUDA bench (README's performance table and plots) and the
 #                                  default scan against CUB in turns at every size
 #                                  (experiments/vs_cub.py)
+#   experiments/gpu_run.sh dask [ARGS]  Dask scans on one LocalCUDACluster worker per GPU
+#                                  (experiments/dask_cuda_scaling.py ARGS, by default issue 21's
+#                                  sizes in chunks of 2^26 and 2^28; 1 GPU and all of them), cut at
+#                                  520 s with its progress lines kept; needs dask, distributed,
+#                                  dask-cuda, partd, locket, tblib, tornado and zict in .whl/
 # Needs .whl/ (pyopencl and friends, cuda-cccl) and .dev/gpu-env.sh carried along.
 set -uo pipefail
 what=${1:-tests}
+shift $(( $# > 0 ? 1 : 0 ))
 . .dev/gpu-env.sh
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
@@ -39,4 +45,11 @@ case "$what" in
       --variants memcpy,rts,lookback,fallback --out /tmp/b-cu64 --no-progress > "$OUT/cupy64.md" 2>&1
     python3 experiments/vs_cub.py int32,float32 16:28 > "$OUT/vs_cub.txt" 2>&1
     cat "$OUT/cupy.md" "$OUT/cupy64.md" "$OUT/vs_cub.txt" ;;
+  dask)
+    # NVLink multicast stays off for everything the workers start (the machines' rule)
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    nvidia-smi topo -m | head -4
+    [ $# -gt 0 ] || set -- --sizes 30:33 --chunk 26,28 --profile 32
+    timeout 520 python3 experiments/dask_cuda_scaling.py "$@" > "$OUT/dask.txt" 2>&1
+    grep -E "^[0-9] GPU|^\||^profile|^  |checks|^2 x|^dask|worker-sat" "$OUT/dask.txt" ;;
 esac
