@@ -1,7 +1,7 @@
 """jitscan's Dask scans on one worker per GPU (``dask_cuda.LocalCUDACluster``): checks, then scaling.
 
 Usage: python experiments/dask_cuda_scaling.py [--gpus 1,2] [--sizes 30:33] [--chunk 26,28]
-       [--dtypes int32,float32] [--rounds 3] [--no-check] [--chain] [--profile 32]
+       [--dtypes int32,float32] [--rounds 3] [--no-check] [--plans tree] [--profile 32]
 
 For each GPU count, a ``LocalCUDACluster`` of that many workers (one per GPU, TCP between
 them, NVLink multicast left off) and a client on it:
@@ -14,8 +14,10 @@ them, NVLink multicast left off) and a client on it:
   2^SIZE elements in CuPy chunks of 2^CHUNK made on the workers, each timed from the call
   until every task is done and every worker's GPU is idle, taking turns; the median of
   the rounds. jitscan's scan takes the plan ``jitscan.dask-plan="auto"`` gives under a
-  distributed client (the tree); with ``--chain`` one worker also times the chain. Dask's
-  floor beside them: ``map_blocks`` returning each block, a task per chunk and no GPU work.
+  distributed client (the placed tree: persisted chunks, a total per worker); ``--plans``
+  times other plans in the same turns (default: ``tree``, a total per chunk; ``chain``;
+  ``none``). Dask's floor beside them: ``map_blocks`` returning each block, a task per
+  chunk and no GPU work.
 
 Prints a table per dtype and chunk size: time, G elements/s, the ratio to
 ``dask.array.cumsum`` and the speed-up over one GPU. The samples of jitscan's cumsum are
@@ -98,6 +100,23 @@ def task_profile(client: Client, make) -> list[str]:  # noqa: ANN001
     for name, g in sorted(groups.items(), key=lambda kv: kv[1]["end"]):
         sums = f"{g['compute'] * 1e3:9.1f} {g['transfer'] * 1e3:9.1f} {g['end'] * 1e3:9.1f}"
         lines.append(f"  {name[:40]:40s} {g['n']:5d} {sums}")
+    # each worker's computes in order: the gaps between one's end and the next's start
+    # (the worker's own cost of a task, and its waits on the scheduler), in ms
+    spans: dict = {}
+    for rec in stream.data:
+        for s in rec["startstops"]:
+            if s["action"] == "compute":
+                spans.setdefault(rec.get("worker", "?"), []).append((s["start"], s["stop"]))
+    for w, ss in sorted(spans.items()):
+        ss.sort()
+        gaps = [b[0] - a[1] for a, b in zip(ss, ss[1:], strict=False)]
+        if gaps:
+            q = statistics.quantiles(gaps, n=10) if len(gaps) > 1 else gaps * 9
+            lines.append(
+                f"  worker {w[-5:]}: {len(ss)} computes, gaps between them: median "
+                f"{statistics.median(gaps) * 1e3:.2f}, 10%-90% {q[0] * 1e3:.2f}-{q[-1] * 1e3:.2f}, "
+                f"sum {sum(gaps) * 1e3:.1f} ms"
+            )
     return lines
 
 
@@ -163,7 +182,7 @@ def measure(
     chunk: int,
     rounds: int,
     profile: bool = False,
-    chain: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> dict:
     """Median seconds of each contender on ``g`` GPUs, and whether jitscan's samples are right."""
     try:
@@ -171,7 +190,7 @@ def measure(
     except Exception as exc:  # noqa: BLE001 - out of device memory: say so, go on
         print(f"{g} GPU(s), {dtype} 2^{log_n}: not made ({type(exc).__name__})")
         return {}
-    plans = {"jitscan": "auto", "jitscan, chain": "chain"} if chain and g == 1 else {"jitscan": "auto"}
+    plans = {"jitscan": "auto", **{f"jitscan, {p}": p for p in extra}}
     others = {"dask.array": lambda: da.cumsum(d), "floor": lambda: d.map_blocks(_same)}
 
     def scan(plan: str) -> float:
@@ -223,12 +242,12 @@ def table(rows: dict, dtype: str, chunk: int, sizes: list[int], counts: list[int
             cells += [f"{one / t:.2f}x" if one else "-", "ok" if r.get("ok") else "WRONG"]
             cells += [f"{r['floor'] * 1e3:.1f}" if r.get("floor") else "-"]
             print("| " + " | ".join(cells) + " |")
-            chain = r.get("jitscan, chain")
-            if chain:
-                rate = (1 << log_n) / chain / 1e9
-                print(
-                    f"| (the chain plan) | {g} | {chain * 1e3:.1f} | {rate:.1f} | | {ref / chain:.2f}x | | |"
-                )
+            for key in sorted(k for k in r if k.startswith("jitscan, ")):
+                other, one_other = r[key], rows.get((dtype, chunk, log_n, 1), {}).get(key)
+                cells = [f"({key.split(', ')[1]})", str(g), f"{other * 1e3:.1f}"]
+                cells += [f"{(1 << log_n) / other / 1e9:.1f}", "", f"{ref / other:.2f}x" if ref else "-"]
+                cells += [f"{one_other / other:.2f}x" if one_other else "-", "", ""]
+                print("| " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -239,7 +258,7 @@ def main() -> None:
     ap.add_argument("--dtypes", default="int32,float32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-check", action="store_true")
-    ap.add_argument("--chain", action="store_true", help="also time the chain plan on one GPU")
+    ap.add_argument("--plans", default="tree", help="other plans timed in turns: tree, chain, none")
     ap.add_argument("--profile", type=int, default=None, help="log2 size to profile (task stream)")
     ap.add_argument(
         "--saturation",
@@ -281,14 +300,22 @@ def main() -> None:
                 for dtype in args.dtypes.split(","):
                     for log_n in sizes:
                         prof = log_n == args.profile and dtype == args.dtypes.split(",")[0]
+                        extra = tuple(p for p in args.plans.split(",") if p not in ("", "none"))
                         rows[(dtype, chunk, log_n, g)] = row = measure(
-                            client, g, dtype, log_n, chunk, args.rounds, prof, args.chain
+                            client, g, dtype, log_n, chunk, args.rounds, prof, extra
                         )
                         t, ref = row.get("jitscan"), row.get("dask.array")
                         if t and ref:  # progress, in case the run is cut short
                             where = f"{g} GPU(s) {dtype} 2^{log_n}/2^{chunk}"
                             floor = f", floor {row['floor'] * 1e3:.1f}" if row.get("floor") else ""
-                            print(f"{where}: {t * 1e3:.1f} ms, dask {ref * 1e3:.1f}{floor}", flush=True)
+                            others = "".join(
+                                f", {k.split(', ')[1]} {v * 1e3:.1f}"
+                                for k, v in row.items()
+                                if k.startswith("jitscan, ")
+                            )
+                            print(
+                                f"{where}: {t * 1e3:.1f} ms{others}, dask {ref * 1e3:.1f}{floor}", flush=True
+                            )
     for chunk in chunks:
         for dtype in args.dtypes.split(","):
             print(f"\n{dtype}, chunks of 2^{chunk}, median of {args.rounds} rounds")

@@ -85,9 +85,10 @@ def test_the_plan_is_a_chain_on_a_local_scheduler_and_a_tree_on_a_distributed_on
             assert jitscan.segmented_cumsum(d, offsets=[0, 5, N]).name.startswith("jitscan-segchain-")
         with dask.config.set(scheduler=cluster.get):
             assert jitscan.cumsum(d).name.startswith("jitscan-scan-")
+            assert "jitscan-total" in _task_names(jitscan.cumsum(d))  # not persisted: a total per chunk
         with dask.config.set(scheduler="processes"):
             assert jitscan.cumsum(d).name.startswith("jitscan-scan-")
-    with dask.config.set({"jitscan.dask-plan": "fastest"}), pytest.raises(ValueError, match="chain"):
+    with dask.config.set({"jitscan.dask-plan": "fastest"}), pytest.raises(ValueError, match="'placed'"):
         jitscan.cumsum(d)
 
 
@@ -220,6 +221,53 @@ def test_a_local_cluster_of_two_workers_runs_the_same_graphs(cluster, x):
     dm = da.from_array(m, chunks=(30, 40))
     np.testing.assert_array_equal(cluster.compute(jitscan.cumsum(dm, axis=0)).result(), np.cumsum(m, axis=0))
     assert int(cluster.compute(jitscan.reduce(d, "max")).result()) == x.max()
+
+
+def _task_names(y) -> set[str]:
+    return {(k[0] if isinstance(k, tuple) else k).rsplit("-", 1)[0] for k in dict(y.dask)}
+
+
+def test_a_persisted_array_on_a_cluster_takes_one_total_per_worker(cluster, x):
+    distributed = pytest.importorskip("distributed")
+    d = cluster.persist(da.from_array(x, chunks=CHUNKS))
+    f = np.random.default_rng(5).standard_normal(N)
+    f[::97] = np.nan
+    df = cluster.persist(da.from_array(f, chunks=CHUNKS))
+    distributed.wait([d, df])  # chunks still being made are nowhere yet: those take the tree
+    workers = {w for ws in cluster.who_has(d).values() for w in ws}
+    with dask.config.set({"jitscan.dask-plan": "auto", "scheduler": cluster.get}):
+        y = jitscan.cumsum(d)
+        keys = [k for k in dict(y.dask) if isinstance(k, tuple) and k[0].startswith("jitscan-worker-totals-")]
+        assert 1 <= len(keys) <= len(workers) == 2  # the last chunk's worker may hold no other
+        np.testing.assert_array_equal(cluster.compute(y).result(), np.cumsum(x))
+        for got, want in [
+            (jitscan.scan(d, "add", kind="exclusive"), np.r_[0, np.cumsum(x, dtype=np.int32)[:-1]]),
+            (jitscan.cumsum(d, include_initial=True), np.r_[0, np.cumsum(x)]),
+            (jitscan.scan(d, initial=100), 100 + np.cumsum(x, dtype=np.int32)),
+            (jitscan.cummax(d), np.maximum.accumulate(x)),
+            (jitscan.scan(d, "min", kind="exclusive", initial=3), np.minimum.accumulate(np.r_[3, x[:-1]])),
+        ]:
+            assert "jitscan-worker-totals" in _task_names(got)
+            np.testing.assert_array_equal(cluster.compute(got).result(), want)
+        placed = cluster.compute(jitscan.nancumsum(df)).result()
+    with dask.config.set({"jitscan.dask-plan": "tree", "scheduler": cluster.get}):
+        tree = jitscan.nancumsum(df)
+        assert "jitscan-worker-totals" not in _task_names(tree)
+        # the carries fold the same totals in the same order: the same bits
+        np.testing.assert_array_equal(placed, cluster.compute(tree).result())
+    np.testing.assert_allclose(placed, np.nancumsum(f))
+
+
+def test_the_tree_takes_a_total_per_chunk_where_the_places_are_unknown_or_the_operator_is_python(cluster, x):
+    lazy = da.from_array(x, chunks=CHUNKS)  # not persisted: its chunks are nowhere yet
+    g = np.where(x % 7 == 0, x, 0)
+    persisted = cluster.persist(da.from_array(g, chunks=CHUNKS))
+    pytest.importorskip("distributed").wait(persisted)
+    with dask.config.set({"jitscan.dask-plan": "placed", "scheduler": cluster.get}):
+        for y in (jitscan.cumsum(lazy), jitscan.scan(persisted, FFILL), jitscan.cumsum(persisted + 1)):
+            assert "jitscan-total" in _task_names(y) and "jitscan-worker-totals" not in _task_names(y)
+        filled = cluster.compute(jitscan.scan(persisted, FFILL)).result()
+        np.testing.assert_array_equal(filled, ffill_reference(g))
 
 
 @pytest.mark.parametrize(

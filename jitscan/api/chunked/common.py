@@ -10,8 +10,9 @@ from ... import backends
 from ...operators import Monoid
 from ...plan.arrays import astype, to_host
 
-#: the ``dask.config`` key of a 1-D scan's plan: "chain", "tree" or "auto" (the default)
+#: the ``dask.config`` key of a 1-D scan's plan: "chain", "tree", "placed" or "auto" (the default)
 PLAN_KEY = "jitscan.dask-plan"
+PLANS = ("auto", "chain", "tree", "placed")
 
 #: the NumPy ufunc of each built-in op (the carries' fold computes with them)
 UFUNCS = {
@@ -97,16 +98,23 @@ def refuse_out_and_stats(out: Any, stats: Any) -> None:
 
 def chained(values: Any, kind: str, nan: Any = None) -> bool:
     """Whether a scan's chunks take their carries along a chain (see the module's notes)."""
-    import dask
-
-    plan = dask.config.get(PLAN_KEY, "auto")
-    if plan not in ("auto", "chain", "tree"):
-        raise ValueError(f"dask.config {PLAN_KEY!r} must be 'auto', 'chain' or 'tree', got {plan!r}")
+    plan = plan_setting()
     if any(c != c for c in values.chunks[0]) or (kind == "exclusive" and nan is not None):
         return False  # a chain finds its links by the chunk sizes; NaN exclusive: no such call
     if plan != "auto":
         return plan == "chain"
     return _in_process()
+
+
+def plan_setting() -> str:
+    """The plan ``dask.config`` asks for (checked)."""
+    import dask
+
+    plan = dask.config.get(PLAN_KEY, "auto")
+    if plan not in PLANS:
+        names = ", ".join(map(repr, PLANS))
+        raise ValueError(f"dask.config {PLAN_KEY!r} must be one of {names}, got {plan!r}")
+    return plan
 
 
 def _in_process() -> bool:

@@ -11,6 +11,7 @@ from ...operators import Monoid, resolve
 from ...plan.arrays import astype, initial_value
 from .. import conventions
 from ..cache import host_tag, remember, shortcut
+from . import placed
 from .common import (
     carry_after,
     chained,
@@ -18,6 +19,7 @@ from .common import (
     combine,
     dask_modules,
     host_scalar,
+    plan_setting,
     refuse_out_and_stats,
 )
 
@@ -51,6 +53,10 @@ def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: 
     if x.ndim == 1 and axis == 0:
         if chained(x, calls.kind, calls.nan):
             return _chain_1d(x, calls, initial, result)
+        if plan_setting() in ("auto", "placed"):
+            where = placed.placement(x)
+            if placed.applies(calls.op, where):
+                return placed.scan_1d(x, calls, initial, result, where)
         return _scan_1d(x, calls, initial, result)
     return _scan_axis(x, calls, axis, result)
 

@@ -1,0 +1,104 @@
+"""The placed tree: a Dask scan's totals taken per worker, where the chunks already are.
+
+Under a ``distributed`` client the chunks of a persisted array sit on known workers. The
+tree's first level then needs one task per worker, not one per chunk: the task reduces
+each of its worker's chunks on their device, the reductions queued back to back, and
+reads the totals back once, as one vector. Each chunk's scan takes every worker's vector
+and folds the totals before it in order itself (NumPy's ufunc, the tree's fold's
+arithmetic), so no fold task stands between the levels. Two levels of tasks instead of
+three, and ``chunks + workers`` tasks instead of ``2 chunks``: each level costs a round
+trip through the scheduler, and each task its worker's overhead (docs/performance.md,
+*Dask scans on two H200s*).
+
+The placement is read when the graph is built (``Client.who_has``); it only chooses the
+groups. Were the chunks to move before the graph runs, a group's task would fetch them:
+slower, never wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import backends
+from ...plan.arrays import initial_value, to_host
+from .common import UFUNCS, dask_modules
+
+
+def placement(x: Any) -> list[str] | None:
+    """The worker holding each chunk of ``x``, where ``x`` is a persisted array of a
+    ``distributed`` client (its keys are in the cluster's memory); else None."""
+    try:
+        from distributed import futures_of
+    except ImportError:
+        return None
+    futures = futures_of(x)
+    if not futures:
+        return None
+    client = futures[0].client
+    if client.status != "running":
+        return None
+    who = client.who_has(futures)
+    where = []
+    for key in x.__dask_keys__():
+        holders = who.get(key)
+        if not holders:  # a chunk not in memory: x is not (only) the persisted array
+            return None
+        where.append(sorted(holders)[0])
+    return where
+
+
+def applies(op: Any, where: list[str] | None) -> bool:
+    """Whether the placed tree can scan: known places, a built-in op (each scan folds its
+    own carry with NumPy; a Python operator's fold would launch a kernel per total), and
+    fewer workers than chunks."""
+    return where is not None and isinstance(op, str) and op in UFUNCS and len(set(where)) < len(where)
+
+
+def scan_1d(x: Any, calls: Any, initial: Any, result: np.dtype, where: list[str]) -> Any:
+    """The placed tree's graph of ``x`` (1-D, ``where`` from :func:`placement`)."""
+    da, tokenize, HighLevelGraph = dask_modules()
+    token = tokenize(x, calls, initial, where)
+    totals, name = f"jitscan-worker-totals-{token}", f"jitscan-scan-{token}"
+    blocks = len(x.chunks[0])
+    workers = sorted(set(where[:-1]))  # the last chunk's total carries into nothing
+    groups = [tuple(i for i in range(blocks - 1) if where[i] == w) for w in workers]
+    dsk: dict = {
+        (totals, g): (_worker_totals, calls, *[(x.name, i) for i in group]) for g, group in enumerate(groups)
+    }
+    first = None if initial is None else initial_value(initial, result)
+    vectors = [(totals, g) for g in range(len(groups))]
+    for i in range(blocks):
+        dsk[(name, i)] = (_placed_scan, (x.name, i), i, tuple(groups), first, calls, result, *vectors)
+    chunks = list(x.chunks[0])
+    if calls.include_initial:
+        chunks[0] += 1
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
+
+
+def _worker_totals(calls: Any, *blocks: Any) -> np.ndarray:
+    """The totals of one worker's chunks, in their order, read back to the host at once."""
+    values = [calls.run(b, "reduce") for b in blocks]
+    on = backends.for_array(values[0])
+    if on is not None and all(backends.for_array(v) is on for v in values):
+        return to_host(on.concatenate([v.reshape(1) for v in values]))
+    return np.array([np.asarray(to_host(v)).reshape(-1)[0] for v in values])
+
+
+def _placed_scan(
+    block: Any, i: int, groups: tuple, first: Any, calls: Any, result: np.dtype, *vectors: np.ndarray
+) -> Any:
+    """Chunk ``i`` scanned from the combination of ``first`` and every total before it."""
+    carry = first
+    if i and block.size:
+        before = np.empty(i, result)  # the totals of chunks 0 .. i - 1, in order
+        for group, vector in zip(groups, vectors, strict=True):
+            at = np.asarray(group, np.intp)
+            before[at[at < i]] = vector[at < i]
+        if first is not None:
+            before = np.r_[np.asarray(first, result).reshape(1), before]
+        # accumulate is sequential, so a float carry has the tree's fold's roundings
+        carry = UFUNCS[calls.op].accumulate(before, dtype=result)[-1]
+    return calls.run(block, calls.kind, first=i == 0, initial=carry if block.size else None)
