@@ -3,7 +3,8 @@
 Two plans (``jitscan/api/chunked/``), each test run under both: the *tree* (a total per
 chunk, one task folding them in order into carries, and each chunk scanned from its
 carry) and the *chain* (each chunk scanned from the end of the one before, read on the
-device). Checked against NumPy on chunks of unequal sizes, empty chunks and a single
+device); on a ``distributed`` cluster a persisted array's tree takes one total per worker
+(the placed tree). Checked against NumPy on chunks of unequal sizes, empty chunks and a single
 chunk, with segments crossing one, two and all chunk boundaries and operators that are
 not commutative, under the threaded scheduler and a ``distributed.LocalCluster`` of two
 worker processes.

@@ -1,7 +1,7 @@
 """Dask arrays: a scan of a chunked array is a lazy Dask graph with jitscan on every chunk.
 
 A 1-D scan has two plans, chosen when the graph is built (``dask.config`` key
-``"jitscan.dask-plan"``: ``"chain"``, ``"tree"`` or ``"auto"``, the default):
+``"jitscan.dask-plan"``: ``"chain"``, ``"tree"``, ``"placed"`` or ``"auto"``, the default):
 
 - the *chain* reads each element once and writes it once: chunk i is scanned from the
   last element of chunk i - 1's result (``initial=`` a one-element device array, which
@@ -18,6 +18,11 @@ A 1-D scan has two plans, chosen when the graph is built (``dask.config`` key
      of every chunk before it, and of ``initial=``);
   3. each chunk is scanned from its carry by the single-pass chained kernel (one read,
      one write; ``initial=`` of :func:`jitscan.scan`).
+
+  For a persisted array on a distributed cluster and a built-in op, ``"auto"`` (and
+  ``"placed"``) take the *placed tree* (``placed.py``): one totals task per worker over
+  the chunks it holds, and each chunk's scan folds the totals before it itself (two
+  levels of tasks, ``chunks + workers`` tasks).
 
 A segmented scan carries the lifted pair: in the tree a chunk's summary is whether it
 holds a head and the total after its last head; a carry stops at the chunk's first head
