@@ -259,6 +259,17 @@ def test_a_persisted_array_on_a_cluster_takes_one_total_per_worker(cluster, x):
     np.testing.assert_allclose(placed, np.nancumsum(f))
 
 
+def test_the_placed_tree_needs_a_built_in_op_and_fewer_workers_than_chunks_at_most_eight():
+    from jitscan.api.chunked import placed
+
+    assert placed.applies("add", ["a", "b", "a"]) and placed.applies("max", ["a"] * 5)
+    assert not placed.applies("add", None)  # places unknown
+    assert not placed.applies(FFILL, ["a", "b", "a"])  # a Python operator: the tree's fold task
+    assert not placed.applies("add", ["a", "b"])  # as many workers as chunks
+    many = [str(i) for i in range(placed.MAX_WORKERS + 1)]
+    assert not placed.applies("add", many * 2) and placed.applies("add", many[:-1] * 2)
+
+
 def test_the_tree_takes_a_total_per_chunk_where_the_places_are_unknown_or_the_operator_is_python(cluster, x):
     lazy = da.from_array(x, chunks=CHUNKS)  # not persisted: its chunks are nowhere yet
     g = np.where(x % 7 == 0, x, 0)

@@ -49,11 +49,20 @@ def placement(x: Any) -> list[str] | None:
     return where
 
 
+#: the most workers whose totals each chunk's scan takes (its edges in the graph: a
+#: scan depends on every worker's vector, so chunks x workers edges in all; past this the
+#: tree's fold task, 3 edges a chunk, costs the scheduler less)
+MAX_WORKERS = 8
+
+
 def applies(op: Any, where: list[str] | None) -> bool:
     """Whether the placed tree can scan: known places, a built-in op (each scan folds its
     own carry with NumPy; a Python operator's fold would launch a kernel per total), and
-    fewer workers than chunks."""
-    return where is not None and isinstance(op, str) and op in UFUNCS and len(set(where)) < len(where)
+    fewer workers than chunks, at most :data:`MAX_WORKERS`."""
+    if where is None or not (isinstance(op, str) and op in UFUNCS):
+        return False
+    workers = len(set(where))
+    return workers < len(where) and workers <= MAX_WORKERS
 
 
 def scan_1d(x: Any, calls: Any, initial: Any, result: np.dtype, where: list[str]) -> Any:
@@ -61,16 +70,19 @@ def scan_1d(x: Any, calls: Any, initial: Any, result: np.dtype, where: list[str]
     da, tokenize, HighLevelGraph = dask_modules()
     token = tokenize(x, calls, initial, where)
     totals, name = f"jitscan-worker-totals-{token}", f"jitscan-scan-{token}"
+    layout = f"jitscan-layout-{token}"
     blocks = len(x.chunks[0])
     workers = sorted(set(where[:-1]))  # the last chunk's total carries into nothing
-    groups = [tuple(i for i in range(blocks - 1) if where[i] == w) for w in workers]
+    group = np.array([workers.index(w) for w in where[:-1]], np.int32)  # of each chunk
     dsk: dict = {
-        (totals, g): (_worker_totals, calls, *[(x.name, i) for i in group]) for g, group in enumerate(groups)
+        (totals, g): (_worker_totals, calls, *[(x.name, int(i)) for i in np.flatnonzero(group == g)])
+        for g in range(len(workers))
     }
+    dsk[layout] = group  # one value in the graph, not a copy in every scan's arguments
     first = None if initial is None else initial_value(initial, result)
-    vectors = [(totals, g) for g in range(len(groups))]
+    vectors = [(totals, g) for g in range(len(workers))]
     for i in range(blocks):
-        dsk[(name, i)] = (_placed_scan, (x.name, i), i, tuple(groups), first, calls, result, *vectors)
+        dsk[(name, i)] = (_placed_scan, (x.name, i), i, layout, first, calls, result, *vectors)
     chunks = list(x.chunks[0])
     if calls.include_initial:
         chunks[0] += 1
@@ -88,15 +100,16 @@ def _worker_totals(calls: Any, *blocks: Any) -> np.ndarray:
 
 
 def _placed_scan(
-    block: Any, i: int, groups: tuple, first: Any, calls: Any, result: np.dtype, *vectors: np.ndarray
+    block: Any, i: int, group: np.ndarray, first: Any, calls: Any, result: np.dtype, *vectors: np.ndarray
 ) -> Any:
-    """Chunk ``i`` scanned from the combination of ``first`` and every total before it."""
+    """Chunk ``i`` scanned from the combination of ``first`` and every total before it
+    (``group``: the worker group of each chunk, whose vector holds its total)."""
     carry = first
     if i and block.size:
         before = np.empty(i, result)  # the totals of chunks 0 .. i - 1, in order
-        for group, vector in zip(groups, vectors, strict=True):
-            at = np.asarray(group, np.intp)
-            before[at[at < i]] = vector[at < i]
+        for g, vector in enumerate(vectors):
+            at = np.flatnonzero(group[:i] == g)  # a group's chunks are in order in its vector
+            before[at] = vector[: at.size]
         if first is not None:
             before = np.r_[np.asarray(first, result).reshape(1), before]
         # accumulate is sequential, so a float carry has the tree's fold's roundings
