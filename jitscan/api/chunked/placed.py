@@ -55,11 +55,24 @@ def placement(x: Any) -> list[str] | None:
 MAX_WORKERS = 8
 
 
+def choose(x: Any, op: Any) -> list[str] | None:
+    """The worker of each chunk of ``x`` where the placed tree scans it with ``op``; else None.
+    (The op first: it costs nothing, the placement a round trip to the scheduler.)"""
+    if not _built_in(op):
+        return None
+    where = placement(x)
+    return where if applies(op, where) else None
+
+
+def _built_in(op: Any) -> bool:
+    return isinstance(op, str) and op in UFUNCS
+
+
 def applies(op: Any, where: list[str] | None) -> bool:
     """Whether the placed tree can scan: known places, a built-in op (each scan folds its
     own carry with NumPy; a Python operator's fold would launch a kernel per total), and
     fewer workers than chunks, at most :data:`MAX_WORKERS`."""
-    if where is None or not (isinstance(op, str) and op in UFUNCS):
+    if where is None or not _built_in(op):
         return False
     workers = len(set(where))
     return workers < len(where) and workers <= MAX_WORKERS

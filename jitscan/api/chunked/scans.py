@@ -53,10 +53,9 @@ def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: 
     if x.ndim == 1 and axis == 0:
         if chained(x, calls.kind, calls.nan):
             return _chain_1d(x, calls, initial, result)
-        if plan_setting() in ("auto", "placed"):
-            where = placed.placement(x)
-            if placed.applies(calls.op, where):
-                return placed.scan_1d(x, calls, initial, result, where)
+        where = placed.choose(x, calls.op) if plan_setting() in ("auto", "placed") else None
+        if where is not None:
+            return placed.scan_1d(x, calls, initial, result, where)
         return _scan_1d(x, calls, initial, result)
     return _scan_axis(x, calls, axis, result)
 
