@@ -259,6 +259,46 @@ def test_a_persisted_array_on_a_cluster_takes_one_total_per_worker(cluster, x):
     np.testing.assert_allclose(placed, np.nancumsum(f))
 
 
+def test_where_no_worker_can_be_asked_the_graph_is_the_tree_built_without_error(cluster, x):
+    import pickle
+
+    from jitscan.api.chunked import placed
+
+    distributed = pytest.importorskip("distributed")
+    d = cluster.persist(da.from_array(x, chunks=CHUNKS))
+    doomed = cluster.persist(da.from_array(x + 1, chunks=CHUNKS))
+    distributed.wait([d, doomed])
+    unpickled = pickle.loads(pickle.dumps(d))  # its futures have no client
+    cluster.cancel(doomed)
+    with dask.config.set({"jitscan.dask-plan": "placed", "scheduler": cluster.get}):
+        for y in (jitscan.cumsum(unpickled), jitscan.cumsum(doomed)):
+            assert "jitscan-total" in _task_names(y) and "jitscan-worker-totals" not in _task_names(y)
+        np.testing.assert_array_equal(cluster.compute(jitscan.cumsum(unpickled)).result(), np.cumsum(x))
+    assert placed.placement(cluster.persist(da.from_array(x[:10000].reshape(100, 100), chunks=50))) is None
+
+
+def test_an_asynchronous_client_gets_the_tree_without_blocking(x):
+    import asyncio
+
+    distributed = pytest.importorskip("distributed")
+
+    async def main() -> np.ndarray:
+        async with (
+            distributed.LocalCluster(
+                n_workers=2, processes=False, asynchronous=True, dashboard_address=None
+            ) as c,
+            distributed.Client(c, asynchronous=True) as client,
+        ):
+            d = client.persist(da.from_array(x, chunks=CHUNKS))
+            await distributed.wait(d)
+            with dask.config.set({"jitscan.dask-plan": "auto", "scheduler": "dask.distributed"}):
+                y = jitscan.cumsum(d)  # the default scheduler is the asynchronous client
+            assert "jitscan-total" in _task_names(y)
+            return await client.compute(y)
+
+    np.testing.assert_array_equal(asyncio.run(main()), np.cumsum(x))
+
+
 def test_the_placed_tree_needs_a_built_in_op_and_fewer_workers_than_chunks_at_most_eight():
     from jitscan.api.chunked import placed
 

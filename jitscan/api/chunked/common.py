@@ -126,7 +126,11 @@ def _in_process() -> bool:
     import dask.local
     import dask.threaded
 
-    return dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
+    try:
+        scheduler = dask.base.get_scheduler()
+    except RuntimeError:  # the default is an asynchronous distributed client: not here
+        return False
+    return scheduler in (None, dask.threaded.get, dask.local.get_sync)
 
 
 def carry_after(

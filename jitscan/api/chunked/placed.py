@@ -27,18 +27,19 @@ from .common import UFUNCS, dask_modules
 
 
 def placement(x: Any) -> list[str] | None:
-    """The worker holding each chunk of ``x``, where ``x`` is a persisted array of a
-    ``distributed`` client (its keys are in the cluster's memory); else None."""
+    """The worker holding each chunk of ``x``, where ``x`` is a 1-D persisted array of a
+    running synchronous ``distributed`` client, every chunk in the cluster's memory; else
+    None (and the tree runs, which fails, if at all, when computed, not here)."""
     try:
         from distributed import futures_of
     except ImportError:
         return None
-    futures = futures_of(x)
-    if not futures:
-        return None
+    futures = futures_of(x) if x.ndim == 1 else []
+    if not futures or any(f.status != "finished" for f in futures):
+        return None  # none, pending, cancelled or failed: nowhere to be asked about
     client = futures[0].client
-    if client.status != "running":
-        return None
+    if client is None or client.asynchronous or client.status != "running":
+        return None  # unpickled futures have no client; an asynchronous one cannot block here
     who = client.who_has(futures)
     where = []
     for key in x.__dask_keys__():
