@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import backends
 from ...plan.arrays import initial_value, to_host
-from .common import UFUNCS, dask_modules
+from .common import UFUNCS, dask_modules, host_scalar
 
 
 def placement(x: Any) -> list[str] | None:
@@ -110,7 +110,7 @@ def _worker_totals(calls: Any, *blocks: Any) -> np.ndarray:
     on = backends.for_array(values[0])
     if on is not None and all(backends.for_array(v) is on for v in values):
         return to_host(on.concatenate([v.reshape(1) for v in values]))
-    return np.array([np.asarray(to_host(v)).reshape(-1)[0] for v in values])
+    return np.array([host_scalar(v) for v in values])
 
 
 def _placed_scan(
