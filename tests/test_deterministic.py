@@ -78,7 +78,9 @@ def distinct_results(
     threads than cores, which the OS preempts at random (on a busy 2-core machine PoCL's
     own two threads take the tiles nearly in order, and the order then hardly varies)."""
     args = [backend, n, runs, int(deterministic), every, int(until_two)]
-    env = {**os.environ, "POCL_MAX_PTHREAD_COUNT": "8"}
+    # (without POCL_DEVICES: where it names PoCL's single-thread driver, calls this size
+    # go there, in one order)
+    env = {k: v for k, v in os.environ.items() if k != "POCL_DEVICES"} | {"POCL_MAX_PTHREAD_COUNT": "8"}
     cmd = [sys.executable, "-c", SCRIPT, *map(str, args)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
