@@ -8,6 +8,8 @@ fails only at launch, on a device, or worse silently: these tests keep both in s
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import re
 import shutil
 import subprocess
@@ -19,7 +21,7 @@ from conftest import DTYPES
 import jitscan
 from jitscan import backends, kernels, variants
 from jitscan.dtypes import lookup
-from jitscan.kernels import tile_state
+from jitscan.kernels import dialect, tile_state
 from jitscan.kernels.spec import (
     CARRY_BYTES,
     CHAINED,
@@ -328,6 +330,69 @@ def test_memcpy_moves_a_cpu_tile_as_the_scans_do():
     memcpy, scan = spec_of("memcpy", "opencl"), spec_of("fallback", "opencl")
     assert memcpy.lanes and scan.lanes
     assert (memcpy.vectors, memcpy.vector_width) == (scan.vectors, scan.vector_width)
+
+
+def simulate_steps(steps: list, x: list[int], heads: list[bool]) -> list[int]:
+    """tile.h's js_lanes_scan, lane by lane in Python, with add and identity 0."""
+    h = list(heads)
+    for step in steps:
+        moved = [0 if src == "f" else x[j] for src, j in step]
+        moved_h = [False if src == "f" else h[j] for src, j in step]
+        x = [x[i] if h[i] else moved[i] + x[i] for i in range(len(x))]
+        h = [h[i] or moved_h[i] for i in range(len(x))]
+    return x
+
+
+@pytest.mark.parametrize(("v", "chunk"), [(2, 2), (4, 4), (2, 4), (8, 4), (16, 4), (4, 2), (8, 2), (16, 16)])
+def test_the_lane_steps_scan_a_vector_and_restart_it_at_its_heads(v, chunk, rng):
+    # within each 16-byte run of lanes, then across the runs
+    steps = dialect.scan_steps(v, chunk)
+    for _ in range(50):
+        x = [int(a) for a in rng.integers(-9, 10, v)]
+        heads = [bool(a) for a in rng.random(v) < 0.3]
+        want, run = [], 0
+        for xi, hi in zip(x, heads, strict=True):
+            run = xi if hi else run + xi
+            want.append(run)
+        assert simulate_steps(steps, x, heads) == want
+        assert simulate_steps(steps, x, [False] * v) == list(itertools.accumulate(x))
+
+
+@pytest.mark.parametrize("v", [2, 4, 8, 16])
+def test_a_lane_shuffle_and_its_vector_literal_pick_the_same_lanes(v):
+    # clang's __builtin_shufflevector where the compiler has it, swizzles elsewhere
+    for picks in dialect.scan_steps(v, min(v, 4)) + [[("f", 0)] + [("x", e) for e in range(v - 1)]]:
+        shuffle, literal = dialect.lane_picks("M", picks)[1], dialect.lane_picks("M", picks)[3]
+        index = [int(i) for i in re.search(r"\(t\)\(f\), (.*)\)$", shuffle).group(1).split(", ")]
+        assert index == [j if src == "x" else v + j for src, j in picks]
+        swizzles = re.findall(r"\((x|f)\)\.s([0-9a-f]+)", literal)
+        assert all(len(lanes) in (1, 2, 3, 4, 8, 16) for _, lanes in swizzles)
+        assert [(src, int(c, 16)) for src, lanes in swizzles for c in lanes] == picks
+
+
+def test_a_cpu_with_wide_vector_registers_holds_32_bytes_a_lane_vector_in_tiles_of_the_same_bytes():
+    wide = dataclasses.replace(backends.typical_device("opencl"), vector_bytes=64)  # AVX-512
+    for dtype, lanes in (("int32", 8), ("float32", 8), ("int64", 4), ("float64", 4)):
+        d = lookup(dtype)
+        for segmented, tile_bytes in (("", tuning.CPU_LANE_BYTES), ("offsets", tuning.CPU_SEG_LANE_BYTES)):
+            spec = tuning.spec_for(
+                wide, variant="fallback", dtype=d, monoid=resolve("add"), segmented=segmented
+            )
+            assert (spec.vector_width, spec.tile * d.itemsize) == (lanes, tile_bytes)
+        # the knob is the caller's; 16-byte registers keep 16-byte vectors
+        assert spec_of("fallback", "opencl", dtype=d, vector_width=2).vector_width == 2
+        assert spec_of("fallback", "opencl", dtype=d).vector_width == 16 // d.itemsize
+    # tiles not held in lanes keep 16-byte vectors (float min: its lanes would reorder it)
+    spec = tuning.spec_for(wide, variant="fallback", dtype=lookup("float32"), monoid=resolve("min"))
+    assert not spec.lanes and spec.vector_width == 4
+
+
+def test_cuda_refuses_vectors_wider_than_16_bytes():
+    spec = spec_of("fallback", "opencl", vector_width=8)  # a one-thread tile, 32 bytes
+    assert spec.threads == 1
+    variants.source(spec, "opencl")
+    with pytest.raises(ValueError, match="CUDA's vectors hold at most 16"):
+        variants.source(spec, "cuda")
 
 
 def test_a_dialect_without_vector_types_has_no_lanes():

@@ -27,9 +27,13 @@ def test_vector_accesses_are_vector_pointers_not_vload():
     # vload/vstore promise only element alignment, so NVIDIA's compiler splits them
     # into scalar accesses; the host guarantees 16-byte alignment instead
     b, q, info = _opencl()
-    src = variants.source(_spec(info), "opencl")
-    assert "vload4(" not in src and "vstore4(" not in src
-    assert "(__global const int4*)" in src
+    spec = _spec(info)
+    src = variants.source(spec, "opencl")
+    v = spec.vector_width
+    assert f"vload{v}(" not in src and f"vstore{v}(" not in src
+    # vectors wider than 16 bytes (a CPU's lanes) through a type aligned to those 16
+    vec = f"int{v}" if v <= 4 else f"js_int{v}_a16"
+    assert f"(__global const {vec}*)" in src
 
 
 def test_nvidia_programs_ask_for_min_blocks_per_multiprocessor():
@@ -186,3 +190,18 @@ def test_the_drivers_note_on_kernels_is_not_a_compiler_warning_but_anything_else
         _build(_Logged(f"\n{note}\n\n"), object())  # nothing to say: no warning
     with pytest.warns(cl.CompilerWarning, match="use of logical"):
         _build(_Logged(f"{note}\n<kernel>:3:7: warning: use of logical '&&' with constant operand"), object())
+
+
+def test_lane_vectors_compile_as_vector_literals_where_the_compiler_has_no_shuffle():
+    # clang-based CPU runtimes take __builtin_shufflevector; others, the same lanes as
+    # swizzles (JS_VEC_SHUFFLES 0): both forms of a 32-byte lane vector, segmented too
+    import pyopencl as cl
+
+    b, q, info = _opencl()
+    if info.is_gpu:
+        pytest.skip("lanes are for a CPU's one-thread tiles")
+    for segmented in ("", "offsets"):
+        spec = _spec(info, vector_width=8, segmented=segmented)
+        assert spec.lanes
+        src = variants.source(spec, "opencl")
+        cl.Program(q.context, src).build(options=["-DJS_VEC_SHUFFLES=0"])

@@ -79,6 +79,10 @@ class DeviceInfo:
         (4 to 256 threads), and deterministic scans of several threads hung or gave wrong
         scans; there the CPU's one-thread tiles, and windows of one thread or of the whole
         workgroup, scan right (3.0 and GPUs scan right in every form).
+    vector_bytes : int
+        Bytes of the vectors the device prefers (OpenCL's preferred vector width of int,
+        times 4): a CPU's vector registers, 64 with AVX-512, 32 with AVX2, 16 with SSE or
+        NEON. 16 where unknown.
     """
 
     name: str
@@ -96,6 +100,7 @@ class DeviceInfo:
     compute_units: int = 0
     cache_bytes: int = 0
     partial_windows: bool = True
+    vector_bytes: int = 16
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,7 @@ class OpenCLBackend(Backend):
             compute_units=int(dev.max_compute_units),
             cache_bytes=int(dev.global_mem_cache_size),
             partial_windows=is_gpu or (pocl_release(dev.platform) or (3, 0)) < (3, 1),
+            vector_bytes=max(16, 4 * int(dev.preferred_vector_width_int)),
         )
 
     @staticmethod

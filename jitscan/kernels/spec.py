@@ -22,6 +22,9 @@ from ..dtypes import INPUTS, VECTOR_BYTES, DType, Record, loaded_as, value_type
 from ..operators import BUILTIN, Monoid
 
 KINDS = ("inclusive", "exclusive", "reduce")
+#: the widest vector of a one-thread tile (CPUs; ScanSpec.lanes holds them in lanes), moved
+#: with unaligned accesses on OpenCL: OpenCL C's vectors hold at most 16 items
+LANE_BYTES = 64
 SEGMENTED = ("", "flags", "rows", "offsets")
 #: bytes of local memory a tile may stage (CUDA's static shared-memory limit per block)
 STAGE_LIMIT = 48 * 1024
@@ -186,12 +189,15 @@ class ScanSpec:
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)
         itemsize = self.dtype_info.itemsize
-        if self.vector_width * self.dtype_info.vector_itemsize > VECTOR_BYTES and not self.record:
-            # the kernels move whole vectors; the backends guarantee only this alignment
+        vector_bytes = self.vector_width * self.dtype_info.vector_itemsize
+        one_thread = self.threads == 1 and vector_bytes <= LANE_BYTES
+        if vector_bytes > VECTOR_BYTES and not self.record and not one_thread:
+            # the kernels move whole vectors and the backends guarantee only this alignment;
+            # a one-thread tile (CPUs) may hold wider ones, which OpenCL moves unaligned
+            # (dialect.OpenCLDialect.vector_type; CUDA refuses them)
             raise ValueError(
-                f"vector_width={self.vector_width} of {self.dtype} is "
-                f"{self.vector_width * self.dtype_info.vector_itemsize} bytes; at most {VECTOR_BYTES} "
-                "are supported"
+                f"vector_width={self.vector_width} of {self.dtype} is {vector_bytes} bytes; at most "
+                f"{VECTOR_BYTES} are supported ({LANE_BYTES} in one-thread tiles on OpenCL)"
             )
         items = self.vectors * self.vector_width
         if self.segmented and items > 64 and items % 64:

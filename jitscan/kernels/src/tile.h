@@ -653,27 +653,29 @@ JS_DEVICE_FN js_vec js_lanes_load(js_src in, js_size base, js_size n, int full, 
     return JS_VEC_OF(v);
 }
 
-/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left),
- * restarted at the lanes set in *h (a lane-wise ?:, which PoCL inlines where it calls
+/* The inclusive scan of a vector's lanes (Hillis-Steele: the earlier lanes on the left, in
+ * the dialect's JS_VEC_STEPS steps, each combining a lane with the lanes just before its
+ * own), restarted at the lanes set in *h (a lane-wise ?:, which PoCL inlines where it calls
  * select()); *h becomes: a head at the lane or before it. A plain scan passes no heads,
  * and the conditions fold away. */
+#define JS_LANES_STEP(k)                                                 \
+    do {                                                                 \
+        x = *h ? x : js_vec_op(JS_VEC_STEP##k(js_vec, x, id), x);        \
+        *h |= JS_VEC_STEP##k(js_vmask, *h, none);                        \
+    } while (0)
 JS_DEVICE_FN js_vec js_lanes_scan(js_vec x, js_vmask* h)
 {
     js_vec id = JS_VEC_SPLAT(JS_VIDENTITY);
     js_vmask none = (js_vmask)(0);
-    x = *h ? x : js_vec_op(JS_VEC_UP1(js_vec, x, id), x);
-    *h |= JS_VEC_UP1(js_vmask, *h, none);
-#if JS_V > 2
-    x = *h ? x : js_vec_op(JS_VEC_UP2(js_vec, x, id), x);
-    *h |= JS_VEC_UP2(js_vmask, *h, none);
+    JS_LANES_STEP(0);
+#if JS_VEC_STEPS > 1
+    JS_LANES_STEP(1);
 #endif
-#if JS_V > 4
-    x = *h ? x : js_vec_op(JS_VEC_UP4(js_vec, x, id), x);
-    *h |= JS_VEC_UP4(js_vmask, *h, none);
+#if JS_VEC_STEPS > 2
+    JS_LANES_STEP(2);
 #endif
-#if JS_V > 8
-    x = *h ? x : js_vec_op(JS_VEC_UP8(js_vec, x, id), x);
-    *h |= JS_VEC_UP8(js_vmask, *h, none);
+#if JS_VEC_STEPS > 3
+    JS_LANES_STEP(3);
 #endif
     return x;
 }
