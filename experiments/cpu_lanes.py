@@ -2,8 +2,8 @@
 
 Usage: POCL_DEVICES="pthread basic" python experiments/cpu_lanes.py [LOG2N] [int|float]
 
-One work-item (PoCL's single-thread driver where ``POCL_DEVICES`` names it, else the first
-CPU device) scans 2^LOG2N items (default 2^20, int) in a loop over vectors of 16, 32 and
+One work-item (PoCL's single-thread driver where ``POCL_DEVICES`` names it, else PoCL's
+first device) scans 2^LOG2N items (default 2^20, int) in a loop over vectors of 16, 32 and
 64 bytes, each vector scanned by shifted adds and then added to a running carry. The
 carry's chain from vector to vector is one add (the scan's last lane is splatted beside
 it). The vector's own scan takes one of two forms:
@@ -69,7 +69,8 @@ def main() -> None:
     log2n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     ty = sys.argv[2] if len(sys.argv) > 2 else "int"
     dtype = {"int": np.int32, "float": np.float32}[ty]
-    devices = [d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU]
+    pocl = next(p for p in cl.get_platforms() if "Portable Computing Language" in p.name)
+    devices = pocl.get_devices()
     dev = next((d for d in devices if d.max_compute_units == 1), devices[0])
     ctx = cl.Context([dev])
     q = cl.CommandQueue(ctx)

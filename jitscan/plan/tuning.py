@@ -41,8 +41,8 @@ CPU_LANE_BYTES = 1 << 16
 #: bytes of a vector of a CPU tile held in lanes (ScanSpec.lanes), where the CPU's vector
 #: registers are as wide (DeviceInfo.vector_bytes): its lanes scanned in 16-byte runs, then
 #: the runs joined (dialect.scan_steps). The 2-core Zen 5 (AVX-512), one work-item scanning
-#: 2^20 int32 in PoCL 3.1's single-thread driver: 16 bytes 7.3 G/s, 32 bytes 10.1, 64 bytes
-#: 9.6 (float32 6.4, 9.1, 8.5)
+#: 2^20 int32 in PoCL 3.1's single-thread driver (``experiments/cpu_lanes.py 20``): 16 bytes
+#: 7.2 G/s, 32 bytes 10.1, 64 bytes 9.2 (float32 6.4, 8.9, 8.6); 32 bytes shifted whole, 1.7
 CPU_LANE_VECTOR_BYTES = 32
 #: bytes of a CPU tile of a segmented scan that finds its aggregate without scanning
 #: (ScanSpec.seg_store_pass): it keeps no array of its items either. On the 2-core EPYC as
