@@ -10,7 +10,7 @@ it). The vector's own scan takes one of two forms:
 
 - ``whole``: Hillis-Steele over the whole vector, lanes moved up by 1, 2, 4, ...;
 - ``runs``: the same within each 16-byte run of lanes, then the runs joined, each lane
-  adding the last lane of the run d runs back (``jitscan.kernels.dialect.scan_steps``).
+  adding the last lane of the run d runs back (``jitscan.kernels.lanes.scan_steps``).
 
 Both are written with clang's ``__builtin_shufflevector``. Prints the best of 30 launches
 (waited for), in G items/s, with the input 16 bytes past a 32-byte boundary as NumPy's
@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from jitscan.kernels.dialect import scan_steps
+from jitscan.kernels.lanes import scan_steps
 
 WIDTHS = (16, 32, 64)
 

@@ -21,7 +21,7 @@ from conftest import DTYPES
 import jitscan
 from jitscan import backends, kernels, variants
 from jitscan.dtypes import lookup
-from jitscan.kernels import dialect, tile_state
+from jitscan.kernels import lanes, tile_state
 from jitscan.kernels.spec import (
     CARRY_BYTES,
     CHAINED,
@@ -346,7 +346,7 @@ def simulate_steps(steps: list, x: list[int], heads: list[bool]) -> list[int]:
 @pytest.mark.parametrize(("v", "chunk"), [(2, 2), (4, 4), (2, 4), (8, 4), (16, 4), (4, 2), (8, 2), (16, 16)])
 def test_the_lane_steps_scan_a_vector_and_restart_it_at_its_heads(v, chunk, rng):
     # within each 16-byte run of lanes, then across the runs
-    steps = dialect.scan_steps(v, chunk)
+    steps = lanes.scan_steps(v, chunk)
     for _ in range(50):
         x = [int(a) for a in rng.integers(-9, 10, v)]
         heads = [bool(a) for a in rng.random(v) < 0.3]
@@ -361,8 +361,8 @@ def test_the_lane_steps_scan_a_vector_and_restart_it_at_its_heads(v, chunk, rng)
 @pytest.mark.parametrize("v", [2, 4, 8, 16])
 def test_a_lane_shuffle_and_its_vector_literal_pick_the_same_lanes(v):
     # clang's __builtin_shufflevector where the compiler has it, swizzles elsewhere
-    for picks in dialect.scan_steps(v, min(v, 4)) + [[("f", 0)] + [("x", e) for e in range(v - 1)]]:
-        shuffle, literal = dialect.lane_picks("M", picks)[1], dialect.lane_picks("M", picks)[3]
+    for picks in lanes.scan_steps(v, min(v, 4)) + [[("f", 0)] + [("x", e) for e in range(v - 1)]]:
+        shuffle, literal = lanes.lane_picks("M", picks)[1], lanes.lane_picks("M", picks)[3]
         index = [int(i) for i in re.search(r"\(t\)\(f\), (.*)\)$", shuffle).group(1).split(", ")]
         assert index == [j if src == "x" else v + j for src, j in picks]
         swizzles = re.findall(r"\((x|f)\)\.s([0-9a-f]+)", literal)
@@ -372,13 +372,13 @@ def test_a_lane_shuffle_and_its_vector_literal_pick_the_same_lanes(v):
 
 def test_a_cpu_with_wide_vector_registers_holds_32_bytes_a_lane_vector_in_tiles_of_the_same_bytes():
     wide = dataclasses.replace(backends.typical_device("opencl"), vector_bytes=64)  # AVX-512
-    for dtype, lanes in (("int32", 8), ("float32", 8), ("int64", 4), ("float64", 4)):
+    for dtype, width in (("int32", 8), ("float32", 8), ("int64", 4), ("float64", 4)):
         d = lookup(dtype)
         for segmented, tile_bytes in (("", tuning.CPU_LANE_BYTES), ("offsets", tuning.CPU_SEG_LANE_BYTES)):
             spec = tuning.spec_for(
                 wide, variant="fallback", dtype=d, monoid=resolve("add"), segmented=segmented
             )
-            assert (spec.vector_width, spec.tile * d.itemsize) == (lanes, tile_bytes)
+            assert (spec.vector_width, spec.tile * d.itemsize) == (width, tile_bytes)
         # the knob is the caller's; 16-byte registers keep 16-byte vectors
         assert spec_of("fallback", "opencl", dtype=d, vector_width=2).vector_width == 2
         assert spec_of("fallback", "opencl", dtype=d).vector_width == 16 // d.itemsize

@@ -40,7 +40,7 @@ MAX_SPIN_TIMEOUT = 600.0
 CPU_LANE_BYTES = 1 << 16
 #: bytes of a vector of a CPU tile held in lanes (ScanSpec.lanes), where the CPU's vector
 #: registers are as wide (DeviceInfo.vector_bytes): its lanes scanned in 16-byte runs, then
-#: the runs joined (dialect.scan_steps). The 2-core Zen 5 (AVX-512), one work-item scanning
+#: the runs joined (lanes.scan_steps). The 2-core Zen 5 (AVX-512), one work-item scanning
 #: 2^20 int32 in PoCL 3.1's single-thread driver (``experiments/cpu_lanes.py 20``): 16 bytes
 #: 7.2 G/s, 32 bytes 10.1, 64 bytes 9.2 (float32 6.4, 8.9, 8.6); 32 bytes shifted whole, 1.7
 CPU_LANE_VECTOR_BYTES = 32
