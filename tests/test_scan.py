@@ -60,6 +60,23 @@ def test_every_variant_kind_dtype_and_op_matches_numpy(backend, rng, variant, ki
 
 @pytest.mark.parametrize("variant", SCAN_VARIANTS)
 @pytest.mark.parametrize("kind", jitscan.KINDS)
+@pytest.mark.parametrize(
+    ("dtype", "op"), [("int32", "add"), ("float32", "max"), ("uint32", FFILL), ("float64", "add")]
+)
+def test_one_thread_tiles_of_64_byte_vectors_scan_every_lane(backend, rng, variant, kind, dtype, op):
+    # 16 lanes of 4 bytes (8 of 8), in lanes or not (rts, float max, a user's operator);
+    # OpenCL only, where one-thread tiles may hold vectors wider than 16 bytes
+    if device_info(backend).is_gpu:
+        pytest.skip("vectors wider than 16 bytes are for a CPU's one-thread tiles")
+    width = 64 // np.dtype(dtype).itemsize
+    for n in (5, width * 3 + 1, 5000):
+        x = random_input(rng, n, dtype, op)
+        got = run_on_device(backend, x, op, kind, variant, threads=1, vectors=2, vector_width=width)
+        assert_scan_equal(got, reference(x, op, kind), x, op)
+
+
+@pytest.mark.parametrize("variant", SCAN_VARIANTS)
+@pytest.mark.parametrize("kind", jitscan.KINDS)
 @pytest.mark.parametrize("dtype", ["int32", "uint64", "float32", "float64"])
 def test_non_commutative_user_monoid_comes_out_in_order(backend, rng, variant, kind, dtype):
     for n, geo in boundary_cases(backend, dtype, FFILL):

@@ -278,6 +278,29 @@ def test_narrow_vectors_per_segment(backend, rng, variant):
         assert_scan_equal(got, seg_reference(x, off, "add", "inclusive"), x)
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_wide_vectors_per_segment(backend, rng, variant):
+    # 16 lanes of int32 in one-thread tiles (OpenCL, CPUs), by offsets and by flags, with
+    # tiles of fewer than 64 items (the flags then load a vector's bytes at a time)
+    if backends.get(backend).device_info(backends.get(backend).queue_of(None)).is_gpu:
+        pytest.skip("vectors wider than 16 bytes are for a CPU's one-thread tiles")
+    n = 5000
+    off = offsets_of(lengths(rng, n, 10))
+    flags = np.zeros(n, np.uint8)
+    flags[off[:-1]] = 1
+    x = random_input(rng, n, "int32")
+    want = seg_reference(x, off, "add", "inclusive")
+    for vectors in (2, 8):
+        got = run_segmented(
+            backend, x, "add", "inclusive", variant, offsets=off, threads=1, vectors=vectors, vector_width=16
+        )
+        assert_scan_equal(got, want, x)
+        got = run_segmented(
+            backend, x, "add", "inclusive", variant, flags=flags, threads=1, vectors=vectors, vector_width=16
+        )
+        assert_scan_equal(got, want, x)
+
+
 def test_empty_inputs():
     assert jitscan.segmented_cumsum(np.empty(0, np.int32), offsets=np.array([0])).shape == (0,)
     np.testing.assert_array_equal(

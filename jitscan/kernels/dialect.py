@@ -16,7 +16,8 @@ from . import lanes, ptx, tile_state
 from .spec import KIND_CODES, ScanSpec
 from .values import ValueSpelling
 
-_COMPONENTS_CL = ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7")
+#: an OpenCL vector's components, up to its 16
+_COMPONENTS_CL = tuple(f"s{c}" for c in "0123456789abcdef")
 _COMPONENTS_CUDA = ("x", "y", "z", "w")
 
 
