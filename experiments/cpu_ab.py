@@ -10,7 +10,8 @@ rounds in turns, each round about 2^20 elements of calls, of each tree's:
 
 - ``segmented_cumsum(x, offsets=..., out=z)`` and the same by ``flags=`` (uint8 heads),
   beside NumPy's loop-free segmented sum;
-- a prepared scan ``p(x, z)`` with ``dtype=x.dtype``, beside ``np.copyto``.
+- a prepared scan ``p(x, z)`` with ``dtype=x.dtype``, beside ``np.copyto``;
+- the exclusive scan ``scan(x, kind="exclusive", dtype=x.dtype, out=z)``, beside ``np.copyto``.
 
 Each tree's results are checked against NumPy's first. Prints the ratio of the base's time
 to the new tree's (above 1: the new tree is faster) and each tree's ratio to its NumPy
@@ -44,10 +45,12 @@ def compare(trees: dict, dt: str, e: int, x: np.ndarray, off: np.ndarray) -> Non
     z, y = np.empty_like(x), np.empty_like(x)
     heads = heads_from_offsets(off, n)
     want_seg, want = numpy_segmented(x, off), np.cumsum(x, dtype=x.dtype)
+    want_ex = np.concatenate(([0], want[:-1])).astype(x.dtype)
     groups: dict[str, dict[str, Callable[[], object]]] = {
         "offsets": {"numpy": lambda: numpy_segmented(x, off)},
         "flags": {"numpy": lambda: numpy_segmented(x, off)},
         "plain": {"numpy": lambda: np.copyto(y, x)},
+        "exclusive": {"numpy": lambda: np.copyto(y, x)},
     }
     for tag, js in trees.items():
         p = js.plan(dt, backend="opencl")
@@ -55,13 +58,14 @@ def compare(trees: dict, dt: str, e: int, x: np.ndarray, off: np.ndarray) -> Non
             ("offsets", lambda js=js: js.segmented_cumsum(x, offsets=off, out=z), want_seg),
             ("flags", lambda js=js: js.segmented_cumsum(x, flags=heads, out=z), want_seg),
             ("plain", lambda p=p: p(x, z), want),
+            ("exclusive", lambda js=js: js.scan(x, kind="exclusive", dtype=dt, out=z), want_ex),
         ):
             fn()
             np.testing.assert_allclose(z, ref, rtol=1e-4)
             groups[name][tag] = fn
     for name, fns in groups.items():
         t = best_us(fns, n)
-        peer = "np.copyto" if name == "plain" else "NumPy"
+        peer = "np.copyto" if name in ("plain", "exclusive") else "NumPy"
         print(
             f"{name} {dt} 2^{e}: NumPy {t['numpy']:.0f} us, base {t['base']:.0f}, new {t['new']:.0f}; "
             f"base/new {t['base'] / t['new']:.2f}; over {peer}: base {t['numpy'] / t['base']:.2f}, "
