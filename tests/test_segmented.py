@@ -8,6 +8,7 @@ from conftest import (
     DTYPES,
     FFILL,
     assert_scan_equal,
+    device_info,
     op_dtype_pairs,
     poison,
     random_input,
@@ -282,7 +283,7 @@ def test_narrow_vectors_per_segment(backend, rng, variant):
 def test_wide_vectors_per_segment(backend, rng, variant):
     # 16 lanes of int32 in one-thread tiles (OpenCL, CPUs), by offsets and by flags, with
     # tiles of fewer than 64 items (the flags then load a vector's bytes at a time)
-    if backends.get(backend).device_info(backends.get(backend).queue_of(None)).is_gpu:
+    if device_info(backend).is_gpu:
         pytest.skip("vectors wider than 16 bytes are for a CPU's one-thread tiles")
     n = 5000
     off = offsets_of(lengths(rng, n, 10))
