@@ -17,7 +17,7 @@ from .spec import KIND_CODES, ScanSpec
 from .values import ValueSpelling
 
 #: an OpenCL vector's components, up to its 16
-_COMPONENTS_CL = tuple(f"s{c}" for c in "0123456789abcdef")
+_COMPONENTS_CL = tuple(f"s{c}" for c in lanes.LANE_DIGITS)
 _COMPONENTS_CUDA = ("x", "y", "z", "w")
 
 

@@ -14,7 +14,7 @@ from ..dtypes import VECTOR_BYTES, DType
 from .spec import ScanSpec
 
 #: a vector lane's name in OpenCL C: s and its hex digit
-_LANE = "0123456789abcdef"
+LANE_DIGITS = "0123456789abcdef"
 #: the lengths a swizzle of OpenCL C may have
 _SWIZZLES = (16, 8, 4, 3, 2, 1)
 
@@ -71,7 +71,7 @@ def literal_picks(picks: list[tuple[str, int]]) -> str:
         while i + run < len(picks) and picks[i + run][0] == picks[i][0]:
             run += 1
         size = next(s for s in _SWIZZLES if s <= run)
-        parts.append(f"({picks[i][0]}).s{''.join(_LANE[j] for _, j in picks[i : i + size])}")
+        parts.append(f"({picks[i][0]}).s{''.join(LANE_DIGITS[j] for _, j in picks[i : i + size])}")
         i += size
     return f"((t)({', '.join(parts)}))"
 
@@ -85,7 +85,7 @@ def opencl_lines(spec: ScanSpec, vector_type: Callable[[DType, int], str]) -> li
     load = f"(((__global const {src}*)(ptr))[vi])"
     if spec.input_info is not spec.dtype_info:  # C's conversions, as JS_SRC_ITEM's cast
         load = f"convert_{spec.dtype_info.opencl}{v}({load})"
-    to = " ".join(f"(a)[{e}] = (x).s{_LANE[e]};" for e in range(v))
+    to = " ".join(f"(a)[{e}] = (x).s{LANE_DIGITS[e]};" for e in range(v))
     bits = ", ".join(str(1 << e) for e in range(v))
     mask = f"{'int' if spec.dtype_info.itemsize == 4 else 'long'}{v}"  # integers of the lanes' width
     combine = spec.monoid.combine
@@ -115,7 +115,7 @@ def opencl_lines(spec: ScanSpec, vector_type: Callable[[DType, int], str]) -> li
         "#define JS_VEC_SPLAT(s) ((js_vec)(s))",
         f"#define JS_VEC_OF(a) ((js_vec)({', '.join(f'(a)[{e}]' for e in range(v))}))",
         f"#define JS_VEC_TO(a, x) do {{ {to} }} while (0)",
-        f"#define JS_VEC_LAST(x) ((x).s{_LANE[v - 1]})",
+        f"#define JS_VEC_LAST(x) ((x).s{LANE_DIGITS[v - 1]})",
         f"#define JS_VEC_STEPS {len(steps)}",
     ]
     # the lanes moved up by one, the first taken from f (an exclusive scan's shift)
