@@ -19,7 +19,8 @@ from jitscan.backends import cupy as cupy_backend
 from jitscan.backends import opencl_programs
 from jitscan.backends.base import Build, build_failure
 
-BAD = ("a +* b", "a ? b")
+#: expressions the grammar takes that no compiler does (a shift by a float, ~ of a float)
+BAD = ("a << 1.5", "~1.5 + a")
 #: a generated source whose second line does not compile, and the column of the culprit
 SRC = "/* prelude */\nJS_DEVICE_FN js_val js_vop(js_val a, js_val b) { return (a + c); }\n"
 COL = SRC.splitlines()[1].index("c)") + 1

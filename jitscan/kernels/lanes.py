@@ -88,7 +88,7 @@ def opencl_lines(spec: ScanSpec, vector_type: Callable[[DType, int], str]) -> li
     to = " ".join(f"(a)[{e}] = (x).s{LANE_DIGITS[e]};" for e in range(v))
     bits = ", ".join(str(1 << e) for e in range(v))
     mask = f"{'int' if spec.dtype_info.itemsize == 4 else 'long'}{v}"  # integers of the lanes' width
-    combine = spec.monoid.combine
+    combine = spec.monoid.expression
     steps = scan_steps(v, max(1, VECTOR_BYTES // spec.dtype_info.itemsize))
     assert len(steps) <= 4, "tile.h's js_lanes_scan takes up to four steps"
     lines = [

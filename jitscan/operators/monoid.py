@@ -10,66 +10,83 @@ out of order: those commute bit for bit.)
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..dtypes import DType, lookup
+from . import expression
 
 Number = int | float
 
-#: the longest ``combine`` expression accepted
-COMBINE_LIMIT = 2000
-#: the names a ``combine`` expression may use: the operands, the preludes' helpers, casts
-#: to the value types, and the math functions both dialects have (C's, overloaded)
-COMBINE_NAMES = frozenset(
-    (
-        "a b JS_ISNAN JS_C64 JS_C64_RE JS_C64_IM "
-        "js_val int unsigned long float double short char signed js_i64 js_u64 js_u32 "
-        "min max fmin fmax fabs abs sqrt exp log log1p expm1 log2 log10 sin cos tan asin acos "
-        "atan atan2 sinh cosh tanh floor ceil trunc round pow hypot copysign fmod isnan isinf "
-        "isfinite erf erfc"
-    ).split()
-)
-_TOKEN = re.compile(
-    r"\s+"
-    r"|(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[uUlLfF]*"
-    r"|(?P<name>[A-Za-z_]\w*)"
-    r"|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>?:(),]"
-)
+#: the names a ``combine`` expression may use (the grammar is :mod:`.expression`'s)
+COMBINE_NAMES = expression.NAMES
+COMBINE_LIMIT = expression.COMBINE_LIMIT
 
 
-def check_combine(name: str, combine: str) -> None:
-    """Refuse a ``combine`` that is not an expression over ``a`` and ``b`` (ValueError).
+def check_combine(name: str, combine: str) -> str:
+    """The C the kernels get for ``combine``, or ValueError naming what is refused.
 
-    The text is pasted into the kernels' C, so it may hold only what an expression needs:
-    the operands, number literals, C's operators and parentheses, ``?:``, casts to the
-    value types, ``JS_ISNAN`` / ``JS_C64*`` and the math functions of
-    :data:`COMBINE_NAMES`. Anything else (another name, a brace, a semicolon, a ``#``, a
-    string, a member access) could end the function or reach outside the kernel.
+    The text is parsed against the grammar of an expression over ``a`` and ``b``
+    (:mod:`jitscan.operators.expression`): operands, number literals, C's operators on
+    values, ``?:``, casts to value types and calls of the functions of
+    :data:`expression.FUNCTIONS`. Nothing that names memory, writes, or ends the
+    expression parses; integer division and remainder are rendered so that they cannot trap.
     """
-    if len(combine) > COMBINE_LIMIT:
-        raise ValueError(f"monoid {name!r}: combine is {len(combine)} characters, over {COMBINE_LIMIT}")
-    for comment in ("//", "/*"):
-        if comment in combine:
-            raise ValueError(f"monoid {name!r}: combine may not hold a comment ({comment!r} in {combine!r})")
-    at = 0
-    while at < len(combine):
-        m = _TOKEN.match(combine, at)
-        if m is None:
-            raise ValueError(
-                f"monoid {name!r}: combine may not hold {combine[at]!r} (at {at} of {combine!r}); it is an "
-                "expression over a and b"
-            )
-        word = m.group("name")
-        if word is not None and word not in COMBINE_NAMES:
-            raise ValueError(
-                f"monoid {name!r}: combine uses the name {word!r}; an expression over a and b may use "
-                f"only {', '.join(sorted(COMBINE_NAMES))}"
-            )
-        at = m.end()
+    return expression.render(name, combine)
+
+
+def check_identity(name: str, identity: object) -> tuple:
+    """The identity as sorted (dtype name or ``"*"``, number) items, or an error naming what is wrong.
+
+    A number, or a mapping of dtype names (``"*"`` for the rest) to numbers; a number given
+    for a named dtype must be one of its values.
+    """
+
+    def number(value: object, where: str) -> None:
+        numeric = isinstance(value, (int, float, np.integer, np.floating))
+        if isinstance(value, (bool, np.bool_)) or not numeric:
+            got = f"{value!r} ({type(value).__name__})"
+            raise TypeError(f"monoid {name!r}: the identity{where} must be a number, got {got}")
+
+    if not isinstance(identity, Mapping):
+        number(identity, "")
+        return (("*", identity),)
+    if not identity:
+        raise ValueError(f"monoid {name!r}: the identity mapping names no dtype")
+    items = []
+    for key, value in identity.items():
+        if key != "*":
+            try:
+                key = lookup(key).name
+            except (TypeError, ValueError) as why:
+                raise ValueError(
+                    f"monoid {name!r}: the identity names {key!r}, not a dtype jitscan scans: {why}"
+                ) from None
+        number(value, f" for {key}")
+        items.append((key, value))
+    if len({k for k, _ in items}) != len(items):
+        raise ValueError(f"monoid {name!r}: the identity names a dtype twice: {identity!r}")
+    items = tuple(sorted(items, key=lambda kv: kv[0]))
+    for key, value in items:
+        if key != "*":
+            _fitted(name, value, lookup(key))
+    return items
+
+
+def _fitted(name: str, value: Number, dtype: DType) -> np.generic:
+    """``value`` as a NumPy scalar of ``dtype``, or ValueError when it is not one of its values."""
+    if dtype.is_float:
+        return dtype.numpy.type(value)
+    info = np.iinfo(dtype.numpy)
+    integral = math.isfinite(value) and float(value).is_integer()
+    if isinstance(value, (float, np.floating)) and not integral:
+        raise ValueError(f"identity {value} of monoid {name!r} is not an integer, for {dtype.name}")
+    value = int(value)
+    if not info.min <= value <= info.max:
+        raise ValueError(f"identity {value} of monoid {name!r} does not fit {dtype.name}")
+    return dtype.numpy.type(value)
 
 
 @dataclass(frozen=True)
@@ -105,23 +122,13 @@ class Monoid:
     commutative: bool = False
     integer_only: bool = False
     _identity_items: tuple = field(init=False, repr=False, compare=True, hash=True)
+    _expression: str = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"monoid name must be a C identifier, got {self.name!r}")
-        if not isinstance(self.combine, str) or not self.combine.strip():
-            raise ValueError("monoid combine must be a non-empty C expression over a and b")
-        check_combine(self.name, self.combine)
-        if isinstance(self.identity, Mapping):
-            # "*": every dtype not named
-            items = tuple(sorted((k if k == "*" else lookup(k).name, v) for k, v in self.identity.items()))
-        elif isinstance(self.identity, (int, float, np.integer, np.floating)) and not isinstance(
-            self.identity, (bool, np.bool_)
-        ):
-            items = (("*", self.identity),)
-        else:
-            raise TypeError(f"monoid identity must be a number or a mapping, got {self.identity!r}")
-        object.__setattr__(self, "_identity_items", items)
+        object.__setattr__(self, "_expression", check_combine(self.name, self.combine))
+        object.__setattr__(self, "_identity_items", check_identity(self.name, self.identity))
 
     def __hash__(self) -> int:  # identity may be an unhashable mapping
         return hash((self.name, self.combine, self._identity_items, self.commutative, self.integer_only))
@@ -134,25 +141,20 @@ class Monoid:
         if "*" not in items and dtype.name not in items:
             raise TypeError(f"monoid {self.name!r} has no identity for dtype {dtype.name}")
 
+    @property
+    def expression(self) -> str:
+        """The C the kernels combine with: ``combine`` as the grammar parsed it (divisions guarded)."""
+        return self._expression
+
     def c_function(self, dtype: DType) -> str:
         """The C function ``js_vop(a, b)`` the kernels combine values of ``dtype`` with."""
-        return f"JS_DEVICE_FN js_val js_vop(js_val a, js_val b) {{ return ({self.combine}); }}"
+        return f"JS_DEVICE_FN js_val js_vop(js_val a, js_val b) {{ return ({self._expression}); }}"
 
     def identity_for(self, dtype: DType) -> np.generic:
         """The identity as a NumPy scalar of ``dtype``."""
         self.check_dtype(dtype)
         items = dict(self._identity_items)
-        value = items.get(dtype.name, items.get("*"))
-        if dtype.is_float:
-            return dtype.numpy.type(value)
-        info = np.iinfo(dtype.numpy)
-        integral = math.isfinite(value) and float(value).is_integer()
-        if isinstance(value, (float, np.floating)) and not integral:
-            raise ValueError(f"identity {value} of monoid {self.name!r} is not an integer, for {dtype.name}")
-        value = int(value)
-        if not info.min <= value <= info.max:
-            raise ValueError(f"identity {value} of monoid {self.name!r} does not fit {dtype.name}")
-        return dtype.numpy.type(value)
+        return _fitted(self.name, items.get(dtype.name, items.get("*")), dtype)
 
 
 def empty_value(monoid: Monoid, dtype: DType) -> np.generic:
