@@ -143,6 +143,23 @@ def test_a_0d_input_or_python_scalar_is_one_element_as_in_numpy(x):
     assert jitscan.reduce(np.array(7)) == 7
 
 
+@pytest.mark.parametrize("fn", ["cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("kw", [{}, {"include_initial": True}, {"axis": 0}, {"axis": -1}])
+@pytest.mark.parametrize("x", [np.asarray(3, dtype=np.int32), np.asarray(2.5), 4])
+def test_the_array_api_functions_scan_a_0d_array_as_one_element_as_numpy(fn, kw, x):
+    if not hasattr(np, fn):
+        pytest.skip(f"NumPy {np.__version__} has no {fn} (2.1 and later)")
+    got = getattr(jitscan, fn)(x, **kw)
+    want = getattr(np, fn)(np.asarray(x), **kw)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_array_api_functions_refuse_an_axis_beyond_a_0d_arrays_one_as_numpy():
+    with pytest.raises(jitscan.AxisError, match="axis 1 is out of bounds"):
+        jitscan.cumulative_sum(np.asarray(3), axis=1)
+
+
 def test_out_of_another_dtype_takes_the_result_cast_under_same_kind():
     x = np.array([1, 2, 3], dtype=np.int32)
     out = np.zeros(3, dtype=np.float32)

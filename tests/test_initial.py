@@ -161,5 +161,23 @@ def test_a_value_where_it_cannot_carry_is_refused_naming_why(call, message):
         call(np.arange(10, dtype=np.int32))
 
 
+_PAIRS = jitscan.operator(lambda x, y: (x[0] + y[0], x[1] + y[1]), identity=(0, 0))
+_HEADS = np.arange(10) % 6 == 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: jitscan.scan((x, x), _PAIRS, initial=(100, 100)),
+        lambda x: jitscan.scan((x, x), _PAIRS, kind="exclusive", initial=(100, 100)),
+        lambda x: jitscan.reduce((x, x), _PAIRS, initial=(100, 100)),
+        lambda x: jitscan.segmented_scan((x, x), flags=_HEADS, op=_PAIRS, initial=(100, 100)),
+        lambda x: jitscan.segmented_scan((x, x), offsets=[0, 6, 10], op=_PAIRS, initial=(100, 100)),
+        lambda x: jitscan.segmented_scan((x, x), flags=_HEADS, op=_PAIRS, kind="exclusive", initial=(1, 1)),
+    ],
+)
+def test_tuple_values_refuse_a_value_in_every_function_that_takes_one_rather_than_ignore_it(call):
+    with pytest.raises(ValueError, match="tuple values do not take one yet"):
+        call(np.arange(1, 11, dtype=np.int32))
 def _pick(a, b):
     return b

@@ -53,8 +53,7 @@ def scan(
     **knobs: Any,
 ) -> Any:
     if type(x) is tuple:
-        if initial is not None:
-            raise ValueError("initial= takes one value; tuple values do not take one yet")
+        tuples.refuse_initial(initial)
         return tuples.scan(
             x,
             op,
@@ -366,6 +365,7 @@ def reduce(
            [12]], dtype=int32)
     """
     if type(x) is tuple:
+        tuples.refuse_initial(initial)
         if keepdims or isinstance(axis, tuple):
             raise ValueError("a reduction of tuple values takes one axis (an int) and no keepdims")
         kw = {"variant": variant, "backend": backend, "dtype": dtype, "stats": stats, "axis": axis}

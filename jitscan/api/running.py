@@ -212,7 +212,7 @@ def cumulative_sum(
     Parameters
     ----------
     x : array
-        At least one dimension.
+        A 0-d array scans as one of one element (as NumPy's ``cumulative_sum``).
     axis : int, optional
         Required when ``x`` has more than one dimension.
     dtype : dtype, optional
@@ -230,7 +230,7 @@ def cumulative_sum(
     Raises
     ------
     ValueError
-        N-D input without ``axis``, or a 0-d input.
+        N-D input without ``axis``.
 
     Examples
     --------
@@ -260,8 +260,8 @@ def cumulative_prod(
 def _cumulative(fn: Any, x: Any, axis: int | None, dtype: Any, include_initial: bool, kwargs: dict) -> Any:
     x = as_array(x)
     ndim = len(x.shape)
-    if ndim == 0:
-        raise ValueError("cumulative_sum and cumulative_prod take arrays of at least one dimension")
+    if ndim == 0:  # as NumPy: a 0-d array scans as one element
+        x, ndim = x.reshape(1), 1
     if axis is None:
         if ndim > 1:
             raise ValueError("for arrays of more than one dimension, axis= is required")

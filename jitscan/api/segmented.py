@@ -103,6 +103,7 @@ def segmented_scan(
             return p(values, out, flags=flags, offsets=offsets)
     check_choice("kind", kind, SEGMENTED_KINDS)
     if type(values) is tuple:
+        tuples.refuse_initial(initial)
         if variant is not None:
             check_choice("variant", variant, SEGMENTED_VARIANTS)
         if (offsets is None) == (flags is None):
@@ -129,8 +130,6 @@ def segmented_scan(
         )
     if output is not None:
         raise TypeError("output= selects fields of a tuple value; values is one array")
-    if initial is not None and type(values) is tuple:
-        raise ValueError("initial= takes one value; tuple values do not take one yet")
     if chunked.is_dask(values):
         if variant is not None:
             check_choice("variant", variant, SEGMENTED_VARIANTS)

@@ -56,6 +56,15 @@ _PREPARED: dict[tuple, PreparedScan] = shortcut()
 _CALLS: dict[tuple, tuple[PreparedScan, bool]] = shortcut()
 
 
+def refuse_initial(initial: Any) -> None:
+    """Tuple values take no ``initial=`` (in any function, segmented or not): refused, never ignored."""
+    if initial is not None:
+        raise ValueError(
+            "initial= takes one value; tuple values do not take one yet (combine it into the first "
+            "element instead)"
+        )
+
+
 def is_fields(x: Any) -> bool:
     """Whether ``x`` is the tuple of arrays of a tuple value."""
     return type(x) is tuple
