@@ -37,7 +37,7 @@ from .api import (
     source,
 )
 from .api.tuples import Index, index
-from .errors import BackendUnavailableError, CompileError, DeadlockError, JitscanError
+from .errors import BackendUnavailableError, CompileError, DeadlockError, DeviceMemoryError, JitscanError
 from .kernels.spec import KINDS, LaunchArgs, ScanSpec
 from .operators import BUILTIN as BUILTIN_OPS
 from .operators import Monoid, Operator, operator
@@ -75,6 +75,7 @@ __all__ = [
     "BackendUnavailableError",
     "CompileError",
     "DeadlockError",
+    "DeviceMemoryError",
     "Index",
     "JitscanError",
     "LaunchArgs",

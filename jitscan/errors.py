@@ -46,5 +46,14 @@ class DeadlockError(JitscanError):
         self.waited = waited
 
 
+class DeviceMemoryError(JitscanError, MemoryError):
+    """A buffer the call needs is larger than the device allocates, or than its free memory.
+
+    The message names the buffer's size, the device's limit and how to scan the input in
+    pieces instead (a Dask array of smaller chunks, or calls carrying ``initial=``); the
+    driver's own error is the ``__cause__``.
+    """
+
+
 class BackendUnavailableError(JitscanError):
     """The requested backend cannot run here (package or device missing)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from conftest import device_info
@@ -57,9 +59,14 @@ def test_bitwise_ops_refuse_floats():
 
 
 def test_user_monoid_that_does_not_compile_shows_the_compiler_message():
-    bad = jitscan.Monoid("bad", combine="a + (b", identity=0)
-    with pytest.raises(jitscan.CompileError, match=r"(?s)op 'bad'.*a \+ \(b"):
+    bad = jitscan.Monoid("bad", combine="a << 1.5", identity=0)  # grammatical, but no C compiles it
+    with pytest.raises(jitscan.CompileError, match=r"(?s)op 'bad'.*a << 1\.5"):
         jitscan.scan(X, op=bad)
+
+
+def test_user_monoid_that_does_not_parse_is_refused_when_made_naming_what_is_missing():
+    with pytest.raises(ValueError, match=r"needs '\)' where it has the end, at 6 of 'a \+ \(b'"):
+        jitscan.Monoid("bad", combine="a + (b", identity=0)
 
 
 @pytest.mark.parametrize(
@@ -67,10 +74,10 @@ def test_user_monoid_that_does_not_compile_shows_the_compiler_message():
     [
         ("a + c", "the name 'c'"),
         ("foo(a, b)", "the name 'foo'"),
-        ("a + b); } __kernel void evil() { (0", "may not hold ';'"),
+        ("a + b); } __kernel void evil() { (0", r"may not hold a statement \(';'\)"),
         ("a\n#define JS_BARRIER()", "may not hold '#'"),
         ('a + *(int*)"x"', "may not hold '\"'"),
-        ("a[1] + b", r"may not hold '\['"),
+        ("a[1] + b", r"may not hold an index \('\['\)"),
         ("a /* */ + b", "may not hold a comment"),
         ("a + b" * 500, "over 2000"),
     ],
@@ -117,8 +124,14 @@ def test_device_array_with_a_foreign_backend():
 
 
 def test_offsets_tile_too_large_for_local_memory():
-    # segments by offsets stage the tile's results in local memory
+    # segments by offsets stage the tile's results in local memory: on a GPU stand-in (on a
+    # CPU device a tile of so many threads is refused sooner, for its worker's stack)
     with pytest.raises(ValueError, match="local memory"):
+        jitscan.source("int64", backend="cupy", segmented="offsets", kind="reduce", threads=1024, vectors=32)
+
+
+def test_a_cpu_workgroup_of_several_threads_is_refused_a_tile_its_worker_cannot_hold():
+    with pytest.raises(ValueError, match=r"workgroup of 256 threads takes at most \d+ items of int64"):
         jitscan.segmented_reduce(X.astype(np.int64), offsets=[0, 50, 100], threads=256, vectors=32)
 
 
@@ -169,7 +182,7 @@ def test_a_tile_beyond_the_devices_local_memory_or_registers_is_refused_before_i
     # 4096 unrolled vectors would take its compiler minutes and then spill
     info = device_info(backend)
     # (a CPU's workgroup of several threads meets its items-a-thread limit first)
-    limit = "registers" if info.is_gpu and info.thread_registers else "(local memory|items a thread)"
+    limit = "registers" if info.is_gpu and info.thread_registers else "(local memory|items of int32 a thread)"
     if info.is_gpu and not info.thread_registers:
         pytest.skip(f"{info.name} does not say how many registers a thread has")
     with pytest.raises(ValueError, match=f"{limit}.*use fewer"):
@@ -183,5 +196,63 @@ def test_a_cpu_workgroup_of_several_threads_gets_rows_it_can_run_and_longer_ones
     # the CPU's default rows are for one-thread workgroups: with threads=4 they shrink
     y = jitscan.scan(np.arange(100_000, dtype=np.int32), threads=4)
     np.testing.assert_array_equal(y, np.cumsum(np.arange(100_000, dtype=np.int32), dtype=np.int32))
-    with pytest.raises(ValueError, match="at most 256 items a thread"):
+    with pytest.raises(ValueError, match="at most 256 items of int32 a thread"):
         jitscan.scan(X, threads=2, vectors=256, backend="opencl")
+    # the limit is in bytes (1 KiB a thread: PoCL's compiler), and the whole tile within the
+    # worker thread's stack
+    with pytest.raises(ValueError, match="at most 128 items of int64 a thread"):
+        jitscan.scan(X.astype(np.int64), threads=2, vectors=128, backend="opencl")
+    with pytest.raises(ValueError, match="workgroup of 1024 threads takes at most 32 items of int32"):
+        jitscan.scan(X, threads=1024, vectors=64, backend="opencl")
+
+
+def test_an_empty_list_of_flags_is_no_flags_and_float_flags_are_refused():
+    assert jitscan.segmented_cumsum(np.empty(0, np.int32), flags=[]).size == 0
+    with pytest.raises(ValueError, match="flags must be bool or integer, got float64"):
+        jitscan.segmented_cumsum(np.empty(0, np.int32), flags=np.array([]))
+
+
+def _refuse_buffers(monkeypatch, b) -> None:
+    """Every buffer the OpenCL backend makes fails as clCreateBuffer fails past the device's limit."""
+    import pyopencl as cl
+
+    def refuse(*args, **kwargs):
+        record = cl._cl._ErrorRecord("create_buffer failed: INVALID_BUFFER_SIZE", -61, "create_buffer")
+        raise cl.LogicError(record)
+
+    for name in ("host_operands", "empty", "shared"):
+        monkeypatch.setattr(type(b), name, refuse)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: jitscan.cumsum(x, dtype=np.int8),
+        lambda x: jitscan.scan(x.astype(np.int32), kind="exclusive"),
+        lambda x: jitscan.segmented_cumsum(x.astype(np.int32), flags=np.arange(x.size) % 3 == 0),
+    ],
+)
+def test_a_buffer_the_device_cannot_allocate_is_a_device_memory_error_naming_sizes_and_a_way(
+    monkeypatch, call
+):
+    b = jitscan.backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"OpenCL unavailable: {b.unavailable_reason()}")
+    _refuse_buffers(monkeypatch, b)
+    with pytest.raises(jitscan.DeviceMemoryError) as info:
+        call(np.ones(1000, np.int8))
+    said = str(info.value)
+    assert "of 1,000 elements of int32 needs buffers of 4,000 bytes" in said, said
+    assert (
+        "allocates at most" in said and "dask.array.from_array(x, chunks=" in said and "initial=" in said
+    ), said
+    assert isinstance(info.value, MemoryError) and "INVALID_BUFFER_SIZE" in str(info.value.__cause__)
+
+
+@pytest.mark.skipif(
+    os.environ.get("JITSCAN_HUGE") != "1", reason="needs about 10 GB of memory: JITSCAN_HUGE=1"
+)
+def test_an_input_over_the_devices_largest_buffer_is_a_device_memory_error_not_the_drivers():
+    # CuPy's test_cumprod_huge_array: 2^31 + 1024 int8 values, over PoCL's 2 GiB buffers
+    with pytest.raises(jitscan.DeviceMemoryError, match="allocates at most"):
+        jitscan.cumprod(np.ones(2**31 + 1024, np.int8), dtype="b", backend="opencl")

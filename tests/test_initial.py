@@ -179,5 +179,7 @@ _HEADS = np.arange(10) % 6 == 0
 def test_tuple_values_refuse_a_value_in_every_function_that_takes_one_rather_than_ignore_it(call):
     with pytest.raises(ValueError, match="tuple values do not take one yet"):
         call(np.arange(1, 11, dtype=np.int32))
+
+
 def _pick(a, b):
     return b

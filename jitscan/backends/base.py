@@ -257,6 +257,11 @@ class Backend(ABC):
     def owns(self, x: object) -> bool:
         """Whether ``x`` is an array of this backend."""
 
+    def memory_limit(self, exc: BaseException, queue: Any) -> tuple[str, int] | None:
+        """For ``exc`` raised by the runtime because an allocation failed: what the device
+        allows (a sentence) and the largest buffer in bytes it may still take; else None."""
+        return None
+
     @abstractmethod
     def queue_of(self, x: object | None) -> Any:
         """The queue (stream) work on ``x`` goes to now; the default device's for None."""

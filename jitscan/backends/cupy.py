@@ -263,6 +263,19 @@ class CupyBackend(Backend):
     def owns(self, x: object) -> bool:
         return cupy is not None and isinstance(x, cupy.ndarray)
 
+    def memory_limit(self, exc: BaseException, queue: Any) -> tuple[str, int] | None:
+        if cupy is None:
+            return None
+        runtime_oom = isinstance(exc, cupy.cuda.runtime.CUDARuntimeError) and "MemoryAllocation" in str(exc)
+        if not isinstance(exc, cupy.cuda.memory.OutOfMemoryError) and not runtime_oom:
+            return None
+        with cupy.cuda.Device(queue.device):
+            free, total = cupy.cuda.runtime.memGetInfo()
+            pool = cupy.get_default_memory_pool()
+            held = pool.total_bytes() - pool.used_bytes()  # free blocks CuPy's pool keeps
+        name = self.device_info(queue).name
+        return f"{name} has {free:,} of {total:,} bytes free (CuPy's pool holds {held:,} more)", free + held
+
     def queue_of(self, x: object | None) -> CudaQueue:
         if self._devices == 1 and x is not None:
             # one GPU: the array is on it, and so is the current stream

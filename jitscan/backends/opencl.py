@@ -132,6 +132,20 @@ class OpenCLBackend(Backend):
     def owns(self, x: object) -> bool:
         return cl_array is not None and isinstance(x, cl_array.Array)
 
+    def memory_limit(self, exc: BaseException, queue: Any) -> tuple[str, int] | None:
+        # a buffer over CL_DEVICE_MAX_MEM_ALLOC_SIZE is INVALID_BUFFER_SIZE; one the device
+        # cannot place, MEM_OBJECT_ALLOCATION_FAILURE (or OUT_OF_RESOURCES, at the launch)
+        failed = {"INVALID_BUFFER_SIZE", "MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_HOST_MEMORY"}
+        if cl is None or not isinstance(exc, cl.Error):
+            return None
+        if not isinstance(exc, cl.MemoryError) and not any(code in str(exc) for code in failed):
+            return None
+        dev = queue.device
+        largest = int(dev.max_mem_alloc_size)
+        total = int(dev.global_mem_size)
+        said = f"{dev.name.strip()} allocates at most {largest:,} bytes a buffer, of {total:,} in all"
+        return said, largest
+
     def default_queue(self) -> Any:
         if self._queue is None:
             with self._queue_lock:

@@ -299,6 +299,8 @@ def heads_from_flags(flags: Any, inp: Input) -> Any:
             return b.contiguous(flags).reshape(n)
         return b.contiguous((flags != 0).astype(np.uint8)).reshape(n)
     host = np.asarray(to_host(flags))
+    if not host.size and type(flags) in (list, tuple):  # [] reads as float64 to NumPy
+        host = host.astype(bool)
     if host.size != n:
         raise ValueError(f"flags has {host.size} entries (shape {host.shape}); the values have {n}")
     host = host.reshape(n)

@@ -18,6 +18,7 @@ import numpy as np
 from .. import backends, variants
 from ..backends.base import Backend
 from ..dtypes import INPUTS, Record, loaded_as, value_type
+from ..errors import DeviceMemoryError
 from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
@@ -237,41 +238,66 @@ class PreparedScan(Programs, FieldCalls):
             scan's backend is copied into the kernel's carry on the device, in queue
             order (the host does not wait for it).
         """
-        if self._unverified:
-            self.verify(x)
-        carry = None
-        if self._plain and stats is None and flags is None and offsets is None and not row_len:
-            carry = None if initial is None else self._carry_of(initial)
-            result = self._common(x, out, carry)
-            if result is not None:  # device arrays as the kernels take them
-                return result
-            if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
-                loads = self._loads
-                t = getattr(x, "dtype", None)
-                if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
-                    x = x.astype(self._np)  # narrowing, float to integer, float16
-                on_device = carry is not None and not isinstance(carry, bytes)
-                queue = self._host_queue_for(getattr(x, "size", 0), on_device)
-                common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
-                if common is not None:
-                    src, dst, result = common
-                    n = x.size
-                    self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
-                    self.backend.host_done(dst, queue, x.nbytes)
-                    return result[0] if self._reduce and out is None else result
-        elif (
-            self._host_offsets
-            and type(x) is np.ndarray
-            and type(offsets) is np.ndarray
-            and flags is None
-            and not row_len
-            and stats is None
-            and initial is None
-        ):
-            result = self._host_segmented(x, out, offsets)
-            if result is not None:
-                return result
-        return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
+        try:  # free until it catches: a driver's allocation failure becomes DeviceMemoryError
+            if self._unverified:
+                self.verify(x)
+            carry = None
+            if self._plain and stats is None and flags is None and offsets is None and not row_len:
+                carry = None if initial is None else self._carry_of(initial)
+                result = self._common(x, out, carry)
+                if result is not None:  # device arrays as the kernels take them
+                    return result
+                if self._host_queue is not None:  # a CPU device: NumPy arrays scanned in place
+                    loads = self._loads
+                    t = getattr(x, "dtype", None)
+                    if type(x) is np.ndarray and t not in loads and t.kind in "biuf":
+                        x = x.astype(self._np)  # narrowing, float to integer, float16
+                    on_device = carry is not None and not isinstance(carry, bytes)
+                    queue = self._host_queue_for(getattr(x, "size", 0), on_device)
+                    common = self.backend.host_operands(x, out, self._np, self._reduce, queue, loads)
+                    if common is not None:
+                        src, dst, result = common
+                        n = x.size
+                        self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
+                        self.backend.host_done(dst, queue, x.nbytes)
+                        return result[0] if self._reduce and out is None else result
+            elif (
+                self._host_offsets
+                and type(x) is np.ndarray
+                and type(offsets) is np.ndarray
+                and flags is None
+                and not row_len
+                and stats is None
+                and initial is None
+            ):
+                result = self._host_segmented(x, out, offsets)
+                if result is not None:
+                    return result
+            return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
+        except Exception as exc:
+            error = self._memory_error(exc, x)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _memory_error(self, exc: Exception, x: Any) -> DeviceMemoryError | None:
+        """``exc`` as a DeviceMemoryError naming the sizes, when an allocation failed."""
+        queue = self.backend.queue_of(x) if self.backend.owns(x) else self.backend.queue_for(self._device)
+        limit = self.backend.memory_limit(exc, queue)
+        if limit is None:
+            return None
+        said, largest = limit
+        n = int(np.size(x)) if not isinstance(x, tuple) else int(np.size(x[0]))
+        width = max(self.dtype.packed_bytes, int(getattr(getattr(x, "dtype", None), "itemsize", 0) or 0))
+        piece = max(1, largest // max(1, 2 * width))
+        piece = 1 << (piece.bit_length() - 1)  # a power of two, at most half the room
+        what = "a reduction" if self.kind == "reduce" else f"an {self.kind} scan"
+        return DeviceMemoryError(
+            f"{what} of {n:,} elements of {self.dtype.name} needs "
+            f"buffers of {n * width:,} bytes: {said}. Scan it in pieces: as a Dask array of smaller chunks "
+            f"(dask.array.from_array(x, chunks={piece})), or in calls of at most {piece:,} elements, "
+            "each given initial= the last value of the one before"
+        )
 
     def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
         """The common segmented call on a CPU device: a scan by offsets of NumPy arrays the

@@ -21,10 +21,21 @@ LOOKBACK_WATCHDOG = 1 << 20
 #: the same on CPUs: a spin there is one load, so 2^20 of them last about a millisecond,
 #: less than the time slice for which the OS may preempt the predecessor's thread
 CPU_LOOKBACK_WATCHDOG = 1 << 31
-#: items a thread of a CPU workgroup of several threads may hold: such tiles are unrolled
-#: (PoCL 3 mis-scans them as loops), and PoCL's worker threads crashed (SIGSEGV) on
-#: unrolled rows of 512 items and more (2 and 4 threads, 2-core machine); 256 ran
-CPU_UNROLLED_ITEMS = 256
+#: bytes of values a thread of a CPU workgroup of several threads may hold: such tiles are
+#: unrolled (PoCL 3 mis-scans them as loops), and PoCL 3.1's LLVM 15 crashes the process
+#: (SIGSEGV in its inliner, as it builds the work-group function at the first launch) on
+#: unrolled rows of 2 KiB: 512 int32 or 256 int64 items, at 2 and 4 threads; 1 KiB built
+#: (tests/test_reliability.py shows the crash on a minimal kernel)
+CPU_UNROLLED_BYTES = 1024
+#: the same in int32 items, for the tuner's search space
+CPU_UNROLLED_ITEMS = CPU_UNROLLED_BYTES // 4
+#: the share of a worker thread's stack a CPU workgroup's tile may take. PoCL runs a
+#: workgroup of several threads as loops over its work-items on one worker thread, whose
+#: stack (the process's RLIMIT_STACK, 8 MiB by default) holds every work-item's live
+#: values: past about 512 KiB of tile (threads x items x bytes: 1024 threads x 256 int32,
+#: 2048 x 32 int64, segmented scans sooner) the stack overflows and the process dies
+#: (SIGSEGV in the kernel); 64 MiB of stack ran them all. A sixty-fourth (128 KiB at 8 MiB)
+CPU_STACK_SHARE = 64
 #: seconds a look-back waits on one predecessor before its watchdog fires, on devices
 #: with a clock (backends.clock): far beyond any wait of a device that runs every
 #: workgroup it started (an OS time slice on a CPU), far below a user's patience
@@ -283,6 +294,27 @@ def default_spin_limit(info: DeviceInfo, variant: str) -> int:
     return 16 if info.is_gpu else 64
 
 
+def cpu_row_items(threads: int, item_bytes: int, segmented: bool) -> int:
+    """Items a thread of a CPU workgroup of ``threads`` (more than one) may hold: within
+    CPU_UNROLLED_BYTES a thread, and the whole tile within the worker's stack share
+    (CPU_STACK_SHARE; a segmented item counts its head too). 0 where not even one fits."""
+    unrolled = CPU_UNROLLED_BYTES // item_bytes
+    tile = worker_stack() // CPU_STACK_SHARE // (threads * (item_bytes + (4 if segmented else 0)))
+    return min(unrolled, tile)
+
+
+def worker_stack() -> int:
+    """Bytes of stack a thread the process starts gets (glibc takes RLIMIT_STACK; 8 MiB
+    where it is unlimited or unknown, or larger)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    except (ImportError, OSError, ValueError):  # not POSIX
+        return 8 << 20
+    return 8 << 20 if soft in (resource.RLIM_INFINITY,) or soft <= 0 else min(soft, 8 << 20)
+
+
 def spec_for(
     info: DeviceInfo,
     *,
@@ -330,15 +362,19 @@ def spec_for(
     if vectors is not None:
         geo["vectors"] = vectors
     elif not info.is_gpu and geo["threads"] > 1:
-        # the CPU geometry's long rows are for one-thread workgroups (see CPU_UNROLLED_ITEMS)
-        geo["vectors"] = min(geo["vectors"], max(1, CPU_UNROLLED_ITEMS // geo["vector_width"]))
+        # the CPU geometry's long rows are for one-thread workgroups (cpu_row_items)
+        most = cpu_row_items(geo["threads"], dtype.packed_bytes, bool(segmented))
+        geo["vectors"] = min(geo["vectors"], max(1, most // geo["vector_width"]))
     items = geo["vectors"] * geo["vector_width"]
-    if not info.is_gpu and geo["threads"] > 1 and items > CPU_UNROLLED_ITEMS:
-        raise ValueError(
-            f"a CPU device's workgroup of {geo['threads']} threads takes at most {CPU_UNROLLED_ITEMS} items "
-            f"a thread (vectors x vector_width), not {items}: its tile is unrolled, and PoCL's workers crash "
-            "on longer ones; use fewer vectors, or threads=1 (the CPU default, which walks its rows in loops)"
-        )
+    if not info.is_gpu and geo["threads"] > 1:
+        most = cpu_row_items(geo["threads"], dtype.packed_bytes, bool(segmented))
+        if items > most:
+            raise ValueError(
+                f"a CPU device's workgroup of {geo['threads']} threads takes at most {most} items of "
+                f"{dtype.name} a thread (vectors x vector_width), not {items}: its tile is unrolled, and "
+                f"PoCL's compiler or its worker thread's stack fails on longer ones (the process dies); use "
+                "fewer vectors or threads, or threads=1 (the CPU default, which walks its rows in loops)"
+            )
     if min_blocks is not None:
         geo["min_blocks"] = min_blocks
     if geo["threads"] > info.max_threads:
