@@ -131,8 +131,12 @@ def test_offsets_tile_too_large_for_local_memory():
 
 
 def test_a_cpu_workgroup_of_several_threads_is_refused_a_tile_its_worker_cannot_hold():
+    if device_info("opencl").is_gpu:
+        pytest.skip("a CPU device's limit")
     with pytest.raises(ValueError, match=r"workgroup of 256 threads takes at most \d+ items of int64"):
-        jitscan.segmented_reduce(X.astype(np.int64), offsets=[0, 50, 100], threads=256, vectors=32)
+        jitscan.segmented_reduce(
+            X.astype(np.int64), offsets=[0, 50, 100], threads=256, vectors=32, backend="opencl"
+        )
 
 
 def test_vectors_wider_than_16_bytes():
@@ -227,9 +231,9 @@ def _refuse_buffers(monkeypatch, b) -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda x: jitscan.cumsum(x, dtype=np.int8),
-        lambda x: jitscan.scan(x.astype(np.int32), kind="exclusive"),
-        lambda x: jitscan.segmented_cumsum(x.astype(np.int32), flags=np.arange(x.size) % 3 == 0),
+        lambda x: jitscan.cumsum(x, dtype=np.int8, backend="opencl"),
+        lambda x: jitscan.scan(x.astype(np.int32), kind="exclusive", backend="opencl"),
+        lambda x: jitscan.segmented_cumsum(x.astype(np.int32), flags=x.cumsum() % 3 == 0, backend="opencl"),
     ],
 )
 def test_a_buffer_the_device_cannot_allocate_is_a_device_memory_error_naming_sizes_and_a_way(
@@ -256,3 +260,31 @@ def test_an_input_over_the_devices_largest_buffer_is_a_device_memory_error_not_t
     # CuPy's test_cumprod_huge_array: 2^31 + 1024 int8 values, over PoCL's 2 GiB buffers
     with pytest.raises(jitscan.DeviceMemoryError, match="allocates at most"):
         jitscan.cumprod(np.ones(2**31 + 1024, np.int8), dtype="b", backend="opencl")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("call", ["scan", "segmented"])
+def test_a_result_larger_than_the_gpus_free_memory_is_a_device_memory_error(call):
+    b = jitscan.backends.get("cupy")
+    if not b.available():
+        pytest.skip(f"needs a CUDA GPU: {b.unavailable_reason()}")
+    import gc
+
+    import cupy
+
+    gc.collect()  # an earlier case's traceback may hold its array
+    cupy.get_default_memory_pool().free_all_blocks()  # what the pool keeps is free too
+    free, total = cupy.cuda.runtime.memGetInfo()
+    n = total // 7  # int32 values that fit; their int64 scan (8 n bytes) cannot
+    if 4 * n + (1 << 30) > free:
+        pytest.skip(f"needs {4 * n / 2**30:.0f} GiB of free GPU memory, {free / 2**30:.0f} GiB free")
+    x = cupy.zeros(n, cupy.int32)
+    try:
+        with pytest.raises(jitscan.DeviceMemoryError, match=r"bytes free"):
+            if call == "scan":
+                jitscan.scan(x, dtype=cupy.int64)
+            else:
+                jitscan.segmented_scan(x, flags=x, dtype=cupy.int64)
+    finally:
+        del x
+        cupy.get_default_memory_pool().free_all_blocks()

@@ -81,7 +81,10 @@ def scan(
             remember(_SCAN_SHORTCUTS, key, p)
         if p is not None:
             # device arrays: the whole call in one function; NumPy input takes p's host path
-            result = None if type(x) is np.ndarray else p.common(x, out, None)
+            try:
+                result = None if type(x) is np.ndarray else p.common(x, out, None)
+            except Exception as exc:  # an allocation that failed, named (free until it catches)
+                p.reraise(exc, x)
             return p(x, out) if result is None else result
     return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs)
 

@@ -54,7 +54,10 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
                 remember(mine, key, p)
             if p is not None:
                 # device arrays: the whole call in one function; NumPy input takes p's host path
-                result = None if t is ndarray else p.common(x, out, None)
+                try:
+                    result = None if t is ndarray else p.common(x, out, None)
+                except Exception as exc:  # an allocation that failed, named
+                    p.reraise(exc, x)
                 return p(x, out) if result is None else result
         return run(x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
 

@@ -280,6 +280,14 @@ class PreparedScan(Programs, FieldCalls):
                 raise
             raise error from exc
 
+    def reraise(self, exc: Exception, x: Any) -> None:
+        """Raise ``exc`` again, as a DeviceMemoryError where an allocation failed (for the
+        callers of ``common``, which bypass ``__call__``)."""
+        error = self._memory_error(exc, x)
+        if error is None:
+            raise exc
+        raise error from exc
+
     def _memory_error(self, exc: Exception, x: Any) -> DeviceMemoryError | None:
         """``exc`` as a DeviceMemoryError naming the sizes, when an allocation failed."""
         queue = self.backend.queue_of(x) if self.backend.owns(x) else self.backend.queue_for(self._device)
