@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import device_info
+from conftest import FFILL, device_info
 
 import jitscan
 
@@ -254,12 +254,64 @@ def test_a_buffer_the_device_cannot_allocate_is_a_device_memory_error_naming_siz
 
 
 @pytest.mark.skipif(
-    os.environ.get("JITSCAN_HUGE") != "1", reason="needs about 10 GB of memory: JITSCAN_HUGE=1"
+    os.environ.get("JITSCAN_HUGE") != "1", reason="takes about 13 GB of memory: JITSCAN_HUGE=1"
 )
-def test_an_input_over_the_devices_largest_buffer_is_a_device_memory_error_not_the_drivers():
-    # CuPy's test_cumprod_huge_array: 2^31 + 1024 int8 values, over PoCL's 2 GiB buffers
-    with pytest.raises(jitscan.DeviceMemoryError, match="allocates at most"):
-        jitscan.cumprod(np.ones(2**31 + 1024, np.int8), dtype="b", backend="opencl")
+def test_an_input_over_the_devices_largest_buffer_is_scanned_in_pieces_as_numpy_does():
+    # CuPy's test_cumprod_huge_array: 2^31 + 1024 int8, 8 GiB as int32, past PoCL's 2 GiB buffers
+    y = jitscan.cumprod(np.ones(2**31 + 1024, np.int8), dtype="b", backend="opencl")
+    assert y.dtype == np.int8 and y.size == 2**31 + 1024 and bool((y == 1).all())
+    del y
+    x = np.broadcast_to(np.int8(1), (2**31 + 5,))
+    np.testing.assert_array_equal(jitscan.cumsum(x, dtype=np.int8), np.cumsum(x, dtype=np.int8))
+
+
+#: a largest buffer of 4 KiB, so that pieces come at small sizes
+_SMALL_BUFFERS = 4096
+_MIN = np.iinfo(np.int32).min
+
+
+@pytest.mark.parametrize(
+    "call, want",
+    [
+        (lambda x: jitscan.cumsum(x, dtype=np.int32), lambda x: np.cumsum(x, dtype=np.int32)),
+        (
+            lambda x: jitscan.cumsum(x.astype(np.int8), dtype=np.int8),
+            lambda x: np.cumsum(x.astype(np.int8), dtype=np.int8),
+        ),
+        (lambda x: jitscan.scan(x, kind="exclusive", initial=5), lambda x: np.r_[5, 5 + np.cumsum(x)[:-1]]),
+        (lambda x: jitscan.scan(x, initial=100, variant="lookback"), lambda x: 100 + np.cumsum(x)),
+        (lambda x: jitscan.reduce(x, initial=7), lambda x: 7 + x.sum()),
+        (
+            lambda x: jitscan.scan(x, "max", kind="exclusive"),
+            lambda x: np.r_[_MIN, np.maximum.accumulate(x)[:-1]],
+        ),
+        (lambda x: jitscan.scan(x, FFILL), lambda x: _ffill(x)),
+    ],
+)
+def test_a_host_input_past_the_largest_buffer_is_scanned_in_pieces_each_from_the_last(
+    monkeypatch, call, want
+):
+    b = jitscan.backends.get("opencl")
+    if not b.available() or jitscan.backends.default() is not b:
+        pytest.skip("the default backend is not OpenCL")
+    from jitscan.plan import prepared
+
+    pieces = []
+    real = prepared.PreparedScan._in_pieces
+    monkeypatch.setattr(type(b), "largest_buffer", lambda self, queue: _SMALL_BUFFERS)
+    monkeypatch.setattr(
+        prepared.PreparedScan, "_in_pieces", lambda self, *a: pieces.append(1) or real(self, *a)
+    )
+    x = np.random.default_rng(4).integers(-9, 10, 10_007).astype(np.int32)
+    x[::97] = 0
+    got = call(x)
+    assert pieces, "no pieces"
+    np.testing.assert_array_equal(got, want(x))
+
+
+def _ffill(x: np.ndarray) -> np.ndarray:
+    at = np.maximum.accumulate(np.where(x != 0, np.arange(x.size), 0))
+    return np.where(x[at] != 0, x[at], 0)
 
 
 @pytest.mark.gpu

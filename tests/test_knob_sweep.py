@@ -146,6 +146,7 @@ def test_no_knob_value_of_the_ci_slice_kills_the_process_or_scans_wrong():
 
 
 @pytest.mark.skipif(os.environ.get("JITSCAN_SWEEP") != "all", reason="the whole sweep: JITSCAN_SWEEP=all")
+@pytest.mark.timeout(6 * 3600)
 def test_no_knob_value_of_the_whole_sweep_kills_the_process_or_scans_wrong():
     cases = all_cases()
     shard, shards = (int(k) for k in os.environ.get("JITSCAN_SWEEP_SHARD", "0/1").split("/"))

@@ -257,6 +257,11 @@ class Backend(ABC):
     def owns(self, x: object) -> bool:
         """Whether ``x`` is an array of this backend."""
 
+    def largest_buffer(self, queue: Any) -> int:
+        """Bytes of the largest buffer the device of ``queue`` allocates; 0 where only its
+        free memory bounds one."""
+        return 0
+
     def memory_limit(self, exc: BaseException, queue: Any) -> tuple[str, int] | None:
         """For ``exc`` raised by the runtime because an allocation failed: what the device
         allows (a sentence) and the largest buffer in bytes it may still take; else None."""

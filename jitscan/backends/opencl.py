@@ -132,6 +132,9 @@ class OpenCLBackend(Backend):
     def owns(self, x: object) -> bool:
         return cl_array is not None and isinstance(x, cl_array.Array)
 
+    def largest_buffer(self, queue: Any) -> int:
+        return int(queue.device.max_mem_alloc_size)
+
     def memory_limit(self, exc: BaseException, queue: Any) -> tuple[str, int] | None:
         # a buffer over CL_DEVICE_MAX_MEM_ALLOC_SIZE is INVALID_BUFFER_SIZE; one the device
         # cannot place, MEM_OBJECT_ALLOCATION_FAILURE (or OUT_OF_RESOURCES, at the launch)

@@ -174,6 +174,9 @@ class PreparedScan(Programs, FieldCalls):
         )
         #: the common call (Backend.common_call), once a Python operator is verified
         self.common = _long_way if self._unverified else self._common
+        #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
+        self._largest = self.backend.largest_buffer(self._queue)
+        self._reduction: PreparedScan | None = None  # the carries of an exclusive scan in pieces
 
     # -- calls -----------------------------------------------------------------------
     def launch(
@@ -239,6 +242,11 @@ class PreparedScan(Programs, FieldCalls):
             order (the host does not wait for it).
         """
         try:  # free until it catches: a driver's allocation failure becomes DeviceMemoryError
+            if type(x) is np.ndarray and self._largest and self._plain and stats is None:
+                if x.size * max(self._itemsize, x.dtype.itemsize) > self._largest:
+                    result = self._in_pieces(x, out, initial)
+                    if result is not None:
+                        return result
             if self._unverified:
                 self.verify(x)
             carry = None
@@ -279,6 +287,46 @@ class PreparedScan(Programs, FieldCalls):
             if error is None:
                 raise
             raise error from exc
+
+    def _in_pieces(self, x: np.ndarray, out: Any, initial: Any) -> Any:
+        """A NumPy input past the device's largest buffer, scanned in pieces that fit, each
+        started from the carry of those before (``initial=``), as a Dask array's chunks are.
+        None where this scan takes no carry (reduce-then-scan, deterministic scans): the call
+        then fails as the device does, with a DeviceMemoryError saying how to split it."""
+        if self.variant not in CHAINED or self.knobs.get("deterministic"):
+            return None
+        width = max(self._itemsize, x.dtype.itemsize)
+        piece = 1 << ((self._largest // (2 * width)).bit_length() - 1)  # at most half the largest
+        flat = x.reshape(-1)
+        n, carry = flat.size, initial
+        if self._reduce:
+            for at in range(0, n, piece):
+                carry = self(flat[at : at + piece], initial=carry)
+            if out is None:
+                return carry
+            out[0] = carry
+            return out
+        res = np.empty(n, self._np) if out is None else out
+        for at in range(0, n, piece):
+            part = flat[at : at + piece]
+            self(part, res[at : at + piece], initial=carry)
+            if at + piece >= n:
+                break
+            if self.kind == "inclusive":
+                carry = res[at + piece - 1 : at + piece].copy()
+            else:  # an exclusive scan's carry is everything so far: the carry and this piece reduced
+                if self._reduction is None:
+                    self._reduction = PreparedScan(
+                        self.dtype.name,
+                        self.monoid,
+                        kind="reduce",
+                        variant=self.variant,
+                        backend=self.backend.name,
+                        device=self._device,
+                        **self.knobs,
+                    )
+                carry = self._reduction(part, initial=carry)
+        return res
 
     def reraise(self, exc: Exception, x: Any) -> None:
         """Raise ``exc`` again, as a DeviceMemoryError where an allocation failed (for the
