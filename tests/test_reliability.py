@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +15,7 @@ import pytest
 import jitscan
 from jitscan import backends
 from jitscan.backends import opencl, opencl_devices, opencl_programs
-from jitscan.plan import prepared
+from jitscan.plan import prepared, tuning
 
 
 def _rss_mib() -> float:
@@ -400,3 +403,51 @@ def test_a_prepared_scan_grows_the_scratch_the_backend_holds_once_its_queues_ent
     last = [args for queue, args in fired if queue is q][-1]
     ctrl = last[1]  # after the arrays: (n, ctrl, kind, epoch)
     assert ctrl.size >= need
+
+
+#: builds tests/fixtures/pocl_inliner_crash.cl with -DP=argv[2] on the PoCL whose version
+#: holds argv[1], and launches it once (PoCL builds the work-group function there)
+_INLINER_RUN = """
+import sys, numpy as np, pyopencl as cl
+src, release, p = open(sys.argv[3]).read(), sys.argv[1], sys.argv[2]
+(dev,) = [d for pl in cl.get_platforms() if release in pl.version for d in pl.get_devices()][:1]
+ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
+prg = cl.Program(ctx, src).build(options=f"-DP={p}")
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 1 << 20)
+cl.enqueue_fill_buffer(q, buf, np.uint8(0), 0, 1 << 20)
+prg.k(q, (2,), (2,), buf, np.uint64(0), buf); q.finish()
+print("ran")
+"""
+
+
+def _pocl_releases() -> list[str]:
+    cl = pytest.importorskip("pyopencl")
+    try:
+        versions = [p.version for p in cl.get_platforms()]
+    except cl.Error:
+        versions = []
+    return [r for r in ("PoCL 3.0", "PoCL 3.1") if any(r in v for v in versions)]
+
+
+def test_the_pocl_compiler_fault_the_cpu_row_limit_keeps_clear_of_shows_on_a_minimal_kernel():
+    # 128 pairs of longs a work-item (2 KiB) kill the process in LLVM's inliner; 64 (1 KiB,
+    # the limit jitscan keeps to) build and run. A PoCL that builds both has fixed it: then
+    # tuning.CPU_UNROLLED_BYTES may grow
+    releases = _pocl_releases()
+    if not releases:
+        pytest.skip("no PoCL 3.0 or 3.1 here")
+    kernel = Path(__file__).parent / "fixtures" / "pocl_inliner_crash.cl"
+    env = {**os.environ, "PYOPENCL_NO_CACHE": "1", "POCL_KERNEL_CACHE": "0"}
+    for release in releases:
+        said = {}
+        for p in (128, 64):
+            run = subprocess.run(
+                [sys.executable, "-c", _INLINER_RUN, release, str(p), str(kernel)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            said[p] = run.returncode
+        assert said[128] < 0 and said[64] == 0, f"{release}: exit {said[128]} at P=128, {said[64]} at P=64"
+        assert tuning.CPU_UNROLLED_BYTES <= 64 * 2 * 8
