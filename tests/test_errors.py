@@ -346,3 +346,23 @@ def test_a_result_larger_than_the_gpus_free_memory_is_a_device_memory_error(call
     finally:
         del x
         cupy.get_default_memory_pool().free_all_blocks()
+
+
+def test_a_segmented_scan_refuses_vectors_of_more_than_16_items_of_any_value():
+    pair = jitscan.operator(lambda x, y: (x[0] + y[0], x[1] + y[1]), identity=(0, 0.0))
+    v = np.arange(100, dtype=np.int32)
+    with pytest.raises(ValueError, match="vectors hold at most 16 items, not vector_width=32"):
+        jitscan.segmented_scan((v, v.astype(np.float64)), offsets=[0, 50, 100], op=pair, vector_width=32)
+
+
+def test_a_segmented_item_on_a_cpu_workgroup_counts_its_head_and_a_tuple_its_padded_struct():
+    if device_info("opencl").is_gpu:
+        pytest.skip("a CPU device's limit")
+    v = np.arange(100, dtype=np.int64)
+    # 128 int64 a thread ran flat and killed PoCL by offsets: 16 bytes an item there
+    with pytest.raises(ValueError, match="at most 64 items of int64 a thread"):
+        jitscan.segmented_scan(v, offsets=[0, 50, 100], threads=2, vectors=64, backend="opencl")
+    np.testing.assert_array_equal(  # the default shrinks to fit, in a power of two of vectors
+        jitscan.segmented_scan(v, offsets=[0, 50, 100], threads=2, backend="opencl"),
+        np.r_[np.cumsum(v[:50]), np.cumsum(v[50:])],
+    )

@@ -343,5 +343,7 @@ def test_fuzz_rendered_expressions_run_on_the_values_where_c_traps_without_killi
     # divisions first: the traps are there
     found.sort(key=lambda e: -("/" in e or "%" in e))
     said = _run_rendered(dtype, found)
+    divisions = sum("/" in e or "%" in e for e in found)
+    print(f"fuzz {dtype}: {len(found)} rendered texts ({divisions} dividing), {said}")
     # a text C does not type (a float shifted) fails to build, as a CompileError would
     assert said["ran"] == said["built"] > 0, said

@@ -297,10 +297,12 @@ def default_spin_limit(info: DeviceInfo, variant: str) -> int:
 def cpu_row_items(threads: int, item_bytes: int, segmented: bool) -> int:
     """Items a thread of a CPU workgroup of ``threads`` (more than one) may hold: within
     CPU_UNROLLED_BYTES a thread, and the whole tile within the worker's stack share
-    (CPU_STACK_SHARE; a segmented item counts its head too). 0 where not even one fits."""
-    unrolled = CPU_UNROLLED_BYTES // item_bytes
-    tile = worker_stack() // CPU_STACK_SHARE // (threads * (item_bytes + (4 if segmented else 0)))
-    return min(unrolled, tile)
+    (CPU_STACK_SHARE). ``item_bytes`` is a value's in registers (a tuple's struct, padded);
+    a segmented item counts 8 bytes more (its head and its segment's start or flag: scans by
+    offsets of 1 KiB of int64 a thread, and tuples of int32 and float64 by flags at 64 a thread,
+    crashed PoCL's compiler as the flat rows of 2 KiB do). 0 where not even one fits."""
+    item = item_bytes + (8 if segmented else 0)
+    return min(CPU_UNROLLED_BYTES // item, worker_stack() // CPU_STACK_SHARE // (threads * item))
 
 
 def worker_stack() -> int:
@@ -363,11 +365,12 @@ def spec_for(
         geo["vectors"] = vectors
     elif not info.is_gpu and geo["threads"] > 1:
         # the CPU geometry's long rows are for one-thread workgroups (cpu_row_items)
-        most = cpu_row_items(geo["threads"], dtype.packed_bytes, bool(segmented))
-        geo["vectors"] = min(geo["vectors"], max(1, most // geo["vector_width"]))
+        most = cpu_row_items(geo["threads"], dtype.itemsize, bool(segmented))
+        fit = max(1, most // geo["vector_width"])
+        geo["vectors"] = min(geo["vectors"], 1 << (fit.bit_length() - 1))  # a power of two
     items = geo["vectors"] * geo["vector_width"]
     if not info.is_gpu and geo["threads"] > 1:
-        most = cpu_row_items(geo["threads"], dtype.packed_bytes, bool(segmented))
+        most = cpu_row_items(geo["threads"], dtype.itemsize, bool(segmented))
         if items > most:
             raise ValueError(
                 f"a CPU device's workgroup of {geo['threads']} threads takes at most {most} items of "
