@@ -138,10 +138,11 @@ class OpenCLBackend(Backend):
     def memory_limit(self, exc: BaseException, queue: Any) -> tuple[str, int] | None:
         # a buffer over CL_DEVICE_MAX_MEM_ALLOC_SIZE is INVALID_BUFFER_SIZE; one the device
         # cannot place, MEM_OBJECT_ALLOCATION_FAILURE (or OUT_OF_RESOURCES, at the launch)
-        failed = {"INVALID_BUFFER_SIZE", "MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_HOST_MEMORY"}
         if cl is None or not isinstance(exc, cl.Error):
             return None
-        if not isinstance(exc, cl.MemoryError) and not any(code in str(exc) for code in failed):
+        codes = cl.status_code
+        failed = (codes.INVALID_BUFFER_SIZE, codes.MEM_OBJECT_ALLOCATION_FAILURE, codes.OUT_OF_HOST_MEMORY)
+        if not isinstance(exc, cl.MemoryError) and exc.code not in failed:
             return None
         dev = queue.device
         largest = int(dev.max_mem_alloc_size)

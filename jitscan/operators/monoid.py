@@ -20,22 +20,6 @@ from . import expression
 
 Number = int | float
 
-#: the names a ``combine`` expression may use (the grammar is :mod:`.expression`'s)
-COMBINE_NAMES = expression.NAMES
-COMBINE_LIMIT = expression.COMBINE_LIMIT
-
-
-def check_combine(name: str, combine: str) -> str:
-    """The C the kernels get for ``combine``, or ValueError naming what is refused.
-
-    The text is parsed against the grammar of an expression over ``a`` and ``b``
-    (:mod:`jitscan.operators.expression`): operands, number literals, C's operators on
-    values, ``?:``, casts to value types and calls of the functions of
-    :data:`expression.FUNCTIONS`. Nothing that names memory, writes, or ends the
-    expression parses; integer division and remainder are rendered so that they cannot trap.
-    """
-    return expression.render(name, combine)
-
 
 def check_identity(name: str, identity: object) -> tuple:
     """The identity as sorted (dtype name or ``"*"``, number) items, or an error naming what is wrong.
@@ -127,7 +111,8 @@ class Monoid:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"monoid name must be a C identifier, got {self.name!r}")
-        object.__setattr__(self, "_expression", check_combine(self.name, self.combine))
+        # parsed against the grammar of an expression over a and b (operators.expression)
+        object.__setattr__(self, "_expression", expression.render(self.name, self.combine))
         object.__setattr__(self, "_identity_items", check_identity(self.name, self.identity))
 
     def __hash__(self) -> int:  # identity may be an unhashable mapping

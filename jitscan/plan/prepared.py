@@ -18,11 +18,10 @@ import numpy as np
 from .. import backends, variants
 from ..backends.base import Backend
 from ..dtypes import INPUTS, Record, loaded_as, value_type
-from ..errors import DeviceMemoryError
 from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments, offsets_ok
-from . import arrays, tuned, tuning
+from . import arrays, pieces, tuned, tuning
 from .fields import FieldCalls
 from .knobs import KNOBS, LAUNCH_KNOBS, check_knobs
 from .programs import QUEUE_ENTRIES, Programs, make_room
@@ -283,77 +282,19 @@ class PreparedScan(Programs, FieldCalls):
                     return result
             return self._call(x, out, flags, offsets, row_len, stats, initial, carry)
         except Exception as exc:
-            error = self._memory_error(exc, x)
-            if error is None:
-                raise
-            raise error from exc
+            self.reraise(exc, x)
 
     def _in_pieces(self, x: np.ndarray, out: Any, initial: Any) -> Any:
-        """A NumPy input past the device's largest buffer, scanned in pieces that fit, each
-        started from the carry of those before (``initial=``), as a Dask array's chunks are.
-        None where this scan takes no carry (reduce-then-scan, deterministic scans): the call
-        then fails as the device does, with a DeviceMemoryError saying how to split it."""
-        if self.variant not in CHAINED or self.knobs.get("deterministic"):
-            return None
-        width = max(self._itemsize, x.dtype.itemsize)
-        piece = 1 << ((self._largest // (2 * width)).bit_length() - 1)  # at most half the largest
-        flat = x.reshape(-1)
-        n, carry = flat.size, initial
-        if self._reduce:
-            for at in range(0, n, piece):
-                carry = self(flat[at : at + piece], initial=carry)
-            if out is None:
-                return carry
-            out[0] = carry
-            return out
-        res = np.empty(n, self._np) if out is None else out
-        for at in range(0, n, piece):
-            part = flat[at : at + piece]
-            self(part, res[at : at + piece], initial=carry)
-            if at + piece >= n:
-                break
-            if self.kind == "inclusive":
-                carry = res[at + piece - 1 : at + piece].copy()
-            else:  # an exclusive scan's carry is everything so far: the carry and this piece reduced
-                if self._reduction is None:
-                    self._reduction = PreparedScan(
-                        self.dtype.name,
-                        self.monoid,
-                        kind="reduce",
-                        variant=self.variant,
-                        backend=self.backend.name,
-                        device=self._device,
-                        **self.knobs,
-                    )
-                carry = self._reduction(part, initial=carry)
-        return res
+        """A NumPy input past the device's largest buffer, in pieces (plan.pieces)."""
+        return pieces.in_pieces(self, x, out, initial)
 
     def reraise(self, exc: Exception, x: Any) -> None:
-        """Raise ``exc`` again, as a DeviceMemoryError where an allocation failed (for the
-        callers of ``common``, which bypass ``__call__``)."""
-        error = self._memory_error(exc, x)
+        """Raise ``exc`` again, as a DeviceMemoryError where an allocation failed (also for
+        the callers of ``common``, which bypass ``__call__``)."""
+        error = pieces.memory_error(self, exc, x)
         if error is None:
             raise exc
         raise error from exc
-
-    def _memory_error(self, exc: Exception, x: Any) -> DeviceMemoryError | None:
-        """``exc`` as a DeviceMemoryError naming the sizes, when an allocation failed."""
-        queue = self.backend.queue_of(x) if self.backend.owns(x) else self.backend.queue_for(self._device)
-        limit = self.backend.memory_limit(exc, queue)
-        if limit is None:
-            return None
-        said, largest = limit
-        n = int(np.size(x)) if not isinstance(x, tuple) else int(np.size(x[0]))
-        width = max(self.dtype.packed_bytes, int(getattr(getattr(x, "dtype", None), "itemsize", 0) or 0))
-        piece = max(1, largest // max(1, 2 * width))
-        piece = 1 << (piece.bit_length() - 1)  # a power of two, at most half the room
-        what = "a reduction" if self.kind == "reduce" else f"an {self.kind} scan"
-        return DeviceMemoryError(
-            f"{what} of {n:,} elements of {self.dtype.name} needs "
-            f"buffers of {n * width:,} bytes: {said}. Scan it in pieces: as a Dask array of smaller chunks "
-            f"(dask.array.from_array(x, chunks={piece})), or in calls of at most {piece:,} elements, "
-            "each given initial= the last value of the one before"
-        )
 
     def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
         """The common segmented call on a CPU device: a scan by offsets of NumPy arrays the

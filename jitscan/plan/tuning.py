@@ -363,21 +363,20 @@ def spec_for(
         geo["vector_width"] = vector_width
     if vectors is not None:
         geo["vectors"] = vectors
-    elif not info.is_gpu and geo["threads"] > 1:
+    cpu_rows = not info.is_gpu and geo["threads"] > 1
+    most = cpu_row_items(geo["threads"], dtype.itemsize, bool(segmented)) if cpu_rows else 0
+    if vectors is None and cpu_rows:
         # the CPU geometry's long rows are for one-thread workgroups (cpu_row_items)
-        most = cpu_row_items(geo["threads"], dtype.itemsize, bool(segmented))
         fit = max(1, most // geo["vector_width"])
         geo["vectors"] = min(geo["vectors"], 1 << (fit.bit_length() - 1))  # a power of two
     items = geo["vectors"] * geo["vector_width"]
-    if not info.is_gpu and geo["threads"] > 1:
-        most = cpu_row_items(geo["threads"], dtype.itemsize, bool(segmented))
-        if items > most:
-            raise ValueError(
-                f"a CPU device's workgroup of {geo['threads']} threads takes at most {most} items of "
-                f"{dtype.name} a thread (vectors x vector_width), not {items}: its tile is unrolled, and "
-                f"PoCL's compiler or its worker thread's stack fails on longer ones (the process dies); use "
-                "fewer vectors or threads, or threads=1 (the CPU default, which walks its rows in loops)"
-            )
+    if cpu_rows and items > most:
+        raise ValueError(
+            f"a CPU device's workgroup of {geo['threads']} threads takes at most {most} items of "
+            f"{dtype.name} a thread (vectors x vector_width), not {items}: its tile is unrolled, and "
+            f"PoCL's compiler or its worker thread's stack fails on longer ones (the process dies); use "
+            "fewer vectors or threads, or threads=1 (the CPU default, which walks its rows in loops)"
+        )
     if min_blocks is not None:
         geo["min_blocks"] = min_blocks
     if geo["threads"] > info.max_threads:
