@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from jitscan.backends.base import Backend, Build, DeviceInfo, Program, Scratch
+from jitscan.backends.base import Alarm, Backend, Build, DeviceInfo, Program, Scratch
 
 #: a GPU as the tuning sees one: shuffles, 64-bit atomics, float64
 GPU = DeviceInfo(
@@ -157,6 +157,7 @@ class RecordingBackend(Backend):
         #: words read_u32 returns from a scratch buffer of each slot (zeros elsewhere)
         self.planted: dict[str, np.ndarray] = {}
         self._scratch: dict[tuple[Queue, str], Scratch] = {}
+        self._alarms: dict[Queue, Alarm] = {}
 
     # -- what a test reads ---------------------------------------------------------
     def launches(self) -> list[Launch]:
@@ -182,6 +183,11 @@ class RecordingBackend(Backend):
 
     def clear(self) -> None:
         self.log.clear()
+
+    def ring(self, word: int, queue: Queue | None = None) -> None:
+        """As a kernel that found bad offsets: the alarm's flag seen by the host, ``word`` on its word."""
+        self.alarm(queue or self.default_queue)._host[0] = 1
+        self.plant("alarm-word", [word])
 
     # -- Backend ---------------------------------------------------------------------
     def available(self) -> bool:
@@ -238,6 +244,18 @@ class RecordingBackend(Backend):
             s.replace(Buffer(max(nbytes, 64), slot), max(nbytes, 64))
         self.log.append(("scratch", slot, nbytes, s.buf, fresh))
         return s
+
+    def alarm(self, queue: Any) -> Alarm:
+        made = self._alarms.get(queue)
+        if made is None:
+            word, flag = Buffer(4, "alarm-word"), Buffer(4, "alarm-flag")
+
+            def reset() -> None:
+                self.log.append(("zero", word, 4))
+                self.planted.pop("alarm-word", None)
+
+            made = self._alarms[queue] = Alarm(word, flag, np.zeros(1, np.uint32), reset)
+        return made
 
     def zero(self, buf: Buffer, nbytes: int | None, queue: Any) -> None:
         self.log.append(("zero", buf, nbytes))

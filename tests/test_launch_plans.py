@@ -139,11 +139,14 @@ def test_rts_reduction_by_offsets_finds_first_segments_stages_tiles_and_fixes_up
     tiles, nseg = 2 * spec.threads, 1000
     p = Plan(rb, spec, tiles * spec.tile - 1, length=nseg)
     offsets = Array((nseg + 1,), np.uint64)
-    p(LaunchArgs("reduce"), Segments(offsets=offsets))
+    p(LaunchArgs("reduce"), Segments(offsets=offsets, checked=True))
     first, spine, carry = (rb.scratch_buffer(slot) for slot in ("seg-first", "spine", "carry"))
     src, dst, n = p.src.buf, p.dst.buf, p.n
+    alarm = rb.alarm(rb.default_queue)
+    word = alarm.word
+    pre = (offsets.buf, nseg, n, first, word, alarm.flag, 0)  # checked on the host: no check here
     assert rb.launches() == [
-        Launch(SEG_FIRST, ceil_div(tiles + 1, spec.threads), (offsets.buf, nseg, n, first)),
+        Launch(SEG_FIRST, ceil_div(tiles + 1, spec.threads), pre),
         Launch(REDUCE, tiles, (src, IN_OFF, n, spine, dst, OUT_OFF, carry, offsets.buf, first, nseg)),
         Launch(SPINE, 1, (spine, tiles, dst, OUT_OFF, KIND_CODES["reduce"])),
         Launch(FIXUP, ceil_div(tiles, spec.threads), (spine, carry, dst, OUT_OFF, tiles, first)),
@@ -167,10 +170,19 @@ def test_one_thread_tiles_by_offsets_find_their_first_segments_without_the_pre_p
     assert "#define JS_SEARCH_SEGMENTS 1" in variants.get("fallback").source(spec, "opencl")
     p = Plan(rb, spec, 4 * spec.tile)
     offsets = Array((8,), np.uint64)
-    p(seg=Segments(offsets=offsets))
+    alarm = rb.alarm(rb.default_queue)
+    p(seg=Segments(offsets=offsets, checked=True))
     (launch,) = rb.launches()
     assert launch.entry == chained.KERNEL and launch.args[-3:] == (offsets.buf, offsets.buf, 7)
     assert "seg-first" not in {e[0] for e in rb.events("scratch")}
+    # device offsets, not checked on the host: the check alone runs first
+    rb.clear()
+    p(seg=Segments(offsets=offsets))
+    check, launch = rb.launches()
+    assert check == Launch(
+        segments.CHECK_OFFSETS, 8 // spec.threads, (offsets.buf, 7, p.n, alarm.word, alarm.flag)
+    )
+    assert launch.entry == chained.KERNEL
     # a reduction that stages its tiles reads the table: it keeps the pre-pass
     staged = tuning.spec_for(CPU, variant="rts", kind="reduce", dtype=int32, monoid=add, segmented="offsets")
     assert staged.stages_tile and not staged.searches_segments
@@ -200,9 +212,10 @@ def test_rts_scan_by_offsets_runs_the_pre_pass_then_both_tile_passes_with_the_se
     offsets = Array((8,), np.uint64)
     p(seg=Segments(offsets=offsets))
     first, spine = rb.scratch_buffer("seg-first"), rb.scratch_buffer("spine")
+    alarm = rb.alarm(rb.default_queue)
     seg = (offsets.buf, first, 7)
     assert rb.launches() == [
-        Launch(SEG_FIRST, 1, (offsets.buf, 7, p.n, first)),
+        Launch(SEG_FIRST, 1, (offsets.buf, 7, p.n, first, alarm.word, alarm.flag, 1)),
         Launch(REDUCE, 4, (p.src.buf, IN_OFF, p.n, spine, *seg)),
         Launch(SPINE, 1, (spine, 4, p.dst.buf, OUT_OFF, KIND_CODES["inclusive"])),
         Launch(SCAN, 4, (p.src.buf, IN_OFF, p.dst.buf, OUT_OFF, p.n, spine, KIND_CODES["inclusive"], *seg)),
@@ -468,24 +481,20 @@ def test_every_launch_names_an_entry_point_of_the_build_with_its_declared_argume
             assert launch.groups == 1, launch.entry
 
 
-def test_device_offsets_are_checked_by_one_launch_and_one_word_read_back(rb):
+def test_device_offsets_are_checked_by_the_pre_pass_and_nothing_is_read_back(rb):
+    # the pre-pass covers every offset as well as every tile, and the host waits for nothing
     spec = spec_of("fallback", segmented="offsets")
-    bound = variants.get("fallback").bind(spec, rb, rb.default_queue)
-    offsets, n, nseg = Array((300,), np.uint64), 10_000, 299
-    q = rb.default_queue
-    assert segments.offsets_ok(bound, q, offsets, n)
-    rb.plant("offsets-check", [1])
-    rb.clear()
-    assert not segments.offsets_ok(bound, q, offsets, n)
-    bad = rb.scratch_buffer("offsets-check")
-    assert around_launches(rb) == [
-        ("zero", bad, 4),
-        (
-            "launch",
-            Launch(segments.CHECK_OFFSETS, ceil_div(nseg + 1, spec.threads), (offsets.buf, nseg, n, bad)),
-        ),
-        ("read_u32", bad, 1),
-    ]
+    offsets, nseg = Array((3000,), np.uint64), 2999
+    p = Plan(rb, spec, 4 * spec.tile)
+    p(seg=Segments(offsets=offsets))
+    alarm, first = rb.alarm(rb.default_queue), rb.scratch_buffer("seg-first")
+    pre, scan = rb.launches()
+    items = max(4, nseg) + 1
+    assert pre == Launch(
+        SEG_FIRST, ceil_div(items, spec.threads), (offsets.buf, nseg, p.n, first, alarm.word, alarm.flag, 1)
+    )
+    assert scan.entry == chained.KERNEL and scan.args[-3:] == (offsets.buf, first, nseg)
+    assert rb.events("read_u32") == []
 
 
 # -- prepared scans ------------------------------------------------------------------
@@ -785,7 +794,7 @@ def test_a_scan_given_no_variant_stays_chained_at_every_size(registered):
         assert entries_of_a_call(rb, scan, 10**8) == [chained.KERNEL]
 
 
-def test_device_offsets_are_checked_on_the_device_before_the_segmented_reduction(registered):
+def test_device_offsets_are_checked_on_the_device_without_a_wait(registered):
     rb = registered
     scan = jitscan.plan("int32", kind="reduce", backend="recording", segmented="offsets")
     x, offsets = Array((50_000,), np.int32), Array((101,), np.int64)
@@ -793,21 +802,38 @@ def test_device_offsets_are_checked_on_the_device_before_the_segmented_reduction
     rb.clear()
     y = scan(x, offsets=offsets)
     assert y.shape == (100,)
-    bad = rb.scratch_buffer("offsets-check")
     launched = [launch.entry for launch in rb.launches()]
-    assert launched[0] == segments.CHECK_OFFSETS and SEG_FIRST in launched[1:]
-    # the check's one word comes back before the scan is enqueued
-    assert rb.events("read_u32") == [(bad, 1)]
-    assert [e[0] for e in around_launches(rb)][:3] == ["zero", "launch", "read_u32"]
+    assert launched[0] == SEG_FIRST and segments.CHECK_OFFSETS not in launched
+    assert rb.events("read_u32") == []  # nothing comes back: the call does not wait
 
 
-def test_device_offsets_that_fail_the_device_check_are_refused(registered):
+def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_the_queue(registered):
     rb = registered
     scan = jitscan.plan("int32", kind="reduce", backend="recording", segmented="offsets")
-    rb.plant("offsets-check", [1])
-    with pytest.raises(ValueError, match="offsets"):
-        scan(Array((50_000,), np.int32), offsets=Array((101,), np.int64))
-    assert [launch.entry for launch in rb.launches()] == [segments.CHECK_OFFSETS]
+    x, offsets = Array((50_000,), np.int32), Array((101,), np.int64)
+    scan(x, offsets=offsets)  # the kernels found offsets[7] < offsets[6]: rule 1 at index 7
+    rb.ring(0xFFFFFFFF - (7 * 4 + 1))
+    rb.clear()
+    with pytest.raises(ValueError, match=r"earlier call.*offsets\[7\] < offsets\[6\]"):
+        scan(x, offsets=offsets)
+    assert rb.launches() == []  # raised before anything was enqueued
+    word = rb.alarm(rb.default_queue).word
+    assert ("zero", word, 4) in rb.log  # the alarm is cleared: the next call runs
+    rb.clear()
+    scan(x, offsets=offsets)
+    assert SEG_FIRST in [launch.entry for launch in rb.launches()]
+
+
+def test_check_now_waits_for_the_check_and_raises_at_the_call(registered):
+    rb = registered
+    scan = jitscan.plan("int32", backend="recording", segmented="offsets", check="now")
+    x, offsets = Array((50_000,), np.int32), Array((101,), np.int64)
+    rb.plant("alarm-word", [0xFFFFFFFF - (100 * 4 + 2)])
+    # the call's offsets read back, checked as host offsets are: the same message, values named
+    with pytest.raises(ValueError, match=r"must end at n == 50000: offsets\[100\] == 0") as raised:
+        scan(x, offsets=offsets)
+    assert "earlier" not in str(raised.value)
+    assert rb.events("read_u32")[-1] == (rb.alarm(rb.default_queue).word, 1)
 
 
 @pytest.mark.parametrize("variant", CHAINED)

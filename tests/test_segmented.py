@@ -384,13 +384,47 @@ BAD_OFFSETS = [
 
 
 @pytest.mark.parametrize(("offsets", "message"), BAD_OFFSETS)
-def test_bad_device_offsets_are_caught_on_the_device_with_the_same_message(backend, offsets, message):
+def test_bad_device_offsets_raise_at_the_call_with_the_host_checks_message_given_check_now(
+    backend, offsets, message
+):
     b = backends.get(backend)
     q = b.queue_of(None)
     with pytest.raises(ValueError, match=message):
-        jitscan.segmented_cumsum(b.to_device(X, q), offsets=b.to_device(offsets, q))
+        jitscan.segmented_cumsum(b.to_device(X, q), offsets=b.to_device(offsets, q), check="now")
     with pytest.raises(ValueError, match=message):
-        jitscan.segmented_reduce(b.to_device(X, q), offsets=b.to_device(offsets.astype(np.int32), q))
+        d_off = b.to_device(offsets.astype(np.int32), q)
+        jitscan.segmented_reduce(b.to_device(X, q), offsets=d_off, check="now")
+
+
+#: js_check_offset's words for BAD_OFFSETS: the first bad index and the rule it breaks
+DEVICE_WORDS = [
+    r"start at 0: offsets\[0\] != 0",
+    r"end at n == n: offsets\[2\] != n",
+    r"non-decreasing: offsets\[2\] < offsets\[1\]",
+    r"non-decreasing: offsets\[1\] < offsets\[0\]",
+]
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"), list(zip([o for o, _ in BAD_OFFSETS], DEVICE_WORDS, strict=True))
+)
+def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_their_queue(backend, offsets, message):
+    # the call itself does not wait for the check: the next call by offsets on the queue
+    # raises, naming the earlier call's first bad index, and the one after runs
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    x, good = b.to_device(X, q), b.to_device(np.array([0, 4, 10]), q)
+    wrong = jitscan.segmented_cumsum(x, offsets=b.to_device(offsets, q))
+    assert b.to_host(wrong).shape == X.shape  # a result of the right shape, not a scan: waits too
+    with pytest.raises(ValueError, match="earlier call on this queue.*" + message):
+        jitscan.segmented_cumsum(x, offsets=good)
+    got = jitscan.segmented_cumsum(x, offsets=good)
+    np.testing.assert_array_equal(b.to_host(got), np.r_[np.cumsum(X[:4]), np.cumsum(X[4:])])
+    for bad in (offsets, offsets.astype(np.int32)):  # int32 offsets: converted on the device
+        jitscan.segmented_reduce(x, offsets=b.to_device(bad, q))
+        b.to_host(x)
+        with pytest.raises(ValueError, match="earlier call on this queue.*" + message):
+            jitscan.segmented_reduce(x, offsets=good)
 
 
 def test_device_offsets_stay_on_the_device(backend, rng):

@@ -186,6 +186,60 @@ class Scratch:
         self.buf, self.nbytes, self._owner, self.epoch = buf, nbytes, owner, 0
 
 
+class Alarm:
+    """Two words of one queue that kernels set and the host reads.
+
+    ``word`` is a device word kernels set (what it holds is the caller's; it stays until
+    :meth:`clear`). ``flag`` is a word the same kernels set that the host reads without
+    waiting for the device (:meth:`rung`): host memory the device writes (CUDA's pinned
+    memory, a CPU device's host buffer), or a device word copied back behind each launch
+    that may set it (:meth:`watch`). A backend only makes them: what they mean is the
+    caller's.
+    """
+
+    __slots__ = ("word", "flag", "_host", "_owner", "_copy", "_pending", "_reset")
+
+    def __init__(
+        self,
+        word: Any,
+        flag: Any,
+        host: np.ndarray,
+        reset: Callable[[], None],
+        owner: Any = None,
+        copy: Callable[[], Callable[[], bool]] | None = None,
+    ) -> None:
+        self.word, self.flag = word, flag
+        #: ``reset()`` zeroes both words on the device, in queue order
+        self._reset = reset
+        #: the flag as the host sees it: the word itself, or where ``copy`` puts it
+        self._host = host
+        self._owner = owner  # keeps the words' memory alive
+        #: ``copy()`` enqueues a copy of the flag into ``_host`` and returns its completion
+        #: test; None where the host sees the flag itself
+        self._copy = copy
+        self._pending: Any = None
+
+    def rung(self) -> bool:
+        """Whether a kernel has set the flag, as far as the host has seen yet (never waits)."""
+        pending = self._pending
+        if pending is not None:
+            if not pending():
+                return False  # the copy has not run: what it brings is still to come
+            self._pending = None
+        return bool(self._host[0])
+
+    def watch(self) -> None:
+        """After a launch that may set the flag: have the host see it (a copy where needed)."""
+        if self._copy is not None and self._pending is None:
+            self._pending = self._copy()
+
+    def clear(self) -> None:
+        """Both words back to 0 (the caller has read what it needs: the device is idle)."""
+        self._pending = None
+        self._reset()
+        self._host[0] = 0
+
+
 class Program(ABC):
     """A compiled program on one device."""
 
@@ -429,6 +483,10 @@ class Backend(ABC):
         ``variants.base.LOCK``: the table of scratch changes here (a new entry may drop the
         oldest queue's), and a launch sequence keeps the lock while it uses the buffer.
         """
+
+    def alarm(self, queue: Any) -> Alarm:
+        """The :class:`Alarm` of ``queue``: made on first use (both words 0), one object for good."""
+        raise NotImplementedError(f"{self.name} has no alarm words")
 
     @abstractmethod
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:

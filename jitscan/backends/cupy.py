@@ -25,7 +25,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Backend, Build, DeviceInfo, Once, Program, Scratch, build_failure
+from .base import Alarm, Backend, Build, DeviceInfo, Once, Program, Scratch, build_failure
 
 try:  # optional dependency
     import cupy
@@ -245,6 +245,8 @@ class CupyBackend(Backend):
         self._ring: Any = None
         self._ring_events: list = []
         self._ring_next = 0
+        #: (device, stream) -> (the queue, its Alarm), bounded like _scratch
+        self._alarms: dict[tuple, tuple[CudaQueue, Alarm]] = {}
 
     def available(self) -> bool:
         if self._available is None:
@@ -482,6 +484,30 @@ class CupyBackend(Backend):
             self._sizes[held.data.ptr] = held.nbytes
             self.zero(s.buf, None, queue)
         return s
+
+    def alarm(self, queue: CudaQueue) -> Alarm:
+        key = (queue.device, queue.ptr)
+        held = self._alarms.get(key)
+        if held is not None and held[0] is queue:
+            return held[1]
+        while len(self._alarms) >= QUEUE_LIMIT:
+            del self._alarms[next(iter(self._alarms))]
+        with cupy.cuda.Device(queue.device):
+            word = cupy.empty(1, np.uint32)
+        # the flag in pinned host memory, which kernels write through its own address
+        # (unified addressing): the host reads it with no copy and no wait
+        pinned = cupy.cuda.alloc_pinned_memory(4)
+        host = np.frombuffer(pinned, np.uint32, 1)
+        host[0] = 0
+        ptr, stream = word.data.ptr, queue.ptr
+
+        def reset() -> None:
+            cupy.cuda.runtime.memsetAsync(ptr, 0, 4, stream)
+
+        reset()
+        made = Alarm(ptr, pinned.ptr, host, reset, owner=(word, pinned))
+        self._alarms[key] = (queue, made)
+        return made
 
     def zero(self, buf: int, nbytes: int | None, queue: CudaQueue) -> None:
         size = self._sizes[buf] if nbytes is None else nbytes

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError
 from . import clock
-from .base import Backend, Build, DeviceInfo, Once, Scratch, address
+from .base import Alarm, Backend, Build, DeviceInfo, Once, Scratch, address
 from .opencl_devices import in_thread_sibling, pick_device, pocl_release
 from .opencl_programs import GATHER, CLProgram, build_program, compile_program
 
@@ -106,6 +106,8 @@ class OpenCLBackend(Backend):
         self._polls: dict[int, bool] = {}
         #: per device: the queue of its single-thread sibling, or None (host_sibling)
         self._siblings: dict[int, Any] = {}
+        #: (queue pointer) -> (the queue, its Alarm), bounded like _scratch
+        self._alarms: dict[int, tuple[Any, Any]] = {}
         #: threads meeting a fresh backend at once make one default queue, one device info
         #: (a probe build on NVIDIA), one build of each program, one pool and sibling a queue
         self._once = Once()
@@ -478,6 +480,37 @@ class OpenCLBackend(Backend):
             s.replace(buf, buf.size)
             self.zero(buf, buf.size, queue)
         return s
+
+    def alarm(self, queue: Any) -> Alarm:
+        held = self._alarms.get(queue.int_ptr)
+        if held is not None:
+            return held[1]
+        while len(self._alarms) >= SCRATCH_LIMIT:
+            del self._alarms[next(iter(self._alarms))]
+        mf = cl.mem_flags
+        word = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+        host = np.zeros(4, np.uint32)  # 16 bytes: the alignment a host buffer is given
+        in_place = not self.device_info(queue).is_gpu and self._writes_in_place(queue)
+        copy = None
+        if in_place:
+            # a CPU device writes the flag into the host array itself
+            flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
+        else:
+            flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+
+            def copy() -> Callable[[], bool]:
+                event = cl.enqueue_copy(queue, host[:1], flag, is_blocking=False)
+                return lambda: event.command_execution_status == cl.command_execution_status.COMPLETE
+
+        def reset() -> None:
+            cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
+            if not in_place:
+                cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
+
+        reset()
+        made = Alarm(word, flag, host, reset, owner=None, copy=copy)
+        self._alarms[queue.int_ptr] = (queue, made)
+        return made
 
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
         size = buf.size if nbytes is None else min(buf.size, -(-nbytes // 4) * 4)

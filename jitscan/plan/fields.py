@@ -13,8 +13,9 @@ import numpy as np
 
 from ..backends.base import Backend
 from ..variants.base import Fields
-from ..variants.segments import NONE, offsets_ok
+from ..variants.segments import NONE
 from . import arrays
+from .forms import heed_alarm, raise_alarm
 
 
 class FieldCalls:
@@ -66,9 +67,9 @@ class FieldCalls:
         if self.segmented and first is None:  # what _segments reads the call's side from
             first = arrays.Input(b, queue, on_device, given[0], n, fields[0])
         if first is None:
-            seg, length, unchecked = NONE, 1 if self._reduce else n, None
+            seg, length = NONE, 1 if self._reduce else n
         else:
-            seg, length, unchecked = self._segments(first, flags, offsets, row_len)
+            seg, length = self._segments(first, flags, offsets, row_len)
         reduce = self._reduce
         shape = (1,) if reduce and not self.segmented else (length,)
         outs = self._field_outs(out, b, on_device, shape)
@@ -87,11 +88,7 @@ class FieldCalls:
                 else:
                     res.append(b.to_device(host, queue) if on_device else host)
             return self._field_results(res, on_device, out)
-        if unchecked is not None:
-            bound = self.bound(queue, n, False)
-            if not offsets_ok(bound, queue, unchecked, n):
-                arrays.check_offsets(offsets, n)
-                raise ValueError("offsets failed the device check (values beyond int64?)")
+        alarm = heed_alarm(b, queue, n) if self.segmented == "offsets" else None
         seg = self._whole_rows(seg, queue, n)
         dsts = [None] * len(fields)
         for k, o in zip(self.outputs, outs, strict=True):
@@ -103,6 +100,8 @@ class FieldCalls:
             )
             dsts[k] = o if ok else b.empty(shape, fields[k].numpy, queue)
         counters = self.launch(Fields(tuple(data)), Fields(tuple(dsts)), n, seg, queue=queue)
+        if alarm is not None and not seg.checked and self.knobs.get("check") == "now":
+            raise_alarm(b, queue, alarm, n, False, offsets)
         res = []
         for k, o in zip(self.outputs, outs, strict=True):
             r = dsts[k] if on_device else b.to_host(dsts[k])

@@ -21,13 +21,17 @@ KNOBS = (
     "vector_width",
     "min_blocks",
     "deterministic",
+    "check",
 )
-#: knobs that are launch arguments; the rest shape the compiled program
-LAUNCH_KNOBS = ("spin_limit", "spin_timeout", "simulate_blocking")
+#: knobs that are launch arguments, or say how a call runs; the rest shape the compiled program
+LAUNCH_KNOBS = ("spin_limit", "spin_timeout", "simulate_blocking", "check")
+#: when device offsets found bad raise (plan.forms): at the next call by offsets on the
+#: queue (the call does not wait), or at the call itself ("now": it waits for the check)
+CHECKS = ("deferred", "now")
 
 
 #: knobs that take an integer (None: the default)
-INTEGER_KNOBS = tuple(k for k in KNOBS if k not in ("tile_state", "deterministic", "spin_timeout"))
+INTEGER_KNOBS = tuple(k for k in KNOBS if k not in ("tile_state", "deterministic", "spin_timeout", "check"))
 
 
 def check_knobs(knobs: dict[str, Any]) -> None:
@@ -52,5 +56,7 @@ def check_knobs(knobs: dict[str, Any]) -> None:
                     f"spin_timeout must be more than 0 and at most {tuning.MAX_SPIN_TIMEOUT:g} seconds, "
                     f"got {value}"
                 )
+        if name == "check" and value not in CHECKS:
+            raise ValueError(f"check must be one of {', '.join(map(repr, CHECKS))}, got {value!r}")
         if name == "tile_state" and not isinstance(value, str):
             raise TypeError(f"tile_state must be a str ('packed' or 'split'), got {value!r}")

@@ -20,9 +20,10 @@ from ..backends.base import Backend
 from ..dtypes import INPUTS, Record, loaded_as, value_type
 from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
-from ..variants.segments import NONE, Segments, offsets_ok
+from ..variants.segments import NONE, Segments
 from . import arrays, pieces, tuned, tuning
 from .fields import FieldCalls
+from .forms import FormCalls, heed_alarm, raise_alarm
 from .knobs import KNOBS, LAUNCH_KNOBS, check_knobs
 from .programs import QUEUE_ENTRIES, Programs, make_room
 
@@ -42,7 +43,7 @@ def _long_way(x: Any, out: Any, carry: Any) -> None:
     return None
 
 
-class PreparedScan(Programs, FieldCalls):
+class PreparedScan(Programs, FieldCalls, FormCalls):
     """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
 
     Make one with :func:`jitscan.plan`. Call it with an array of any size (CuPy and
@@ -129,7 +130,7 @@ class PreparedScan(Programs, FieldCalls):
         auto_rts = asked is None and kind == "reduce" and not segmented and not self._record
         self._size_classes(
             info,
-            auto_rts and not stats and not set(knobs) - {"deterministic"},
+            auto_rts and not stats and not set(knobs) - {"deterministic", "check"},
             bool(segmented) and bool(knobs.get("deterministic")),
         )
         self._specs: dict[tuple, ScanSpec] = {}
@@ -138,6 +139,8 @@ class PreparedScan(Programs, FieldCalls):
         self._bounds: dict[tuple, variants.Bound] = {}
         #: the common call's launch functions (Variant.plain_launcher), by queue and size class
         self._plain_launchers: dict[tuple, Any] = {}
+        #: the other forms' common launch functions (FormCalls), by queue and size class
+        self._form_launchers: dict[tuple, Any] = {}
         # validate now, on the plan's device, every size class: calls then check nothing
         for cls in range(len(self._tuning_class)):
             self._variant_of(cls).check(self.spec(info, cls))
@@ -268,7 +271,12 @@ class PreparedScan(Programs, FieldCalls):
                         self._launcher(queue, n, loads[x.dtype])(src, dst, n, carry)
                         self.backend.host_done(dst, queue, x.nbytes)
                         return result[0] if self._reduce and out is None else result
-            elif (
+            elif stats is None and not self._unverified:
+                carry = None if initial is None else self._carry_of(initial)
+                result = self._form_common(x, out, flags, offsets, row_len, carry)
+                if result is not None:  # device arrays as the kernels take them (plan.forms)
+                    return result
+            if (
                 self._host_offsets
                 and type(x) is np.ndarray
                 and type(offsets) is np.ndarray
@@ -312,7 +320,8 @@ class PreparedScan(Programs, FieldCalls):
         # checked on the host and read in place, as the general path's offsets
         inp = arrays.Input(self.backend, queue, False, src, n, self.dtype, x)
         dev, _ = arrays.device_offsets(offsets, inp)
-        self.launch(src, dst, n, Segments(offsets=dev), queue=queue, loads=loads[x.dtype])
+        heed_alarm(self.backend, queue, n)  # an earlier call's bad device offsets, on this queue
+        self.launch(src, dst, n, Segments(offsets=dev, checked=True), queue=queue, loads=loads[x.dtype])
         self.backend.host_done(dst, queue, x.nbytes)
         return result
 
@@ -427,7 +436,7 @@ class PreparedScan(Programs, FieldCalls):
         else:
             queue = b.queue_for(self._device)
         inp = arrays.to_input(x, b, on_device, self.dtype, queue, self._loads)
-        seg, length, unchecked = self._segments(inp, flags, offsets, row_len)
+        seg, length = self._segments(inp, flags, offsets, row_len)
         reduce = self._reduce
         if reduce and not self.segmented:
             if out is not None:
@@ -441,12 +450,10 @@ class PreparedScan(Programs, FieldCalls):
                 if reduce:  # a segmented reduction: the identity for every (empty) segment
                     return arrays.identity_result(inp, empty_value(self.monoid, self.dtype), length, out)
                 return arrays.empty_result(inp, out)
-        if unchecked is not None:  # offsets on the device: checked there, one word read back
-            bound = self.bound(inp.queue, inp.n, False, inp.loads)
-            if not offsets_ok(bound, inp.queue, unchecked, inp.n):
-                arrays.check_offsets(offsets, inp.n)  # raises, naming the problem
-                raise ValueError("offsets failed the device check (values beyond int64?)")
+        alarm = heed_alarm(b, inp.queue, inp.n) if self.segmented == "offsets" else None
         result = self._run(inp, seg, length, out, stats, launch)
+        if alarm is not None and not seg.checked and self.knobs.get("check") == "now":
+            raise_alarm(b, inp.queue, alarm, inp.n, False, offsets)
         if reduce and not self.segmented and out is None:
             return result.reshape(()) if inp.on_device else result[0]
         return result
@@ -459,10 +466,8 @@ class PreparedScan(Programs, FieldCalls):
                 return Segments(row_tiles=seg.row_len // tile)
         return seg
 
-    def _segments(
-        self, inp: arrays.Input, flags: Any, offsets: Any, row_len: int
-    ) -> tuple[Segments, int, Any]:
-        """The call's segments, the result length, and device offsets still to check (or None)."""
+    def _segments(self, inp: arrays.Input, flags: Any, offsets: Any, row_len: int) -> tuple[Segments, int]:
+        """The call's segments and the result length."""
         mode = self.segmented
         if isinstance(row_len, (bool, np.bool_)) or not isinstance(row_len, (int, np.integer)):
             raise TypeError(f"row_len= takes an integer, got {row_len!r}")
@@ -470,21 +475,21 @@ class PreparedScan(Programs, FieldCalls):
         if not mode:
             if any(given.values()):
                 raise ValueError("flags=, offsets= and row_len= need a segmented scan (segmented=...)")
-            return NONE, 1 if self._reduce else inp.n, None
+            return NONE, 1 if self._reduce else inp.n
         if not given[mode] or sum(given.values()) != 1:
             need = {"flags": "flags= (one per value)", "offsets": "offsets= (CSR, nseg + 1 entries)"}
             raise ValueError(
                 f"a scan segmented by {mode} takes {need.get(mode, 'row_len=')} and no other segments"
             )
         if mode == "flags":
-            return Segments(heads=arrays.heads_from_flags(flags, inp)), inp.n, None
+            return Segments(heads=arrays.heads_from_flags(flags, inp)), inp.n
         if mode == "rows":
             if inp.n % row_len:
                 raise ValueError(f"row_len={row_len} does not divide {inp.n} values")
-            return Segments(row_len=row_len), inp.n, None
+            return Segments(row_len=row_len), inp.n
         dev, checked = arrays.device_offsets(offsets, inp)
         length = int(dev.shape[0]) - 1 if self._reduce else inp.n
-        return Segments(offsets=dev), length, None if checked else dev
+        return Segments(offsets=dev, checked=checked), length
 
     def _run(
         self,

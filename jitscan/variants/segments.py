@@ -22,17 +22,29 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "offsets": ("buf", "buf", "size"),  # CSR offsets, each tile's first segment, nseg
 }
 
-#: the pre-pass of "offsets": each tile's first segment
+#: the pre-pass of "offsets": each tile's first segment (and the check of device offsets)
 SEG_FIRST = "js_seg_first"
-#: "offsets" also checks device offsets where they are
+#: the check alone, where tiles of one thread find their first segment themselves
 CHECK_OFFSETS = "js_check_offsets"
 #: extra entry points compiled per mode, with their argument kinds
 ENTRIES: dict[str, dict[str, tuple[str, ...]]] = {
     "": {},
     "flags": {},
     "rows": {},
-    "offsets": {SEG_FIRST: ("buf", "size", "size", "buf"), CHECK_OFFSETS: ("buf", "size", "size", "buf")},
+    "offsets": {
+        SEG_FIRST: ("buf", "size", "size", "buf", "buf", "buf", "u32"),
+        CHECK_OFFSETS: ("buf", "size", "size", "buf", "buf"),
+    },
 }
+
+#: what js_check_offset found, by its rule number
+_RULES = (
+    "offsets must start at 0: offsets[{s}] != 0",
+    "offsets must be non-decreasing: offsets[{s}] < offsets[{p}]",
+    "offsets must end at n == {n}: offsets[{s}] != {n}",
+)
+#: js_check_offset's JS_OFFSET_INDEX_LIMIT: an index it reports past this reads as this
+INDEX_LIMIT = 0x3FFFFFFE
 
 
 @dataclass(frozen=True)
@@ -40,14 +52,17 @@ class Segments:
     """One call's segments: head flags, a row length, CSR offsets, or whole-tile rows.
 
     ``heads`` is a contiguous uint8 device array at the start of its buffer (nonzero
-    at heads); ``offsets`` a contiguous uint64 device array likewise; ``row_tiles``
-    (plain chained scans of rows a whole number of tiles long) is the tiles per row.
+    at heads); ``offsets`` a contiguous uint64 device array likewise, ``checked`` where
+    they were checked on the host (device offsets are checked by the kernels, which
+    raise the queue's alarm: :func:`offsets_error`); ``row_tiles`` (plain chained scans
+    of rows a whole number of tiles long) is the tiles per row.
     """
 
     heads: Any = None
     row_len: int = 0
     offsets: Any = None
     row_tiles: int = 0
+    checked: bool = False
 
     @property
     def nseg(self) -> int:
@@ -59,18 +74,35 @@ NONE = Segments()
 
 
 def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) -> list[Any]:
-    """The mode's kernel arguments for one call of ``tiles`` tiles; runs the offsets pre-pass first."""
+    """The mode's kernel arguments for one call of ``tiles`` tiles; runs the offsets pre-pass first.
+
+    Offsets not ``checked`` are checked on the device there (or by ``js_check_offsets``
+    where no pre-pass runs), and the alarm is watched: the host learns of bad ones
+    without waiting for the device.
+    """
     mode, backend = bound.spec.segmented, bound.backend
     if not mode:
         return []
     if mode == "offsets":
         off_buf = backend.buffer(seg.offsets)[0]
         nseg = seg.nseg
+        alarm = backend.alarm(queue)
+        threads = bound.spec.threads
         if bound.spec.searches_segments:  # the table is not read: the offsets stand in for it
+            if not seg.checked:
+                groups = -(-(nseg + 1) // threads)
+                bound.program.launch(CHECK_OFFSETS, groups, [off_buf, nseg, n, alarm.word, alarm.flag], queue)
+                alarm.watch()
             return [off_buf, off_buf, nseg]
         first = backend.scratch((tiles + 1) * 8, queue, "seg-first").buf
-        groups = -(-(tiles + 1) // bound.spec.threads)
-        bound.program.launch(SEG_FIRST, groups, [off_buf, nseg, n, first], queue)
+        items = tiles if seg.checked else max(tiles, nseg)
+        groups = -(-(items + 1) // threads)
+        check = 0 if seg.checked else 1
+        bound.program.launch(
+            SEG_FIRST, groups, [off_buf, nseg, n, first, alarm.word, alarm.flag, check], queue
+        )
+        if check:
+            alarm.watch()
         return [off_buf, first, nseg]
     # with row_len the heads buffer is never read; the input's will do
     if seg.heads is None:
@@ -78,18 +110,20 @@ def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) 
     return [backend.buffer(seg.heads if seg.heads is not None else src)[0], seg.row_len]
 
 
-def offsets_ok(bound: Bound, queue: Any, offsets: Any, n: int) -> bool:
-    """Whether contiguous uint64 device ``offsets`` start at 0, end at ``n`` and never decrease.
+def offsets_error(word: int, n: int, earlier: bool) -> ValueError:
+    """The error for the alarm's ``word`` (nonzero: js_check_offset found a bad offset).
 
-    Runs on the device (``bound`` must be compiled for ``offsets``) and reads back one word.
+    ``earlier``: the host learns of it at a later call than the one that was given them.
     """
-    from .base import LOCK
-
-    backend = bound.backend
-    with LOCK:  # the flag word is the queue's, until it is read back
-        bad = backend.scratch(4, queue, "offsets-check").buf
-        backend.zero(bad, 4, queue)
-        nseg = int(offsets.shape[0]) - 1
-        groups = -(-(nseg + 1) // bound.spec.threads)
-        bound.program.launch(CHECK_OFFSETS, groups, [backend.buffer(offsets)[0], nseg, n, bad], queue)
-        return int(backend.read_u32(bad, 1, queue)[0]) == 0
+    code = 0xFFFFFFFF - word
+    s, rule = code >> 2, code & 3
+    what = _RULES[rule].format(s=s, p=s - 1, n=n if not earlier else "n")
+    if s >= INDEX_LIMIT:
+        what += f" (the first bad index is {INDEX_LIMIT} or later)"
+    if earlier:
+        return ValueError(
+            f"the device offsets of an earlier call on this queue were bad ({what}), so that call's "
+            "result is not its segments' scan (its kernels stayed inside the arrays). Pass "
+            "check='now' to have a call wait for its check and raise there."
+        )
+    return ValueError(what)

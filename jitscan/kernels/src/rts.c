@@ -95,8 +95,8 @@ JS_KERNEL void js_rts_seg_fixup(JS_GLOBAL const T* spine, JS_GLOBAL const js_val
     js_size t = (js_size)JS_GROUP_ID * JS_T + JS_LID;
     if (t == 0 || t >= ntiles)
         return;
-    js_size lo = seg_first[t];  /* >= 1: offsets[0] == 0 lies before tile t */
-    if (lo < seg_first[t + 1])
+    js_size lo = seg_first[t];  /* >= 1: offsets[0] == 0 lies before tile t (not so for bad ones) */
+    if (lo >= 1 && lo < seg_first[t + 1])
         JS_DST_ITEM(JS_DST_AT, lo - 1, js_vop(JS_VALUE_OF(spine[t]), carry[t]));
 }
 #endif

@@ -491,7 +491,9 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
         if (p >= base + JS_TILE)
             break;
 #endif
-        if (p < n) {
+        /* (unsigned: p < base wraps past JS_TILE) within the tile, as offsets that pass
+         * the check always are: bad ones mark no head outside it */
+        if (p < n && p - base < (js_size)JS_TILE) {
 #if JS_T > 1  /* several items' heads may share a word */
             JS_ATOMIC_OR_LOCAL(&sh->head_bits[(p - base) >> 5], 1u << ((p - base) & 31u));
 #else
@@ -860,6 +862,8 @@ JS_DEVICE_FN T js_lanes_seg_totals(js_src in, js_dst out, js_size base, js_size 
      * n); the part before each is the rest of the one before it */
     for (js_size s = lo; s < hi; ++s) {
         js_size b = offsets[s];
+        /* from <= b <= end for offsets that pass the check: bad ones read nothing outside the tile */
+        b = b < from ? from : b > end ? end : b;
         js_val part = js_lanes_range(in, from, b);
         if (s > lo)
             JS_DST_ITEM(out, s - 1, part);
@@ -1245,7 +1249,8 @@ JS_UNROLL
         if (s == 0)
             continue;
         js_size a = offsets[s - 1], b = offsets[s];
-        js_val v = a == b ? JS_VIDENTITY : sh->stage[b - base];
+        /* b - base <= JS_TILE for offsets that pass the check: bad ones read no stage outside it */
+        js_val v = a == b || b - base > (js_size)JS_TILE ? JS_VIDENTITY : sh->stage[b - base];
         if (carry && s == lo)
             carry[t] = v;
         else
@@ -1256,26 +1261,55 @@ JS_UNROLL
 
 #if JS_SEG_OFFSETS
 
-/* Device offsets are checked where they are: *bad is set when they do not start at 0,
- * end at n, or decrease somewhere (the host then finds the first bad index). */
-JS_KERNEL void js_check_offsets(JS_GLOBAL const js_size* offsets, js_size nseg, js_size n, JS_GLOBAL js_u32* bad)
+/* Device offsets are checked where they are, while the scan runs: a bad offset raises
+ * the queue's alarm (backends.Alarm), and the host raises the error (plan/forms.py). The
+ * kernels that read offsets stay inside the arrays whatever the offsets hold (the table
+ * of first segments comes from a binary search; positions are clamped to the tile where
+ * valid offsets always lie), so bad offsets give a wrong result, never a stray access.
+ * The word keeps the first offending index s as 0xFFFFFFFF - (4 * s + rule), by atomic
+ * max, so that the smallest s wins; the flag is for the host, which reads the word once
+ * it sees the flag. Rules: 0 offsets[0] != 0; 1 offsets[s] < offsets[s - 1]; 2
+ * offsets[nseg] != n. Indices past JS_OFFSET_INDEX_LIMIT read as it. */
+#define JS_OFFSET_INDEX_LIMIT 0x3FFFFFFEu
+JS_DEVICE_FN void js_check_offset(JS_GLOBAL const js_size* offsets, js_size s, js_size nseg, js_size n,
+                                  JS_GLOBAL js_u32* word, JS_GLOBAL js_u32* flag)
 {
-    js_size s = (js_size)JS_GROUP_ID * JS_T + JS_LID;
-    if (s > nseg)
-        return;
     js_size v = offsets[s];
-    int ok = s == 0 ? v == 0 : offsets[s - 1] <= v;
-    if (s == nseg && v != n)
-        ok = 0;
-    if (!ok)
-        JS_ATOMIC_MAX_U32(bad, 1u);
+    js_u32 rule = 3u;  /* none broken */
+    if (s == 0 && v != 0)
+        rule = 0u;
+    else if (s > 0 && (offsets[s - 1] > v || v >> 63))  /* (int64 offsets: a negative one is a drop) */
+        rule = 1u;
+    else if (s == nseg && v != n)
+        rule = 2u;
+    if (rule < 3u) {
+        js_u32 at = s < JS_OFFSET_INDEX_LIMIT ? (js_u32)s : JS_OFFSET_INDEX_LIMIT;
+        JS_ATOMIC_MAX_U32(word, 0xFFFFFFFFu - (at * 4u + rule));
+        /* a plain store: on CUDA the flag is host memory, where the host reads it */
+        *flag = 1u;
+    }
 }
 
-/* Tile t's first segment: the first s with offsets[s] >= t * JS_TILE, and nseg + 1
- * after the last tile (so the last tile also stores trailing empty segments). */
-JS_KERNEL void js_seg_first(JS_GLOBAL const js_size* offsets, js_size nseg, js_size n, JS_GLOBAL js_size* seg_first)
+/* The check alone, for launches without the pre-pass (one-thread tiles search their
+ * segments themselves). */
+JS_KERNEL void js_check_offsets(JS_GLOBAL const js_size* offsets, js_size nseg, js_size n,
+                                JS_GLOBAL js_u32* word, JS_GLOBAL js_u32* flag)
+{
+    js_size s = (js_size)JS_GROUP_ID * JS_T + JS_LID;
+    if (s <= nseg)
+        js_check_offset(offsets, s, nseg, n, word, flag);
+}
+
+/* The pre-pass: tile t's first segment, the first s with offsets[s] >= t * JS_TILE, and
+ * nseg + 1 after the last tile (so the last tile also stores trailing empty segments);
+ * with check, every offset checked too (the grid covers both). The binary search stays
+ * inside the array whatever the offsets hold: the table holds 0 .. nseg + 1. */
+JS_KERNEL void js_seg_first(JS_GLOBAL const js_size* offsets, js_size nseg, js_size n, JS_GLOBAL js_size* seg_first,
+                            JS_GLOBAL js_u32* word, JS_GLOBAL js_u32* flag, js_u32 check)
 {
     js_size t = (js_size)JS_GROUP_ID * JS_T + JS_LID;
+    if (check && t <= nseg)
+        js_check_offset(offsets, t, nseg, n, word, flag);
     js_size ntiles = (n + JS_TILE - 1) / JS_TILE;
     if (t > ntiles)
         return;
@@ -1283,7 +1317,7 @@ JS_KERNEL void js_seg_first(JS_GLOBAL const js_size* offsets, js_size nseg, js_s
         seg_first[t] = nseg + 1;
         return;
     }
-    seg_first[t] = js_first_segment(offsets, nseg, t * JS_TILE);  /* offsets[nseg] == n > t * JS_TILE */
+    seg_first[t] = js_first_segment(offsets, nseg, t * JS_TILE);
 }
 #endif
 

@@ -1,0 +1,253 @@
+"""The common call of every other form: segmented scans and reductions, and tuple values.
+
+A mixin of :class:`~jitscan.plan.prepared.PreparedScan`. Where the arrays of a call are
+device arrays the kernels take as they are (C-contiguous, aligned, of a dtype the
+kernels load; flags of one byte, offsets of 8-byte integers, each at the start of its
+buffer; ``out`` a 1-D array of the result's length apart from every input), the call
+does what a plain scan's common call does: find the launch function of its queue and
+size class (made on first use, then kept) and launch. It never waits for the device.
+
+Device offsets are checked by the kernels, not the host (``variants.segments``): a bad
+offset raises the queue's alarm (``backends.Alarm``), no kernel then reads the offsets
+past it, and the host learns of it at the next call by offsets on that queue, which
+raises the error (or at that call, with the knob ``check="now"``, which waits for the
+check). Every other call returns None, having done nothing, and takes the general path.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..variants.base import Fields
+from ..variants.segments import NONE, Segments, offsets_error
+from . import arrays
+from .programs import make_room
+
+#: the dtypes of offsets the kernels read as they are (as uint64: a negative int64 reads
+#: huge, which the check finds)
+_OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
+
+
+def heed_alarm(backend: Any, queue: Any, n: int) -> Any:
+    """The queue's alarm, after raising what it holds: the error of an earlier call's bad
+    offsets (read on its word once the flag is seen; both are then cleared)."""
+    alarm = backend.alarm(queue)
+    if alarm.rung():
+        raise_alarm(backend, queue, alarm, n, True)
+    return alarm
+
+
+def raise_alarm(backend: Any, queue: Any, alarm: Any, n: int, earlier: bool, offsets: Any = None) -> None:
+    """Raise the word's error where it is set (waits for the queue); clear the alarm.
+
+    ``offsets``: the call's own (``check="now"``), read back to say what is wrong with
+    them in the host check's words, values included.
+    """
+    word = int(backend.read_u32(alarm.word, 1, queue)[0])
+    alarm.clear()
+    if word:
+        if offsets is not None:
+            arrays.check_offsets(offsets, n)  # raises, naming the first bad index and its value
+        raise offsets_error(word, n, earlier)
+
+
+class FormCalls:
+    """The common call of segmented forms and tuple values (see the module text).
+
+    It reads the prepared scan's ``backend``, ``segmented``, ``dtype``, ``outputs``,
+    ``index_fields``, ``launch_args``, ``knobs`` and its ``_loads``, ``_np``, ``_record``,
+    ``_reduce``, ``_class_sizes``, ``_variant``, and calls ``bound`` and ``spec``.
+    """
+
+    def _form_common(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: Any, carry: Any) -> Any:
+        """The call on device arrays the kernels take as they are, or None (see the module text)."""
+        b = self.backend
+        t = b.array_type
+        if self._record:
+            given = self._given_fields(x, t)
+            if given is None:
+                return None
+            first, n, arrays = given
+            src: Any = Fields(arrays)
+        else:
+            if type(x) is not t or x.dtype not in self._loads or not x.size or not b.ready(x) or x.ndim != 1:
+                return None
+            first, n, src = x, x.size, x
+        mode = self.segmented
+        length = n
+        seg_array = None
+        if mode == "offsets":
+            if flags is not None or row_len or not _device_words(offsets, t, b):
+                return None
+            seg_array = offsets
+            if self._reduce:
+                length = offsets.size - 1
+        elif mode == "flags":
+            if offsets is not None or row_len or not _device_bytes(flags, t, b, n):
+                return None
+            seg_array = flags
+        elif mode == "rows":
+            if flags is not None or offsets is not None or type(row_len) is not int or row_len <= 0:
+                return None
+            if n % row_len:
+                return None
+        elif flags is not None or offsets is not None or row_len:
+            return None
+        elif self._reduce:
+            length = 1
+        if not length:
+            return None
+        queue = b.queue_of(first)
+        if self._record:
+            dst = self._field_dsts(out, t, length, src, seg_array, queue)
+        else:
+            dst = _dst(b, out, t, self._np, length, x, seg_array, queue)
+        if dst is None:
+            return None
+        load = "" if self._record else self._loads[x.dtype]
+        key = (queue, bisect_left(self._class_sizes, n), load)
+        go = self._form_launchers.get(key)
+        if go is None:
+            go = self._form_launcher(queue, n, load)
+        go(src, dst, n, seg_array, row_len, carry)
+        if self._record:
+            res = tuple(dst.arrays[k] for k in self.outputs)
+            if self._reduce and not mode and out is None:
+                res = tuple(r.reshape(()) for r in res)
+            return res
+        return dst.reshape(()) if self._reduce and not mode and out is None else dst
+
+    def _given_fields(self, xs: Any, t: type) -> tuple[Any, int, tuple[Any, ...]] | None:
+        """(an array of the tuple value, its length, the arrays as kernels take them: None at
+        index fields) where every field's array is as the kernels take it; else None."""
+        fields = self.dtype.fields
+        if type(xs) is not tuple or len(xs) != len(fields):
+            return None
+        b, index = self.backend, self.index_fields
+        first, n = None, -1
+        arrays: list[Any] = []
+        for k, (a, d) in enumerate(zip(xs, fields, strict=True)):
+            if k in index:  # a position, not an array (jitscan.index)
+                arrays.append(None)
+                continue
+            if type(a) is not t or a.dtype != d.numpy or a.ndim != 1 or not b.ready(a):
+                return None
+            if n < 0:
+                first, n = a, a.size
+            elif a.size != n:
+                return None
+            arrays.append(a)
+        return (first, n, tuple(arrays)) if n > 0 else None
+
+    def _field_dsts(self, out: Any, t: type, length: int, xs: Fields, seg_array: Any, queue: Any) -> Any:
+        """The result arrays of a tuple value (Fields: one per written field), or None."""
+        b, fields = self.backend, self.dtype.fields
+        outs: list[Any] = [None] * len(fields)
+        if out is None:
+            for k in self.outputs:
+                outs[k] = b.empty((length,), fields[k].numpy, queue)
+            return Fields(tuple(outs))
+        given = out if type(out) is tuple else (out,)
+        if len(given) != len(self.outputs):
+            return None
+        for k, o in zip(self.outputs, given, strict=True):
+            if _dst(b, o, t, fields[k].numpy, length, None, seg_array, queue) is None:
+                return None
+            if any(a is not None and b.shares_memory(o, a) for a in xs.arrays):
+                return None
+            outs[k] = o
+        return Fields(tuple(outs))
+
+    def _form_launcher(self, queue: Any, n: int, load: str) -> Callable[..., None]:
+        """``go(src, dst, n, seg_array, row_len, carry)`` for ``n`` elements on ``queue``:
+        made once per queue, size class and load, then kept."""
+        cls = bisect_left(self._class_sizes, n)
+        base, mode, b = self.launch_args, self.segmented, self.backend
+        now = self.knobs.get("check") == "now"
+        # the programs, compiled on first use: rows of whole tiles run the plain chained
+        # program, which restarts at each row (the one by row length may never be needed)
+        made: dict[bool, Any] = {}
+
+        def bound_of(rows: bool) -> Any:
+            got = made.get(rows)
+            if got is None:
+                got = made[rows] = (
+                    self.bound(queue, n, rows, load) if not rows or self._variant.rows_ok else False
+                )
+            return got
+
+        def whole_rows(row_len: int) -> Any:
+            rows = bound_of(True)
+            return rows if rows and row_len % rows.spec.tile == 0 else None
+
+        def go(src: Any, dst: Any, n: int, seg_array: Any, row_len: int, carry: Any) -> None:
+            launch = base if carry is None else base.carrying(carry)
+            if mode == "offsets":
+                alarm = heed_alarm(b, queue, n)
+                bound = bound_of(False)
+                bound.variant.run(bound, queue, launch, src, dst, n, Segments(offsets=seg_array), True)
+                if now:
+                    raise_alarm(b, queue, alarm, n, False, seg_array)
+                return
+            if mode == "flags":
+                seg = Segments(heads=seg_array)
+            elif mode == "rows":
+                whole = whole_rows(row_len) if carry is None else None
+                if whole is not None:
+                    seg = Segments(row_tiles=row_len // whole.spec.tile)
+                    whole.variant.run(whole, queue, launch, src, dst, n, seg, True)
+                    return
+                seg = Segments(row_len=row_len)
+            else:
+                seg = NONE
+            bound = bound_of(False)
+            bound.variant.run(bound, queue, launch, src, dst, n, seg, True)
+
+        make_room(self._form_launchers)
+        self._form_launchers[(queue, cls, load)] = go
+        return go
+
+
+def _device_words(offsets: Any, t: type, b: Any) -> bool:
+    """Whether ``offsets`` are device offsets the kernels read as they are."""
+    return (
+        type(offsets) is t
+        and offsets.ndim == 1
+        and offsets.size > 0
+        and offsets.dtype in _OFFSET_TYPES
+        and offsets.flags.c_contiguous
+        and not b.buffer(offsets)[1]
+    )
+
+
+def _device_bytes(flags: Any, t: type, b: Any, n: int) -> bool:
+    """Whether ``flags`` are device head flags the kernels read as they are (one byte each)."""
+    return (
+        type(flags) is t
+        and flags.size == n
+        and flags.dtype.itemsize == 1
+        and flags.dtype.kind in "biu"
+        and flags.flags.c_contiguous
+        and not b.buffer(flags)[1]
+    )
+
+
+def _dst(b: Any, out: Any, t: type, dtype: np.dtype, length: int, x: Any, seg_array: Any, queue: Any) -> Any:
+    """``out`` where the kernels write it as it is (a new array for None), else None."""
+    if out is None:
+        return b.empty((length,), dtype, queue)
+    if (
+        type(out) is not t
+        or out.dtype != dtype
+        or out.ndim != 1
+        or out.size != length
+        or not b.ready(out)
+        or (x is not None and b.shares_memory(out, x))
+        or (seg_array is not None and b.shares_memory(out, seg_array))
+    ):
+        return None
+    return out
