@@ -2,8 +2,10 @@
 simulated blocking, and the host time of a call. See docs/benchmarks.md.
 
 Timing uses device events (CUDA events, OpenCL profiling events) through
-:mod:`jitscan.bench`; asv's own clock times the calls of :class:`PerCall` (the host
-path a user's call takes) and the end-to-end calls of :class:`Call` and :class:`Segmented`.
+:mod:`jitscan.bench`; asv's own clock times the calls of :class:`PerCall` and
+:class:`PerCallForm` (the host path a user's call takes, every call form in the latter,
+which also tracks the isolated call and the pipelined rate) and the end-to-end calls of
+:class:`Call` and :class:`Segmented`.
 Each class measures its whole parameter grid once, in ``setup_cache`` (one process:
 every kernel is compiled once), and its ``track_`` methods report from that cache, so a
 run costs one measurement per configuration however many metrics are tracked.
@@ -403,6 +405,89 @@ class PerCall:
     def time_prepared_out(self, backend: str, n: int) -> None:
         """``p(x, out=y)`` of a prepared scan."""
         self.scan(self.x, out=self.y)
+
+
+#: jitscan.bench.FORMS (not imported here: importing the suite stays cheap)
+FORMS = [
+    "flat",
+    "python-op",
+    "exclusive",
+    "initial",
+    "tuple",
+    "segmented-offsets",
+    "segmented-flags",
+    "segmented-reduce",
+    "axis-scan",
+    "axis-reduce",
+]
+#: isolated calls whose median :class:`PerCallForm` tracks
+FORM_REPS = 20
+#: per backend, a device timer; per backend, form and size, the form's call ``fn(i)``
+_TIMERS: dict[str, Any] = {}
+_FORM_CALLS: dict[tuple[str, str, int], Any] = {}
+
+
+class PerCallForm:
+    """Every public call form as a user writes it (``jitscan.bench.forms``: flat, a Python
+    operator, exclusive, ``initial=``, tuple values, segmented by device offsets and by
+    flags, a segmented reduction, an axis scan and reduction of a (64, n / 64) matrix), on
+    a small device array of int32, into an output the caller keeps where the function
+    takes ``out=``: the three per-call figures of ``python -m jitscan bench --latency``.
+
+    ``time_call`` is the host time of the Python call (asv's clock, not waited for);
+    ``track_isolated_seconds`` the median time between device marks around one call on
+    an idle device, ``track_pipelined_seconds`` the time per call of 50 calls back to back
+    (device marks, one synchronization). A form the backend cannot call is skipped with
+    the reason. (The device timer is ``self.marks``: asv takes an attribute ``timer`` for
+    its own clock.)
+    """
+
+    params = (BACKENDS, FORMS, [1 << 10])
+    param_names = ("backend", "form", "n")
+    timeout = 300
+
+    def setup(self, backend: str, form: str, n: int) -> None:
+        state = _FORM_CALLS.get((backend, form, n))
+        if state is None:
+            from jitscan import bench
+
+            timer = _TIMERS.get(backend)
+            if timer is None:
+                _available(backend)
+                timer = _timer(backend)
+                if isinstance(timer, str):
+                    raise NotImplementedError(timer)
+                _TIMERS[backend] = timer
+            found, _ = bench.contenders(timer, "int32", n, peers=False, forms=[form])
+            if not found or found[0].error:
+                raise NotImplementedError(f"{form} on {backend}: {found[0].error if found else 'no call'}")
+            call = found[0].call
+            for i in range(3):  # compile and warm outside the timing
+                call(i)
+            state = _FORM_CALLS[(backend, form, n)] = (timer, call)
+        self.marks, self.call = state
+        self.marks.sync()
+
+    def teardown(self, backend: str, form: str, n: int) -> None:
+        self.marks.sync()
+
+    def time_call(self, backend: str, form: str, n: int) -> None:
+        """The Python call of the form, not waited for."""
+        self.call(0)
+
+    def track_isolated_seconds(self, backend: str, form: str, n: int) -> float:
+        """Median seconds between a device mark before one call and one after it, on an idle device."""
+        import statistics
+
+        return statistics.median(self.marks.call(self.call, i)[1] for i in range(FORM_REPS))
+
+    track_isolated_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+    def track_pipelined_seconds(self, backend: str, form: str, n: int) -> float:
+        """Seconds per call of 50 calls back to back, one synchronization."""
+        return self.marks.pipelined(self.call, 50)
+
+    track_pipelined_seconds.unit = "seconds"  # type: ignore[attr-defined]
 
 
 class Tuples:

@@ -119,8 +119,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help=(
             "only the per-call table (host time, isolated call, pipelined rate, device time of "
-            "jitscan.cumsum, a prepared scan and the peers), from 2^10 up, with ratios to CUB "
-            "(cupy) or PyOpenCL's InclusiveScanKernel (opencl)"
+            "every call form of jitscan (--forms) and the peers, CUB and torch among them), from "
+            "2^10 up, with ratios to each form's reference (CUB's flat scan on cupy, PyOpenCL's "
+            "InclusiveScanKernel or jitscan's flat cumsum on opencl)"
+        ),
+    )
+    b.add_argument(
+        "--forms",
+        type=_names,
+        default=None,
+        help=(
+            "call forms of the per-call table, comma-separated, or 'all': "
+            f"{','.join(bench.FORMS)} (default: all with --latency, else flat)"
         ),
     )
     b.add_argument(
@@ -266,6 +276,7 @@ def bench_command(args: argparse.Namespace) -> int:
     unknown = [v for v in args.variants if v not in bench.VARIANTS]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}; valid variants: {', '.join(bench.VARIANTS)}")
+    forms = bench.form_names(args.forms) if args.forms is not None else None  # refused before anything
     if args.pipeline < 1:
         raise ValueError(f"--pipeline takes a positive number of calls, got {args.pipeline}")
     progress = _Progress(not args.no_progress)
@@ -287,6 +298,7 @@ def bench_command(args: argparse.Namespace) -> int:
             calls=not args.no_calls,
             latency=args.latency,
             tuples=args.tuples,
+            forms=forms,
             pipeline=args.pipeline,
             **({"deterministic": True} if args.deterministic else {}),
         )

@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 
 from jitscan import backends, bench
-from jitscan.bench import tuples
+from jitscan.bench import forms, tuples
 
 ROOT = Path(__file__).resolve().parents[1]
+SEG = forms.SEG_OFFSETS
+AXIS = forms.AXIS_SCAN
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 
 
@@ -77,6 +79,11 @@ def _report() -> bench.Report:
         ):
             for figure in bench.CALL_FIGURES:
                 results.append(_result(name, n, us * 1e-6, category="call", timing=figure))
+        for figure in bench.CALL_FIGURES:
+            seg = _result(SEG, n, 30e-6, category="call", timing=figure, call="segmented-offsets")
+            bad = _result(AXIS, n, float("nan"), category="call", timing=figure, call="axis-scan")
+            bad.error = "TypeError: not here"
+            results += [seg, bad]
     return bench.Report(devices={"opencl": "Test Device"}, results=results, skipped=["lookback: a reason"])
 
 
@@ -119,15 +126,26 @@ def test_throughput_and_blocking_tables():
 
 def test_latency_table_has_every_figure_and_the_ratio_to_the_baseline():
     text = bench.latency_table(_report())
-    assert "| figure | call | 2^10 | 2^12 |" in text
-    assert "ratio to pyopencl InclusiveScanKernel" in text
+    assert "| figure | call | contender | 2^10 | 2^12 |" in text
+    assert "ratio to pyopencl InclusiveScanKernel** (opencl): flat" in text
+    assert f"ratio to {bench.CUMSUM}** (opencl): segmented-offsets" in text
     for figure in ("host", "isolated", "pipelined", "device"):
-        assert f"| {figure} | jitscan.cumsum(x, out=y) | 10.0 (0.50) | 10.0 (0.50) |" in text
-        assert f"| {figure} | jitscan.plan(...)(x, out=y) | 8.00 (0.40) | 8.00 (0.40) |" in text
-        assert f"| {figure} | pyopencl InclusiveScanKernel | 20.0 | 20.0 |" in text  # the baseline
-    # jitscan's calls come first within each figure
-    rows = [line for line in text.splitlines() if line.startswith("| host |")]
-    assert rows[0].startswith("| host | jitscan.cumsum") and rows[1].startswith("| host | jitscan.plan")
+        assert f"| {figure} | flat | jitscan.cumsum(x, out=y) | 10.0 (0.50) | 10.0 (0.50) |" in text
+        assert f"| {figure} | flat | jitscan.plan(...)(x, out=y) | 8.00 (0.40) | 8.00 (0.40) |" in text
+        assert f"| {figure} | flat | pyopencl InclusiveScanKernel | 20.0 | 20.0 |" in text  # the baseline
+        # another form: its ratio is to its reference (on OpenCL jitscan's flat cumsum)
+        assert f"| {figure} | segmented-offsets | {SEG} | 30.0 (3.00) | 30.0 (3.00) |" in text
+        assert f"| {figure} | axis-scan | {AXIS} | error | error |" in text  # an error cell
+    # jitscan's calls come first within each figure, then the peers, then the other forms
+    rows = [line.split(" | ")[1:3] for line in text.splitlines() if line.startswith("| host |")]
+    assert rows == [
+        ["flat", bench.CUMSUM],
+        ["flat", bench.PREPARED],
+        ["flat", "pyopencl InclusiveScanKernel"],
+        ["flat", "clEnqueueCopyBuffer"],
+        ["segmented-offsets", SEG],
+        ["axis-scan", AXIS],
+    ]
     # a report of per-call figures only has no device-time tables
     only = bench.Report(
         devices={"opencl": "D"}, results=[r for r in _report().results if r.category == "call"]
@@ -148,6 +166,10 @@ def test_json_and_csv_hold_every_result(tmp_path):
     assert {r["category"] for r in rows} == {"variant", "peer", "blocking", "call"}
     assert {r["timing"] for r in rows if r["category"] == "call"} == set(bench.CALL_FIGURES)
     assert float(rows[0]["elements_per_s"]) == pytest.approx(1e9)
+    assert {r["call"] for r in rows if r["category"] == "call"} == {"", "segmented-offsets", "axis-scan"}
+    errors = [r for r in data["results"] if r["error"]]
+    assert errors and all(r["call"] == "axis-scan" and r["name"] == AXIS for r in errors)
+    assert {r["error"] for r in rows if r["name"] == AXIS} == {"TypeError: not here"}
 
 
 @pytest.mark.skipif(not HAS_MPL, reason="matplotlib not installed")
@@ -278,6 +300,94 @@ def test_calls_measure_every_figure_on_opencl(opencl_queue):
     assert bench.interleaved(timer, pair, rounds=2, reps=2).keys() == {bench.CUMSUM, bench.PREPARED}
 
 
+def test_every_call_form_measures_on_opencl(opencl_queue):
+    """A row per call form: each jitscan call of every form computes what it claims, and the
+    per-call figures of every form (with the peers) come back, four per call, named by form."""
+    timer = bench.Timer("opencl")
+    n = 1 << 10
+    found, skipped = bench.contenders(timer, "int32", n, forms=bench.FORMS)
+    by_form = {}
+    for c in found:
+        by_form.setdefault(c.form, []).append(c)
+    assert list(by_form) == list(bench.FORMS), skipped  # every form, in table order
+    assert not [c.error for c in found if c.error], skipped
+    data = forms.shared(timer, "int32", n)
+    x = timer.inputs(n, "int32")[0].get()
+    off = data.host_offsets
+    assert off[0] == 0 and off[-1] == n and np.all(np.diff(off) > 0)
+    np.testing.assert_array_equal(np.flatnonzero(data.flags.get()), off[:-1])
+    inclusive = np.cumsum(x, dtype=np.int32)
+    before = np.concatenate([[0], inclusive])[off[:-1]]
+    segmented = inclusive - np.repeat(before, np.diff(off)).astype(np.int32)
+    rows = x.reshape(data.rows, -1)
+    want = {
+        forms.PYTHON_OP: inclusive,
+        forms.EXCLUSIVE: inclusive - x,
+        forms.INITIAL: inclusive + 1,
+        forms.TUPLE: inclusive,  # a = 1 for integers: h = h + x
+        forms.SEG_OFFSETS: segmented,
+        forms.SEG_FLAGS: segmented,
+        forms.CL_SEGMENTED: segmented,
+        forms.AXIS_SCAN: np.cumsum(rows, axis=1, dtype=np.int32),
+    }
+    reductions = {
+        "segmented-reduce": np.add.reduceat(x, off[:-1]).astype(np.int32),
+        "axis-reduce": rows.sum(axis=1, dtype=np.int32),
+    }
+    for c in found:
+        if c.form == "flat":
+            continue
+        returned = c.call(0)
+        timer.sync()
+        if c.name in want:
+            np.testing.assert_array_equal(c.out.get().reshape(-1), want[c.name].reshape(-1), err_msg=c.name)
+        else:
+            np.testing.assert_array_equal(returned.get(), reductions[c.form], err_msg=c.name)
+    results = bench.measure_calls(timer, "int32", n, reps=3, calls=3, peers=False, forms=bench.FORMS)
+    got = {(r.call, r.name, r.timing) for r in results}
+    assert got == {
+        (c.form, c.name, f) for c in found if c.name.startswith("jitscan") for f in bench.CALL_FIGURES
+    }
+    assert all(r.category == "call" and r.seconds > 0 and not r.error for r in results)
+    with pytest.raises(ValueError, match="unknown call form"):
+        bench.form_names(["flat", "ragged"])
+    assert bench.form_names("all") == list(bench.FORMS) == bench.form_names(["axis-scan", "all"])
+    assert bench.form_names(["axis-scan", "flat"]) == ["flat", "axis-scan"]
+
+
+def test_a_failing_form_is_an_error_cell_and_the_rest_goes_on(opencl_queue, monkeypatch):
+    """A jitscan call that raises (built or timed) gives error cells with the reason; the others
+    are measured and the run reports it under Skipped."""
+    calls = {"n": 0}
+
+    def broken(*args, **kwargs):
+        raise TypeError("segmented_reduce is not here")
+
+    def flaky(*args, **kwargs):  # works when built, fails once timed
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise RuntimeError("a queue went away")
+
+    monkeypatch.setattr(forms, "segmented_reduce", broken)
+    monkeypatch.setattr(forms, "reduce", flaky)
+    timer = bench.Timer("opencl")
+    n = 1 << 10
+    asked = ["flat", "segmented-reduce", "axis-reduce", "segmented-flags"]
+    results = bench.measure_calls(timer, "int32", n, reps=3, calls=3, peers=False, forms=asked)
+    errors = {(r.call, r.timing): r.error for r in results if r.error}
+    assert {k[0] for k in errors} == {"segmented-reduce", "axis-reduce"}
+    assert len(errors) == 2 * len(bench.CALL_FIGURES)
+    assert "TypeError: segmented_reduce is not here" in errors[("segmented-reduce", "host")]
+    assert "RuntimeError: a queue went away" in errors[("axis-reduce", "isolated")]
+    fine = [r for r in results if not r.error]
+    assert {r.call for r in fine} == {"flat", "segmented-flags"} and all(r.seconds > 0 for r in fine)
+    report = bench.run("opencl", sizes=[n], reps=3, latency=True, peers=False, forms=asked, pipeline=3)
+    text = bench.latency_table(report)
+    assert "| host | segmented-reduce | jitscan.segmented_reduce(x, offsets=o) | error |" in text, text
+    assert any("segmented_reduce is not here" in line for line in report.skipped), report.skipped
+    assert report.config["forms"] == ["flat", "segmented-flags", "segmented-reduce", "axis-reduce"]
+
+
 def test_asv_benchmarks_dry_run(opencl_queue):
     """Each asv benchmark class: its setup_cache sweep at the smallest size, then setup
     and every tracked metric, as asv would call them."""
@@ -331,6 +441,15 @@ def test_asv_benchmarks_dry_run(opencl_queue):
 
     tuples = scan.Tuples()
     tuples.setup("opencl", n)  # runs every timed call once
+
+    assert scan.FORMS == list(bench.FORMS)
+    each = scan.PerCallForm()
+    for form in scan.FORMS:
+        each.setup("opencl", form, n)
+        each.time_call("opencl", form, n)
+        assert each.track_isolated_seconds("opencl", form, n) > 0
+        assert each.track_pipelined_seconds("opencl", form, n) > 0
+        each.teardown("opencl", form, n)
 
 
 def _env() -> dict[str, str]:
@@ -439,20 +558,54 @@ def test_bench_latency_writes_the_per_call_table(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
-    assert "## Per call (what a user sees)" in text and "| figure | call | 2^10 | 2^12 |" in text, text
+    assert "## Per call (what a user sees)" in text, text
+    assert "| figure | call | contender | 2^10 | 2^12 |" in text, text
     assert "Results table" not in text and "Simulated blocking" not in text
     assert "5 calls back to back" in text
     data = json.loads((out / "bench.json").read_text())
     assert data["config"]["latency"] and data["config"]["pipeline"] == 5
+    assert data["config"]["forms"] == list(bench.FORMS)  # --latency: every form
     assert {r["category"] for r in data["results"]} == {"call"}
     figures = {(r["name"], r["timing"], r["n"]) for r in data["results"]}
     for call in bench.JITSCAN_CALLS:
         for figure in bench.CALL_FIGURES:
             assert {(call, figure, 1 << 10), (call, figure, 1 << 12)} <= figures
+    # a row per form and figure in the table, every form in the JSON
+    rows = {tuple(line.split(" | ")[:2]) for line in text.splitlines() if line.startswith("| ")}
+    for form in bench.FORMS:
+        assert {(f"| {figure}", form) for figure in bench.CALL_FIGURES} <= rows, form
+        mine = [r for r in data["results"] if r["call"] == form and r["name"].startswith("jitscan")]
+        assert {(r["timing"], r["n"]) for r in mine} >= {
+            (f, n) for f in bench.CALL_FIGURES for n in (1 << 10, 1 << 12)
+        }, form
     rows = list(csv.DictReader((out / "bench.csv").open()))
     assert len(rows) == len(data["results"])
     if HAS_MPL:
         assert (out / "latency.png").stat().st_size > 0 and not (out / "throughput.png").exists()
+
+
+def test_bench_forms_selects_call_forms(tmp_path):
+    """``--forms``: only the forms asked for; an unknown one is refused before anything runs."""
+    _opencl()
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "jitscan", "bench", "--latency", "--backend", "opencl", "--no-peers"]
+    cmd += ["--forms", "segmented-flags,flat", "--sizes", "10", "--reps", "3", "--pipeline", "3"]
+    cmd += ["--no-progress", "--no-plots", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((out / "bench.json").read_text())
+    assert data["config"]["forms"] == ["flat", "segmented-flags"]
+    assert {r["call"] for r in data["results"]} == {"flat", "segmented-flags"}
+    assert f"| host | segmented-flags | {forms.SEG_FLAGS} |" in proc.stdout
+    bad = subprocess.run(
+        cmd[:8] + ["--forms", "flat,ragged", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2 and "unknown call form(s) ragged; valid forms: all, flat" in bad.stderr
 
 
 def test_bench_tuples_adds_the_tuple_table(tmp_path):
@@ -550,5 +703,7 @@ def test_asv_run_quick(tmp_path):
         "Blocking.track_",
         "PerCall.time_cumsum_out",
         "PerCall.time_prepared_out",
+        "PerCallForm.time_call",
+        "PerCallForm.track_isolated_seconds",
     ):
         assert name in out, out[-4000:]

@@ -9,8 +9,9 @@ Three figures, each for jitscan and its peers (docs/benchmarks.md):
   (a spin kernel keeps the device busy while the host queues the run); NumPy, which
   has no device, on the host clock. The throughput tables and the paper's table.
 - **the isolated call**: one Python call as a user writes it (``jitscan.cumsum(x,
-  out=y)``, a prepared scan, ``torch.cumsum``, CUB, ...) between a mark before it
-  and one after it on an idle device, with the host time of the call itself.
+  out=y)``, a prepared scan, every other call form: segmented, tuple values, along an
+  axis, ...; ``torch.cumsum``, CUB, ...) between a mark before it and one after it on an
+  idle device, with the host time of the call itself.
 - **the pipelined rate**: many calls back to back, one synchronization, per call.
 
 On a CPU device the report adds NumPy to NumPy: jitscan's calls on NumPy arrays beside
@@ -25,9 +26,10 @@ initiated and successful insertions per scan).
 One concept per module: ``results`` (what was measured), ``inputs`` (the data),
 ``timing`` (a timer per backend), ``cases`` (jitscan's variants as prepared scans),
 ``peers`` (other libraries, per backend), ``cub`` (CUB through ``cuda.compute``),
-``calls`` (the per-call figures), ``host`` (NumPy to NumPy on a CPU), ``schedule``
-(presets and the steps of a run), ``run`` (a whole run), ``tables``, ``files`` and
-``plots`` (the report's outputs).
+``calls`` (the per-call figures), ``forms`` (every public call form and its
+peers, rows of the per-call table), ``operators`` (the Python operators timed),
+``host`` (NumPy to NumPy on a CPU), ``schedule`` (presets and the steps of a run),
+``run`` (a whole run), ``tables``, ``files`` and ``plots`` (the report's outputs).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .calls import (
 from .cases import ALGORITHM, VARIANTS, Case, average_counters, measure_variant, prepare
 from .cub import cub_call
 from .files import CSV_FIELDS, write_csv, write_json
+from .forms import FORMS, REFERENCES, SEGMENT_MEAN, form_calls, form_names
 from .host import measure_host_calls, numpy_segmented
 from .inputs import ROTATE_BYTES, SEGMENT_LENGTH, head_flags, random_values
 from .peers import PEERS, BackendPeers, Peer, baseline, measure_numpy, measure_peers, peer_functions
@@ -70,14 +73,17 @@ __all__ = [
     "CSV_FIELDS",
     "CUMSUM",
     "CUMSUM_NEW",
+    "FORMS",
     "JITSCAN_CALLS",
     "LATENCY_DTYPES",
     "PAPER_SIZE",
     "PEERS",
     "PIPELINE_CALLS",
     "PREPARED",
+    "REFERENCES",
     "ROTATE_BYTES",
     "SEGMENT_LENGTH",
+    "SEGMENT_MEAN",
     "TIMERS",
     "VARIANTS",
     "BackendPeers",
@@ -98,6 +104,8 @@ __all__ = [
     "blocking_table",
     "contenders",
     "cub_call",
+    "form_calls",
+    "form_names",
     "head_flags",
     "interleaved",
     "latency_table",

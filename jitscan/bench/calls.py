@@ -3,8 +3,11 @@
 The timed call is the Python call a user writes, with a device input and an output
 it keeps: ``jitscan.cumsum(x, out=y)``, a prepared scan ``p(x, out=y)``, and every
 inclusive scan or copy of the backend's peers (:mod:`jitscan.bench.peers`) as a user
-calls it. For each, :func:`measure_calls` takes four figures (see
-:mod:`jitscan.bench.timing`):
+calls it: the ``flat`` form. The other call forms (a Python operator, exclusive,
+``initial=``, tuple values, segmented by offsets and by flags, segmented reductions,
+axis scans and reductions) and their peers come from :mod:`jitscan.bench.forms`; each
+result names its form (``Result.call``). For each, :func:`measure_calls` takes four
+figures (see :mod:`jitscan.bench.timing`):
 
 - ``host``: ``perf_counter`` around the Python call alone (nothing waits inside), the
   median of ``HOST_CALLS`` warm calls back to back;
@@ -15,12 +18,14 @@ calls it. For each, :func:`measure_calls` takes four figures (see
 
 Contenders take turns in ``ROUNDS`` rounds, each measuring every contender's block of
 calls, the order rotating by one each round, so that clock and thermal drift fall on
-all of them; each figure is the median over the rounds.
+all of them; each figure is the median over the rounds. A jitscan call that fails
+(building it, its first call, or any timed call) gives error results (NaN seconds and
+the reason) and leaves the others to finish.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +33,7 @@ import numpy as np
 
 from ..api import cumsum  # jitscan.cumsum itself
 from ..plan import plan
+from .forms import FLAT, form_calls, shared
 from .peers import peer_functions
 from .results import CALL_FIGURES, Result, Unsupported, log2_label, summary
 from .timing import Timer
@@ -48,23 +54,50 @@ JITSCAN_CALLS = (CUMSUM, CUMSUM_NEW, PREPARED)
 
 @dataclass
 class Contender:
-    """One call as a user makes it: ``call(i)`` scans input ``i`` (rotating) into ``out``."""
+    """One call as a user makes it: ``call(i)`` scans input ``i`` (rotating) into ``out``.
+
+    ``form`` is the call form it belongs to (:data:`jitscan.bench.forms.FORMS`; empty
+    outside the per-call table), ``error`` why it cannot be timed here (then ``call`` is
+    never made and the results are error cells).
+    """
 
     name: str
     call: Callable[[int], Any]
     out: Any = None
+    form: str = ""
+    error: str = ""
+
+
+def _failed(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _never(i: int) -> None:
+    raise RuntimeError("a contender that failed to build is not called")
 
 
 def contenders(
-    timer: Timer, dtype: str, n: int, rng: np.random.Generator | None = None, peers: bool = True
+    timer: Timer,
+    dtype: str,
+    n: int,
+    rng: np.random.Generator | None = None,
+    peers: bool = True,
+    forms: Iterable[str] = (FLAT,),
 ) -> tuple[list[Contender], list[str]]:
-    """jitscan's calls and (``peers``) the backend's peers' scans and copies; why any peer is missing.
+    """jitscan's calls and (``peers``) the peers' of each form; why any peer is missing.
+
+    The ``flat`` form: ``jitscan.cumsum`` twice and a prepared scan, the backend's
+    peers' scans and copies. Every other form of ``forms``: its jitscan calls and peers
+    (:func:`jitscan.bench.forms.form_calls`). Each call is built and made once here; a
+    jitscan call that fails is kept with its ``error`` (an error cell), a peer that fails
+    is left out with a line in the second list.
 
     Raises
     ------
     Unsupported
         A size the device memory cannot hold, or a dtype the device lacks.
     """
+    forms = list(forms)
     if n > timer.max_elements(dtype):
         raise Unsupported(f"2^{log2_label(n)} {dtype} elements do not fit in {timer.info.name}'s memory")
     if np.dtype(dtype) == np.float64 and not timer.info.fp64:
@@ -74,16 +107,37 @@ def contenders(
     out_cumsum = b.empty((n,), np.dtype(dtype), q)
     out_prepared = b.empty((n,), np.dtype(dtype), q)
     p = plan(dtype, "add", backend=timer.name, device=timer.device)
-    found = [
-        Contender(CUMSUM, lambda i: cumsum(ins[i % len(ins)], out=out_cumsum), out_cumsum),
-        # allocates its result each call, as a user's plain call does
-        Contender(CUMSUM_NEW, lambda i: cumsum(ins[i % len(ins)], dtype=dtype)),
-        Contender(PREPARED, lambda i: p(ins[i % len(ins)], out=out_prepared), out_prepared),
-    ]
-    if not peers:
-        return found, []
-    others, skipped = peer_functions(timer, dtype, n, rng, kinds=("scan", "copy"))
-    found += [Contender(peer.name, peer.run, peer.out) for peer in others]
+    found: list[Contender] = []
+    skipped: list[str] = []
+    if FLAT in forms:
+        found += [
+            Contender(CUMSUM, lambda i: cumsum(ins[i % len(ins)], out=out_cumsum), out_cumsum, FLAT),
+            # allocates its result each call, as a user's plain call does
+            Contender(CUMSUM_NEW, lambda i: cumsum(ins[i % len(ins)], dtype=dtype), form=FLAT),
+            Contender(PREPARED, lambda i: p(ins[i % len(ins)], out=out_prepared), out_prepared, FLAT),
+        ]
+        if peers:
+            others, skipped = peer_functions(timer, dtype, n, rng, kinds=("scan", "copy"))
+            found += [Contender(peer.name, peer.run, peer.out, FLAT) for peer in others]
+    if any(form != FLAT for form in forms):
+        data = shared(timer, dtype, n)
+        for c in form_calls(timer, forms, data, peers):
+            try:
+                fn = c.build()
+                fn(0)
+                timer.sync()
+            except ImportError as exc:
+                if not c.jitscan:
+                    skipped.append(f"{c.name}: not installed ({exc})")
+                    continue
+                found.append(Contender(c.name, _never, c.out, c.form, _failed(exc)))
+            except Exception as exc:  # noqa: BLE001 - a failing form must not stop the run
+                if not c.jitscan:
+                    skipped.append(f"{c.name}: {_failed(exc)}")
+                    continue
+                found.append(Contender(c.name, _never, c.out, c.form, _failed(exc)))
+            else:
+                found.append(Contender(c.name, fn, c.out, c.form))
     return found, skipped
 
 
@@ -97,6 +151,7 @@ def measure_calls(
     skipped: list[str] | None = None,
     warmup: int = 3,
     peers: bool = True,
+    forms: Iterable[str] = (FLAT,),
 ) -> list[Result]:
     """The per-call figures of every contender at one size: four results each (category ``"call"``).
 
@@ -117,8 +172,10 @@ def measure_calls(
         Untimed calls of each contender first (compiles, allocates scratch).
     peers : bool
         Also the backend's peers (else jitscan's calls only).
+    forms : iterable of str
+        The call forms (:data:`jitscan.bench.forms.FORMS`); default the flat one.
     """
-    found, why = contenders(timer, dtype, n, rng, peers)
+    found, why = contenders(timer, dtype, n, rng, peers, forms)
     if skipped is not None:
         skipped.extend(f"{p} ({timer.name}, {dtype}, 2^{log2_label(n)})" for p in why)
     return measure_contenders(timer, found, dtype, n, reps, calls, warmup)
@@ -134,10 +191,31 @@ def measure_contenders(
     warmup: int = 3,
     category: str = "call",
 ) -> list[Result]:
-    """The four per-call figures of each of ``found``, taken in turns (see :func:`measure_calls`)."""
-    for c in found:
+    """The four per-call figures of each of ``found``, taken in turns (see :func:`measure_calls`).
+
+    A contender with an ``error``, or one whose call raises (warming up or timed), gives
+    one error result per figure (NaN seconds, the reason in ``error``) and is not called
+    again; the others go on.
+    """
+    failed: dict[str, str] = {c.name: c.error for c in found if c.error}
+
+    def guarded(c: Contender, measure: Callable[[], None]) -> None:
+        try:
+            measure()
+        except Exception as exc:  # noqa: BLE001 - one failing call must not stop the others
+            failed[c.name] = _failed(exc)
+            try:
+                timer.sync()
+            except Exception:  # noqa: BLE001, S110 - the queue may stay broken; the next figure says so
+                pass
+
+    def warm(c: Contender) -> None:
         for i in range(warmup):
             c.call(i)
+
+    for c in found:
+        if c.name not in failed:
+            guarded(c, lambda c=c: warm(c))
     timer.sync()
     reps = max(3, reps)
     samples: dict[str, dict[str, list[float]]] = {
@@ -152,25 +230,36 @@ def measure_contenders(
     for r in range(ROUNDS):
         turn = found[r % len(found) :] + found[: r % len(found)]
         for c in turn:
-            samples[c.name]["host"].append(timer.host_per_call(c.call, HOST_CALLS, step))
-            step += HOST_CALLS
-            isolated = [timer.call(c.call, step + i)[1] for i in range(reps)]
-            samples[c.name]["isolated"].append(float(np.median(isolated)))
-            step += reps
-            samples[c.name]["pipelined"].append(timer.pipelined(c.call, calls, step))
-            step += calls
-            device = timer.time(lambda i, c=c, s=step: c.call(s + i), max(3, reps // 4), warmup=0)[0]
-            samples[c.name]["device"].append(device)
-            step += reps
+            if c.name in failed:
+                continue
+
+            def block(c: Contender = c, first: int = step) -> None:
+                got = samples[c.name]
+                host = timer.host_per_call(c.call, HOST_CALLS, first)
+                first += HOST_CALLS
+                isolated = float(np.median([timer.call(c.call, first + i)[1] for i in range(reps)]))
+                first += reps
+                pipelined = timer.pipelined(c.call, calls, first)
+                first += calls
+                device = timer.time(lambda i: c.call(first + i), max(3, reps // 4), warmup=0)[0]
+                for figure, t in zip(CALL_FIGURES, (host, isolated, pipelined, device), strict=True):
+                    got[figure].append(t)
+
+            guarded(c, block)
+            step += HOST_CALLS + 2 * reps + calls
     results = []
     for c in found:
         for figure in CALL_FIGURES:
-            med, spread, times = summary(samples[c.name][figure])
-            results.append(
-                Result(
+            if c.name in failed:
+                r = Result(timer.name, c.name, dtype, n, float("nan"), 0.0, category=category, timing=figure)
+                r.error = failed[c.name]
+            else:
+                med, spread, times = summary(samples[c.name][figure])
+                r = Result(
                     timer.name, c.name, dtype, n, med, spread, category=category, timing=figure, times=times
                 )
-            )
+            r.call = c.form
+            results.append(r)
     return results
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 #: what :func:`cub_call` can make
-KINDS = ("inclusive", "exclusive", "reduce", "segmented_reduce")
+KINDS = ("inclusive", "exclusive", "reduce", "segmented_reduce", "inclusive_by_key")
 #: jitscan's op names -> the names of cuda.compute's OpKind members
 OPS = {
     "add": "PLUS",
@@ -67,15 +67,17 @@ def cub_call(
     num_items: int,
     op: str = "add",
     offsets: Any = None,
+    keys: Any = None,
 ) -> Callable[[Any], None]:
     """One of CUB's device-wide algorithms, made once, as a function of its input.
 
     Parameters
     ----------
-    kind : {"inclusive", "exclusive", "reduce", "segmented_reduce"}
+    kind : {"inclusive", "exclusive", "reduce", "segmented_reduce", "inclusive_by_key"}
         ``make_inclusive_scan``, ``make_exclusive_scan`` (the op's identity first),
-        ``make_reduce_into`` (``d_out`` of one element) or ``make_segmented_reduce``
-        (``d_out`` of one element per segment).
+        ``make_reduce_into`` (``d_out`` of one element), ``make_segmented_reduce``
+        (``d_out`` of one element per segment) or ``make_inclusive_scan_by_key`` (a
+        segmented scan: runs of equal adjacent ``keys``; newer ``cuda.compute`` only).
     d_in, d_out : cupy.ndarray
         Input and output; every later input must have ``d_in``'s size and dtype.
     num_items : int
@@ -87,6 +89,9 @@ def cub_call(
         ``segmented_reduce`` only: CSR offsets, ``nseg + 1`` of them, 0 first and
         ``num_items`` last (NumPy or CuPy; copied to the device once, as start and end
         offsets).
+    keys : cupy.ndarray, optional
+        ``inclusive_by_key`` only: one key per element (a segment id), compared for
+        equality with the next.
 
     Returns
     -------
@@ -97,10 +102,11 @@ def cub_call(
     Raises
     ------
     ImportError
-        Without ``cuda.compute`` (or CuPy).
+        Without ``cuda.compute`` (or CuPy), or (``inclusive_by_key``) a ``cuda.compute``
+        without ``make_inclusive_scan_by_key``.
     ValueError
         An unknown ``kind`` or ``op``, or ``offsets`` missing for (or given to anything
-        but) ``segmented_reduce``.
+        but) ``segmented_reduce``, or ``keys`` for ``inclusive_by_key``.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown CUB call {kind!r}; valid kinds: {', '.join(KINDS)}")
@@ -108,6 +114,8 @@ def cub_call(
         raise ValueError(f"unknown op {op!r} for CUB; valid ops: {', '.join(OPS)}")
     if (offsets is None) == (kind == "segmented_reduce"):
         raise ValueError("offsets= is needed by segmented_reduce, and taken by nothing else")
+    if (keys is None) == (kind == "inclusive_by_key"):
+        raise ValueError("keys= is needed by inclusive_by_key, and taken by nothing else")
     cc = _compute()
     import cupy
 
@@ -116,6 +124,8 @@ def cub_call(
     stream = _Stream(stream_ptr) if stream_ptr else None  # None: the null (legacy) stream
     dtype = np.dtype(d_in.dtype)
 
+    if kind == "inclusive_by_key":
+        return _by_key(cc, d_in, d_out, keys, num_items, opkind, stream)
     if kind in ("inclusive", "exclusive"):
         init = None if kind == "inclusive" else _identity(op, dtype)
         make = cc.make_inclusive_scan if kind == "inclusive" else cc.make_exclusive_scan
@@ -148,6 +158,33 @@ def cub_call(
 
     def fn(x: Any) -> None:
         algo(d_in=x, **fixed)
+
+    return fn
+
+
+def _by_key(cc: Any, d_in: Any, d_out: Any, keys: Any, num_items: int, op: Any, stream: Any) -> Callable:
+    """``make_inclusive_scan_by_key`` made once, scratch sized and allocated once (see :func:`cub_call`)."""
+    import cupy
+
+    make = getattr(cc, "make_inclusive_scan_by_key", None)
+    if make is None:
+        raise ImportError("this cuda.compute has no make_inclusive_scan_by_key (a newer cuda-cccl has)")
+    equal = getattr(cc.OpKind, "EQUAL_TO", None)
+    if equal is None:
+
+        def equal(a: Any, b: Any) -> bool:
+            return a == b
+
+    algo = make(d_keys_in=keys, d_values_in=d_in, d_values_out=d_out, op=op, equality_op=equal)
+    fixed: dict[str, Any] = dict(
+        d_keys_in=keys, d_values_out=d_out, op=op, equality_op=equal, init_value=None, num_items=num_items
+    )
+    nbytes = algo(temp_storage=None, d_values_in=d_in, stream=stream, **fixed)
+    fixed["temp_storage"] = cupy.empty(max(int(nbytes), 1), np.uint8)
+    fixed["stream"] = stream
+
+    def fn(x: Any) -> None:
+        algo(d_values_in=x, **fixed)
 
     return fn
 

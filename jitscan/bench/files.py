@@ -16,6 +16,8 @@ CSV_FIELDS = (
     "n",
     "block_every",
     "timing",
+    "call",
+    "error",
     "reps",
     "seconds",
     "spread",
@@ -41,7 +43,7 @@ def write_csv(report: Report, path: str | os.PathLike) -> None:
         w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         w.writeheader()
         for r in report.results:
-            row = {k: getattr(r, k) for k in CSV_FIELDS[:6] + ("timing",)}
+            row = {k: getattr(r, k) for k in CSV_FIELDS[:9]}
             row.update(
                 reps=len(r.times),
                 seconds=r.seconds,
@@ -49,7 +51,7 @@ def write_csv(report: Report, path: str | os.PathLike) -> None:
                 elements_per_s=r.elements_per_s,
                 hmean_elements_per_s=r.hmean_elements_per_s,
             )
-            row.update({k: r.stats.get(k, "") for k in CSV_FIELDS[12:]})
+            row.update({k: r.stats.get(k, "") for k in CSV_FIELDS[14:]})
             w.writerow(row)
 
 

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from .calls import JITSCAN_CALLS
+from .forms import FLAT
 from .results import Report, log2_label
 
 
@@ -124,15 +125,16 @@ def plot_blocking(report: Report, path: str | os.PathLike) -> None:
 
 
 def plot_latency(report: Report, path: str | os.PathLike) -> None:
-    """PNG of the per-call figures against size: one panel per backend and dtype, a colour per
-    call; the isolated call solid, the pipelined rate dashed, the host time dotted.
+    """PNG of the per-call figures of the flat form against size: one panel per backend and dtype,
+    a colour per call; the isolated call solid, the pipelined rate dashed, the host time dotted.
 
     Raises
     ------
     ImportError
         Without matplotlib.
     """
-    rows = [r for r in report.results if r.category == "call"]
+    # the flat form only (the other forms are in the per-call table): a readable plot
+    rows = [r for r in report.results if r.category == "call" and r.call in ("", FLAT) and not r.error]
     panels = list(dict.fromkeys((r.backend, r.dtype) for r in rows))
     names = [c for c in JITSCAN_CALLS if any(r.name == c for r in rows)]
     names += [r.name for r in rows if r.name not in names]

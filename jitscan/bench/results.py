@@ -58,6 +58,12 @@ class Result:
         call) and ``"device"`` (as for the variants).
     times : list of float
         Seconds of every timed run.
+    call : str
+        Category ``"call"``: the call form the row belongs to (``"flat"``, ``"segmented-offsets"``,
+        ...: :data:`jitscan.bench.forms.FORMS`); empty for the other categories (and for
+        per-call results of reports made before there were forms, which are all flat).
+    error : str
+        Why the call could not be timed here (then ``seconds`` is NaN); empty when it was.
     """
 
     backend: str
@@ -71,6 +77,8 @@ class Result:
     block_every: int = 0
     timing: str = "device"
     times: list = field(default_factory=list)
+    call: str = ""
+    error: str = ""
 
     @property
     def elements_per_s(self) -> float:

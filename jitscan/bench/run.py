@@ -10,6 +10,7 @@ import numpy as np
 from ..dtypes import DTYPES
 from .calls import PIPELINE_CALLS
 from .cases import VARIANTS
+from .forms import FLAT, form_names
 from .results import Report
 from .schedule import Plan, preset
 from .timing import Timer
@@ -50,6 +51,7 @@ def run(
     latency: bool = False,
     pipeline: int = PIPELINE_CALLS,
     tuples: bool = False,
+    forms: Iterable[str] | None = None,
     **knobs: Any,
 ) -> Report:
     """Measure variants, peers and calls at every dtype and size, then the blocking sweep.
@@ -94,6 +96,9 @@ def run(
     tuples : bool
         Also tuple values and Python operators as a user calls them, against CuPy
         (:mod:`jitscan.bench.tuples`), at every size.
+    forms : iterable of str, optional
+        The call forms of the per-call figures (:data:`jitscan.bench.forms.FORMS`, or
+        ``"all"``); default every form with ``latency``, else only ``"flat"``.
     **knobs
         Passed to every variant (``tile_state``, ``spin_limit``, ...).
 
@@ -104,10 +109,12 @@ def run(
     Raises
     ------
     ValueError
-        For a dtype jitscan does not scan (before anything is measured).
+        For a dtype jitscan does not scan, or an unknown call form (before anything is
+        measured).
     """
     if dtypes is not None:
         dtypes = dtype_names(dtypes)
+    forms = form_names(forms) if forms is not None else form_names(None) if latency else [FLAT]
     names = [backend] if isinstance(backend, str) else list(backend)
     variants = list(variants)
     report = Report(devices={})
@@ -121,6 +128,7 @@ def run(
         "latency": latency,
         "pipeline": pipeline,
         "tuples": tuples,
+        "forms": forms,
         "knobs": knobs,
         "sizes": {},
         "reps": {},
@@ -159,6 +167,7 @@ def run(
             pipeline=pipeline,
             device_time=not latency,
             tuples=tuples,
+            forms=forms,
         )
         report.config["dtypes"][name] = plan.dtypes
         report.config["sizes"][name] = plan.sizes

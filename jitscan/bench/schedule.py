@@ -8,6 +8,7 @@ from typing import Any
 
 from .calls import PIPELINE_CALLS, measure_calls
 from .cases import measure_variant
+from .forms import FLAT
 from .host import measure_host_calls
 from .peers import measure_numpy, measure_peers
 from .results import Result, Unsupported, log2_label
@@ -86,7 +87,8 @@ class Plan:
     in host memory (a CPU), NumPy to NumPy against NumPy (:mod:`jitscan.bench.host`);
     with ``tuples``, per size, the tuple values' calls (:mod:`jitscan.bench.tuples`);
     then the blocking sweep on the first dtype. Without ``device_time`` (``--latency``), only the
-    per-call figures.
+    per-call figures. ``forms`` are the call forms of the per-call figures
+    (:data:`jitscan.bench.forms.FORMS`).
     """
 
     timer: Timer
@@ -104,6 +106,7 @@ class Plan:
     pipeline: int = PIPELINE_CALLS
     device_time: bool = True
     tuples: bool = False
+    forms: list[str] = field(default_factory=lambda: [FLAT])
     said: set[str] = field(default_factory=set)
 
     def _once(self, key: str, msg: str) -> None:
@@ -147,14 +150,22 @@ class Plan:
         return Task(f"{self.timer.name} peers {dtype} 2^{log2_label(n)}", go)
 
     def calls_at(self, dtype: str, n: int) -> Task:
-        """The per-call figures of jitscan's calls and the peers'."""
+        """The per-call figures of jitscan's calls of every form and the peers'; each jitscan call
+        that failed is also noted (once per call, backend and dtype), its cells saying ``error``."""
         where = f"({self.timer.name}, {dtype}, 2^{log2_label(n)})"
 
         def go() -> list[Result]:
             why: list[str] = []
             try:
                 out = measure_calls(
-                    self.timer, dtype, n, self.reps, self.pipeline, skipped=why, peers=self.peers
+                    self.timer,
+                    dtype,
+                    n,
+                    self.reps,
+                    self.pipeline,
+                    skipped=why,
+                    peers=self.peers,
+                    forms=self.forms,
                 )
             except Unsupported as exc:
                 self._once(f"calls {where}", f"per-call figures {where}: skipped, {exc}")
@@ -164,6 +175,10 @@ class Plan:
                 return []
             for msg in why:
                 self._once(msg.split(" (", 1)[0], msg)
+            for r in out:
+                if r.error:
+                    key = f"error {r.name} ({self.timer.name}, {dtype})"
+                    self._once(key, f"{r.name} {where}: {r.error}")
             return out
 
         return Task(f"{self.timer.name} calls {dtype} 2^{log2_label(n)}", go)

@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Callable
 
 from .calls import JITSCAN_CALLS, PIPELINE_CALLS
+from .forms import FLAT, FORMS, reference
 from .host import PAIRS
 from .peers import baseline
 from .results import CALL_FIGURES, Report, Result, log2_label
@@ -187,38 +188,83 @@ def _figure_rows(value: dict, names: list[str], sizes: list[int], base: str | No
     return lines
 
 
-def latency_table(report: Report) -> str:
-    """The per-call figures: microseconds per call and sizes, and the ratio to the backend's baseline.
+def _form_order(rows: list[Result]) -> list[tuple[str, str]]:
+    """(form, call) of every per-call row in table order: forms as :data:`FORMS`, jitscan's calls
+    first within each (the flat form's as :data:`JITSCAN_CALLS`), then the peers as measured."""
+    seen = list(dict.fromkeys((r.call or FLAT, r.name) for r in rows))
 
-    One table per backend and dtype; rows are figure and call (jitscan's two calls first,
-    then the peers), cells ``microseconds (ratio)`` where the ratio is the call's figure
-    over the baseline's (CUB on CUDA, PyOpenCL's ``InclusiveScanKernel`` on OpenCL) at
-    the same size: below 1 is faster.
+    def rank(key: tuple[str, str]) -> tuple[int, int, int]:
+        form, name = key
+        mine = JITSCAN_CALLS.index(name) if name in JITSCAN_CALLS else len(JITSCAN_CALLS)
+        first = mine if name.startswith("jitscan") else len(JITSCAN_CALLS) + 1
+        return (FORMS.index(form) if form in FORMS else len(FORMS), first, seen.index(key))
+
+    return sorted(seen, key=rank)
+
+
+def _reference(backend: str, form: str) -> str | None:
+    return reference(backend, form) or (baseline(backend) if form == FLAT else None)
+
+
+def latency_table(report: Report) -> str:
+    """The per-call figures: microseconds per call and size, and each call's ratio to its form's reference.
+
+    One table per backend and dtype; rows are figure, call form (``call``, see
+    :mod:`jitscan.bench.forms`) and the contender (jitscan's calls first within each
+    form, then the peers); cells ``microseconds (ratio)``, the ratio being the row's
+    figure over its form's reference's at the same size (below 1 is faster): CUB's flat
+    scan on CUDA for the flat and segmented scans, PyOpenCL's ``InclusiveScanKernel``
+    for OpenCL's flat form, and so on (:data:`jitscan.bench.forms.REFERENCES`, listed
+    under the tables). A call that could not be timed there says ``error`` (the reason
+    is under "Skipped" and in the JSON).
     """
     rows = [r for r in report.results if r.category == "call"]
     pipelined = report.config.get("pipeline", PIPELINE_CALLS) if report.config else PIPELINE_CALLS
     blocks = []
+    refs: dict[tuple[str, str], list[str]] = {}  # (backend, reference) -> the forms it is of
     for backend, dtype in sorted({(r.backend, r.dtype) for r in rows}):
         mine = [r for r in rows if (r.backend, r.dtype) == (backend, dtype)]
         sizes = sorted({r.n for r in mine})
-        names = [c for c in JITSCAN_CALLS if any(r.name == c for r in mine)]
-        names += [r.name for r in mine if r.name not in names]
-        names = list(dict.fromkeys(names))
-        base = baseline(backend)
-        value = {(r.name, r.timing, r.n): r.seconds for r in mine}
-        ratio_note = f", ratio to {base}" if base and base in names else ""
+        keys = _form_order(mine)
+        names = {name for _, name in keys}
+        value = {(r.name, r.timing, r.n): r for r in mine}
         lines = [
-            f"**{report.devices.get(backend, backend)}** ({backend}), {dtype}: microseconds per call"
-            f"{ratio_note} (below 1: faster)",
+            f"**{report.devices.get(backend, backend)}** ({backend}), {dtype}: microseconds per call, "
+            "ratio to the form's reference (below 1: faster)",
             "",
-            "| figure | call | " + " | ".join(f"2^{log2_label(n)}" for n in sizes) + " |",
-            "|---|---|" + "---:|" * len(sizes),
+            "| figure | call | contender | " + " | ".join(f"2^{log2_label(n)}" for n in sizes) + " |",
+            "|---|---|---|" + "---:|" * len(sizes),
         ]
-        lines += _figure_rows(value, names, sizes, base if ratio_note else None)
+        for figure in CALL_FIGURES:
+            for form, name in keys:
+                ref = _reference(backend, form)
+                if ref in names and ref != name:
+                    forms = refs.setdefault((backend, ref), [])
+                    if form not in forms:
+                        forms.append(form)
+                else:
+                    ref = None
+                cells = []
+                for n in sizes:
+                    r = value.get((name, figure, n))
+                    if r is None:
+                        cells.append("")
+                    elif r.error:
+                        cells.append("error")
+                    else:
+                        base = value.get((ref, figure, n)) if ref else None
+                        ok = base is not None and not base.error and base.seconds > 0
+                        cells.append(
+                            f"{_us(r.seconds)} ({r.seconds / base.seconds:.2f})" if ok else _us(r.seconds)
+                        )
+                if any(cells):
+                    lines.append(f"| {figure} | {form} | {name} | " + " | ".join(cells) + " |")
         blocks.append("\n".join(lines))
     if not blocks:
         return ""
     notes = [f"- **{f}**: {text}" for f, text in figure_notes(pipelined).items()]
+    for (backend, ref), forms in refs.items():
+        notes.append(f"- **ratio to {ref}** ({backend}): {', '.join(forms)}")
     return "\n\n".join(blocks) + "\n\n" + "\n".join(notes) + "\n\nMedians; contenders measured in turns."
 
 

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..api import reduce, scan
 from ..api.tuples import index
-from ..operators import operator
 from .calls import PIPELINE_CALLS, Contender, measure_contenders
+from .operators import affine, argmax, python_add, welford
 from .results import Result, Unsupported, log2_label
 from .timing import Timer
 
@@ -45,31 +45,6 @@ PAIRS = (
     (WELFORD, CUPY_MOMENTS),
     (PYTHON_ADD, BUILTIN_ADD),
 )
-
-
-@operator(identity=(1.0, 0.0))
-def affine(x, y):
-    """(a, b) pairs of h = a h' + b: x the earlier map, y the later one."""
-    return (x[0] * y[0], x[1] * y[0] + y[1])
-
-
-@operator(identity=(-np.inf, -1))
-def argmax(x, y):
-    """(value, index): the first of the largest values."""
-    return y if y[0] > x[0] else x
-
-
-@operator(identity=(0.0, 0.0, 0.0))
-def welford(x, y):
-    """(count, mean, M2) of two runs merged (Chan, Golub and LeVeque)."""
-    n = x[0] + y[0]
-    if n == 0:
-        return x
-    d = y[1] - x[1]
-    return (n, x[1] + d * (y[0] / n), x[2] + y[2] + d * d * x[0] * y[0] / n)
-
-
-python_add = operator(lambda x, y: x + y, identity=0, name="python_add")
 
 
 def contenders(timer: Timer, n: int, rng: np.random.Generator) -> list[Contender]:
