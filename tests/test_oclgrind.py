@@ -38,6 +38,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,6 +129,15 @@ def test_every_segmented_and_axis_kernel_runs_race_free_under_oclgrind(tmp_path)
 
 def test_tuple_value_kernels_run_race_free_under_oclgrind(tmp_path):
     _assert_right_and_clean(_oclgrind("tuples", tmp_path))
+
+
+def test_bad_device_offsets_make_no_access_outside_the_arrays_and_raise_at_the_next_call(tmp_path):
+    # the kernels read device offsets before anything checked them on the host: whatever
+    # they hold, no access may leave the arrays (Oclgrind reports every one), and the next
+    # call by offsets raises, naming the first bad index
+    cases = _oclgrind("bad_offsets", tmp_path)
+    assert len(cases) >= 30
+    _assert_right_and_clean(cases)
 
 
 def _said(case: dict) -> str:
@@ -339,6 +349,58 @@ def _segmented(q) -> Iterator[Case]:
     )
 
 
+def _bad_offsets(q) -> Iterator[Case]:
+    import pyopencl.array as cla
+
+    tile = _tile("int32")
+    n = 3 * tile + 5
+    x = _values(n, "int32")
+    good = np.array([0, 3, tile + 1, n])
+    bad = {
+        "not starting at 0": (np.array([7, tile, n]), r"offsets\[0\]"),
+        "past n, then back": (np.array([0, 50 * n, 2 * tile, n]), r"offsets\[2\] < offsets\[1\]"),
+        "dropping inside a tile": (np.array([0, tile + 9, 4, n]), r"offsets\[2\] < offsets\[1\]"),
+        "ending past n": (np.array([0, tile, n + 3 * tile]), r"offsets\[2\] != n"),
+        "ending short": (np.array([0, tile, n - 2]), r"offsets\[2\] != n"),
+        "negative": (np.array([0, -5, n]), r"offsets\[1\] < offsets\[0\]"),
+    }
+
+    def raises_next(run: Callable[[Any], object], offsets: np.ndarray, match: str) -> str:
+        run(cla.to_device(q, offsets))
+        q.finish()
+        try:
+            run(cla.to_device(q, good))
+        except ValueError as exc:
+            import re
+
+            return "raised" if re.search(match, str(exc)) else f"wrong message: {exc}"
+        return "did not raise"
+
+    for what, (offsets, match) in bad.items():
+        for variant in ("fallback", "lookback", "rts"):
+            for kind in ("inclusive", "exclusive"):
+
+                def scan(off, variant=variant, kind=kind):
+                    return jitscan.segmented_scan(
+                        cla.to_device(q, x), off, kind=kind, variant=variant, **KNOBS
+                    )
+
+                yield (
+                    f"segmented {variant} {kind}, offsets {what}",
+                    lambda scan=scan, offsets=offsets, match=match: raises_next(scan, offsets, match),
+                    "raised",
+                )
+
+            def reduce(off, variant=variant):
+                return jitscan.segmented_reduce(cla.to_device(q, x), off, variant=variant, **KNOBS)
+
+            yield (
+                f"segmented_reduce {variant}, offsets {what}",
+                lambda reduce=reduce, offsets=offsets, match=match: raises_next(reduce, offsets, match),
+                "raised",
+            )
+
+
 def _tuples(q) -> Iterator[Case]:
     import pyopencl.array as cla
 
@@ -529,12 +591,15 @@ GROUPS: dict[str, Callable[..., Iterator[Case]]] = {
     "rts": _rts,
     "segmented": _segmented,
     "tuples": _tuples,
+    "bad_offsets": _bad_offsets,
     "controls": _controls,
     "faults": _faults,
 }
 
 
 def _host(y: object) -> object:
+    if isinstance(y, str):
+        return y
     if isinstance(y, tuple):
         return tuple(_host(v) for v in y)
     return y.get() if hasattr(y, "get") else np.asarray(y)
@@ -543,6 +608,8 @@ def _host(y: object) -> object:
 def _equal(got: object, want: object) -> bool:
     if want is None:
         return True
+    if isinstance(want, str):
+        return got == want
     if isinstance(want, tuple):
         return isinstance(got, tuple) and all(_equal(g, w) for g, w in zip(got, want, strict=True))
     return bool(np.array_equal(np.asarray(got), np.asarray(want)))

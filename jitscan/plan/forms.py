@@ -52,6 +52,7 @@ def raise_alarm(backend: Any, queue: Any, alarm: Any, n: int, earlier: bool, off
     if word:
         if offsets is not None:
             arrays.check_offsets(offsets, n)  # raises, naming the first bad index and its value
+            earlier = True  # these are good: an earlier call's were not (its flag unseen till now)
         raise offsets_error(word, n, earlier)
 
 

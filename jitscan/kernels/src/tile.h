@@ -1284,9 +1284,10 @@ JS_DEVICE_FN void js_check_offset(JS_GLOBAL const js_size* offsets, js_size s, j
         rule = 2u;
     if (rule < 3u) {
         js_u32 at = s < JS_OFFSET_INDEX_LIMIT ? (js_u32)s : JS_OFFSET_INDEX_LIMIT;
-        JS_ATOMIC_MAX_U32(word, 0xFFFFFFFFu - (at * 4u + rule));
-        /* a plain store: on CUDA the flag is host memory, where the host reads it */
-        *flag = 1u;
+        /* the first to find the word clear raises the flag, with a plain store by one
+         * work-item: on CUDA the flag is host memory, where device atomics need not work */
+        if (JS_ATOMIC_MAX_U32(word, 0xFFFFFFFFu - (at * 4u + rule)) == 0u)
+            *flag = 1u;
     }
 }
 
