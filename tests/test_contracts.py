@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from functools import cache
+from pathlib import Path
 
 import pytest
 from conftest import DTYPES
@@ -38,7 +39,8 @@ from jitscan.variants.chained import Chained
 
 #: each dialect with the backend whose typical device renders it
 DIALECTS = {backends.get(name).dialect: name for name in backends.names()}
-SOURCES = ("tile.h", "tile_state.h", "lookback.h", "chained.c", "rts.c", "memcpy.c")
+#: every kernel source file (headers and kernels)
+SOURCES = tuple(sorted(f.name for f in (Path(kernels.__file__).parent / "src").iterdir()))
 
 _CPP = shutil.which("cpp")
 _GCC = shutil.which("gcc")
@@ -170,11 +172,16 @@ def test_the_single_workgroup_entry_points_are_exactly_those_declared_js_kernel_
 # -- (b) the control words -----------------------------------------------------------
 
 
+def rendered_defines() -> dict[str, str]:
+    """The defines of a rendered chained program, comments left out (the control words are rendered)."""
+    return defines(code_of(variants.source(spec_of("fallback", "cuda"), "cuda")))
+
+
 def ctrl_defines() -> dict[str, int]:
-    return {k: int(v) for k, v in defines(kernels.read("tile.h")).items() if k.startswith("JS_CTRL_")}
+    return {k: int(v) for k, v in rendered_defines().items() if k.startswith("JS_CTRL_")}
 
 
-def test_the_control_word_layout_matches_tile_h():
+def test_the_control_word_layout_the_kernels_see_is_tile_state_pys():
     ctrl = ctrl_defines()
     assert ctrl["JS_CTRL_WORDS"] == tile_state.CTRL_WORDS
     assert ctrl["JS_CTRL_TILE"] == tile_state.CTRL_TILE
@@ -183,7 +190,7 @@ def test_the_control_word_layout_matches_tile_h():
     assert len(set(words)) == len(words) and all(0 <= w < tile_state.CTRL_WORDS for w in words)
 
 
-def test_every_control_word_the_kernels_name_is_defined_in_tile_h():
+def test_every_control_word_the_kernels_name_is_rendered():
     used = {name for src in SOURCES for name in re.findall(r"\bJS_CTRL_\w+", code_of(kernels.read(src)))}
     assert used <= set(ctrl_defines())
 
@@ -238,7 +245,7 @@ def test_kernels_compare_the_kind_only_through_its_js_kind_names(name):
 
 
 def test_the_carry_and_stream_bits_python_sets_are_the_ones_the_kernel_reads():
-    tile = defines(kernels.read("tile.h"))
+    tile = rendered_defines()
     assert int(tile["JS_CARRY_BIT"].rstrip("u")) == KIND_CARRY
     assert int(tile["JS_STREAM_BIT"].rstrip("u")) == KIND_STREAM
     assert not (KIND_CARRY | KIND_STREAM) & max(KIND_CODES.values())
@@ -333,7 +340,7 @@ def test_memcpy_moves_a_cpu_tile_as_the_scans_do():
 
 
 def simulate_steps(steps: list, x: list[int], heads: list[bool]) -> list[int]:
-    """tile.h's js_lanes_scan, lane by lane in Python, with add and identity 0."""
+    """lanes.h's js_lanes_scan, lane by lane in Python, with add and identity 0."""
     h = list(heads)
     for step in steps:
         moved = [0 if src == "f" else x[j] for src, j in step]

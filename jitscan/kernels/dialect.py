@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ..dtypes import INPUTS, VECTOR_BYTES, DType
-from . import lanes, ptx, tile_state
-from .spec import KIND_CODES, ScanSpec
+from . import lanes, ptx, storage, tile_state
+from .spec import KIND_CARRY, KIND_CODES, KIND_STREAM, ScanSpec
 from .values import ValueSpelling
 
 #: an OpenCL vector's components, up to its 16
@@ -26,7 +26,8 @@ def _segment_params(mode: str) -> list[str]:
 
     ``flags``/``rows``: a uint8 head array, or a row length. ``offsets``: the CSR
     offsets (as js_size) with each tile's first segment (``js_seg_first``) and the
-    segment count; heads are then marked in local memory, so loading takes ``sh``.
+    segment count; heads are then marked in local memory, so loading takes ``sh``, the
+    segments' storage (``js_seg_storage``, the kernel's ``sh.seg``).
     """
     if mode == "offsets":
         params = ", JS_GLOBAL const js_size* offsets, JS_GLOBAL const js_size* seg_first, js_size nseg"
@@ -34,8 +35,8 @@ def _segment_params(mode: str) -> list[str]:
             "#define JS_SEG_OFFSETS 1",
             f"#define JS_SEG_PARAMS {params}",
             "#define JS_SEG_ARGS , offsets, seg_first, nseg",
-            "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS, JS_LOCAL_PTR js_shared* sh",
-            "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS, &sh",
+            "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS, JS_LOCAL_PTR js_seg_storage* sh",
+            "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS, &sh.seg",
             "#define JS_SEG_LOAD_FWD JS_SEG_ARGS, sh",
         ]
     return [
@@ -162,6 +163,9 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_SG {spec.subgroup}",
             f"#define JS_HAS_SHUFFLE {int(spec.shuffle)}",
             *(f"#define JS_KIND_{kind.upper()} {code}" for kind, code in KIND_CODES.items()),
+            "/* or'ed into a chained launch's kind: a scan from a carry, stores around the cache */",
+            f"#define JS_CARRY_BIT {KIND_CARRY}u",
+            f"#define JS_STREAM_BIT {KIND_STREAM}u",
             f"#define JS_LB_W {spec.lookback_width}",
             f"#define JS_STATS {int(spec.stats)}",
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",
@@ -184,6 +188,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_FLAG_SHIFT {32 if packed else 16}",
             f"#define JS_PART_BITS {32 if packed else 16}",
             f"#define JS_NPARTS {tile_state.of_spec(spec).parts}",
+            *tile_state.defines(),
             *(self.record_types(spec) if spec.record else self.scalar_types(spec)),
             *self.io(spec),
             "/* a complex64 held in 64 bits, real part low (NumPy's layout): for user ops too */",
@@ -203,7 +208,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "#define JS_SEGMENTED 1",
                 "typedef struct { js_val v; js_u32 h; } T;",
                 # a thread's head bits: one word, or words where a thread holds more than
-                # 64 items (CPUs' one-thread tiles); tile.h reads them
+                # 64 items (CPUs' one-thread tiles); segments.h reads them
                 f"#define JS_HEAD_WORDS {spec.head_words}",
                 "typedef js_u64 js_heads;"
                 if spec.head_words == 1
@@ -267,6 +272,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "#define JS_VLOAD_T JS_VLOAD",
                 "#define JS_VSTORE_T JS_VSTORE",
             ]
+        lines += ["", *storage.defines(spec)]
         return "\n".join(lines) + "\n"
 
     def lanes(self, spec: ScanSpec) -> list[str]:
@@ -560,7 +566,7 @@ typedef unsigned long long js_size;
 #define JS_SHFL_UP_FIELD(x, d) __shfl_up((x), (d), JS_SG)
 #define JS_SHFL_IDX_FIELD(x, s) __shfl((x), (s), JS_SG)
 /* the wave barrier alone orders no memory for the compiler: fences around it do, for the
-   subgroup's exchanges through local memory (lookback.h, js_scan_rows_smem) */
+   subgroup's exchanges through local memory (lookback.h, scan.h's js_scan_rows_smem) */
 #define JS_SUBGROUP_SYNC() \
     (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
      __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"))

@@ -1,7 +1,7 @@
 """The lanes of a CPU's one-thread tiles in OpenCL C (``ScanSpec.lanes``, ``JS_LANES``).
 
 A one-thread tile of a built-in operator holds each vector as the lanes of an OpenCL vector
-type, ``js_vec`` (``src/tile.h``). This module writes what the tile functions take of it:
+type, ``js_vec`` (``src/lanes.h``). This module writes what the tile functions take of it:
 the type, its moves, a lane-wise condition on head bits, and the steps of a vector's own
 inclusive scan, each a shuffle of the vector's lanes (``scan_steps``).
 """
@@ -31,7 +31,7 @@ def scan_steps(v: int, chunk: int) -> list[list[tuple[str, int]]]:
     Hillis-Steele. Shifts of a whole wider vector compiled to instructions that are slow on
     AMD's Zen 5 (vpexpand, with PoCL 3.1's LLVM 15: 8 lanes of int32 scanned at a sixth of
     the speed of these). Each step combines a lane with the combination of the items just
-    before its own, so the masked steps of a segmented scan (tile.h, js_lanes_scan) hold.
+    before its own, so the masked steps of a segmented scan (lanes.h, js_lanes_scan) hold.
     """
     steps = []
     d = 1
@@ -90,9 +90,9 @@ def opencl_lines(spec: ScanSpec, vector_type: Callable[[DType, int], str]) -> li
     mask = f"{'int' if spec.dtype_info.itemsize == 4 else 'long'}{v}"  # integers of the lanes' width
     combine = spec.monoid.expression
     steps = scan_steps(v, max(1, VECTOR_BYTES // spec.dtype_info.itemsize))
-    assert len(steps) <= 4, "tile.h's js_lanes_scan takes up to four steps"
+    assert len(steps) <= 4, "lanes.h's js_lanes_scan takes up to four steps"
     lines = [
-        "/* one-thread tiles hold each vector as the lanes of js_vec (tile.h) */",
+        "/* one-thread tiles hold each vector as the lanes of js_vec (lanes.h) */",
         "#define JS_LANES 1",
         # the lanes' moves as clang's shuffles where it is the compiler: PoCL 3.1's
         # LLVM 15 lowered vector literals of the same lanes to two instructions where

@@ -1,6 +1,6 @@
 """PTX that NVIDIA's dialects add: a subgroup scan's step as one predicated instruction.
 
-A step of an inclusive subgroup scan (``js_scan_step`` in ``src/tile.h``) combines a lane's
+A step of an inclusive subgroup scan (``js_scan_step`` in ``src/scan.h``) combines a lane's
 value with the one shuffled up from ``d`` lanes below, where there is one. Written in C
 that is the op and a select (two selects for a 64-bit value, whose op may be two
 instructions too); the shuffle's own predicate, whether the source lane exists, can guard

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..dtypes import INPUTS, VECTOR_BYTES, DType, Record, loaded_as, value_type
 from ..operators import BUILTIN, Monoid
+from . import storage
 
 KINDS = ("inclusive", "exclusive", "reduce")
 #: the widest vector of a one-thread tile (CPUs; ScanSpec.lanes holds them in lanes), moved
@@ -30,11 +31,11 @@ SEGMENTED = ("", "flags", "rows", "offsets")
 STAGE_LIMIT = 48 * 1024
 #: the kind as the kernels take it (JS_KIND_* in the generated source)
 KIND_CODES = {"inclusive": 0, "exclusive": 1, "reduce": 2}
-#: or'ed into a chained launch's kind for a scan from a carry (JS_CARRY_BIT in tile.h)
+#: or'ed into a chained launch's kind for a scan from a carry (JS_CARRY_BIT, rendered by the dialect)
 KIND_CARRY = 4
-#: or'ed into it where one-thread tiles store around the cache (JS_STREAM_BIT in tile.h)
+#: or'ed into it where one-thread tiles store around the cache (JS_STREAM_BIT, rendered by the dialect)
 KIND_STREAM = 8
-#: the largest carry: 8 control words (JS_CTRL_CARRY in tile.h)
+#: the largest carry: 8 control words (from tile_state.CTRL_CARRY)
 CARRY_BYTES = 32
 TILE_STATES = ("packed", "split")
 #: device clocks a kernel can read (backends.clock): none, NVIDIA's %globaltimer, an x86 TSC
@@ -125,7 +126,7 @@ class ScanSpec:
     rows_in_smem : bool
         A tile's row values cross its subgroups through shared memory, so that each lane
         scans consecutive ones and the subgroup scans once, not once per row
-        (``js_scan_rows_smem`` in ``src/tile.h``). Only for devices with shuffles, tiles
+        (``js_scan_rows_smem`` in ``src/scan.h``). Only for devices with shuffles, tiles
         of several threads and rows; elsewhere it is normalized to False.
     serial : bool
         The device runs one workgroup at a time, in the order they start (a CPU driver of
@@ -188,7 +189,6 @@ class ScanSpec:
         object.__setattr__(self, "tile", self.threads * self.vectors * self.vector_width)
         check_choice("tile_state", self.tile_state, TILE_STATES)
         check_choice("segmented mode", self.segmented, SEGMENTED)
-        itemsize = self.dtype_info.itemsize
         vector_bytes = self.vector_width * self.dtype_info.vector_itemsize
         one_thread = self.threads == 1 and vector_bytes <= LANE_BYTES
         if vector_bytes > VECTOR_BYTES and not self.record and not one_thread:
@@ -216,10 +216,10 @@ class ScanSpec:
             raise ValueError("row_tiles applies to plain scans")
         if self.stages_tile and self.segmented != "offsets":
             raise ValueError("only a reduction by offsets stages its tile")
-        if self.stages_tile and (self.tile + 1) * itemsize > STAGE_LIMIT:
+        if self.stages_tile and storage.stage_bytes(self) > STAGE_LIMIT:
             raise ValueError(
                 f"a segmented reduction stages a tile in local memory: {self.tile} elements of "
-                f"{self.dtype} need {(self.tile + 1) * itemsize} bytes, over "
+                f"{self.dtype} need {storage.stage_bytes(self)} bytes, over "
                 f"{STAGE_LIMIT}; use a smaller tile"
             )
         self.monoid.check_dtype(self.dtype_info)
@@ -312,7 +312,7 @@ class ScanSpec:
         """Whether a one-thread tile (CPUs) holds its vectors as the lanes of vector types.
 
         Every vector is then scanned by shifted combines, and a plain scan's aggregate is
-        reduced lane by lane (``JS_LANES`` in ``src/tile.h``). Only the built-in operators
+        reduced lane by lane (``JS_LANES``, ``src/lanes.h``). Only the built-in operators
         have expressions that hold lane by lane, so only chained scans of those take it,
         segmented reductions by offsets (``lane_totals``), and ``memcpy``, the yardstick
         of their loads and stores; the dialect says whether it has the vector types.
@@ -366,7 +366,7 @@ class ScanSpec:
             return 0
         # at most PARK_BYTES a workgroup: wide tiles keep their static shared memory in
         # the limit (48 KiB on NVIDIA), parking fewer vectors or none
-        per_vector = self.threads * (self.vector_width * self.dtype_info.itemsize + self.element_bytes)
+        per_vector = storage.parked_vector_bytes(self)
         half = self.vectors // 2
         if self.deterministic and self.dtype_info.is_float and self.dtype_info.itemsize == 4:
             half = min(half, 1)
@@ -404,27 +404,9 @@ class ScanSpec:
 
     @property
     def local_bytes(self) -> int:
-        """An upper estimate of the local memory a workgroup's ``js_shared`` (src/tile.h) takes."""
-        t, sg = self.element_bytes, self.subgroup
-        total = (self.threads // sg + 1) * t  # subgroup totals, the tile total
-        if not self.shuffle and self.threads > 1:
-            total += self.vectors * self.threads * t  # rows scanned in local memory
-        if self.rows_in_smem:
-            total += (self.vectors + 1) * self.threads * t  # rows read across (padded)
-        if self.shuffle and self.lookback_width > sg:
-            total += self.lookback_width // sg * (t + 4)  # a wide window's parts
-        elif not (self.shuffle and self.lookback_width == sg):
-            total += self.lookback_width * (t + 4)  # a window walked in local memory
-        if self.deterministic:
-            total += t + 8
-        total += t + 20  # the prefix, the walk's position and steps, the tile
-        if self.segmented == "offsets":
-            total += (self.tile + 31) // 32 * 4  # the tile's head bits
-        if self.stages_tile:
-            total += (self.tile + 1) * self.dtype_info.itemsize
-        # parked vectors: their items and each vector's left sum, for every thread
-        total += self.parked_vectors * self.threads * (self.vector_width * self.dtype_info.itemsize + t)
-        return total + 128  # members' alignment
+        """The local (shared) memory of a workgroup of this program, exactly as the compiler lays
+        it out: its kernel's storage struct (``kernels/storage.py``, which the headers check)."""
+        return storage.workgroup_bytes(self)
 
     @property
     def register_words(self) -> int:

@@ -2,8 +2,9 @@
 
 The C side of the encoding is ``src/tile_state.h``; :class:`TileState` answers what
 the prelude and the host ask of it (words per descriptor, bits per part, bytes for
-so many tiles, the largest epoch its tag holds). The control-word layout is
-``JS_CTRL_*`` in ``src/tile.h``; the constants here mirror it (a test keeps them in step).
+so many tiles, the largest epoch its tag holds). The control-word layout is defined
+here alone: the dialect renders it into every program as ``JS_CTRL_*`` (:func:`defines`),
+and the host reads the same constants.
 """
 
 from __future__ import annotations
@@ -15,17 +16,38 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .spec import ScanSpec
 
-#: control words before the descriptors (JS_CTRL_WORDS in tile.h) and what each holds
+#: control words before the descriptors (JS_CTRL_WORDS)
 CTRL_WORDS = 16
-CTRL_TILE = 0  # the tile counter (rewound by the last tile of each launch)
-CTRL_DEADLOCK = 1  # set by a look-back that hit its watchdog: epoch << 2 | STUCK_SPINS or STUCK_TIME
-CTRL_WAITED = 6  # how long that wait lasted, in units of 1,024 clock ticks (0 without a clock)
-CTRL_CARRY = 8  # a scan from a value: its bits, up to 32 bytes (LaunchArgs.carry)
-#: the watchdog's causes (JS_STUCK_* in tile.h)
-STUCK_SPINS, STUCK_TIME = 1, 2
-#: the instrumentation counters, in the order of the control words after the first two
-STAT_NAMES = ("spins", "lookback_steps", "fallbacks", "insertions")
+CTRL_TILE = 0
+CTRL_DEADLOCK = 1
+#: the first of the instrumentation counters, one word each in the order of STATS
 CTRL_STATS = 2
+CTRL_WAITED = 6
+CTRL_CARRY = 8
+#: the instrumentation counters: the name the host reports, the word's in the kernels
+#: (JS_CTRL_<word>, which chained.c adds js_stats' field of that name, lower-cased, to)
+STATS = {"spins": "SPINS", "lookback_steps": "STEPS", "fallbacks": "FALLBACKS", "insertions": "INSERTIONS"}
+STAT_NAMES = tuple(STATS)
+#: the watchdog's causes, the low bits of the deadlock word (JS_STUCK_*)
+STUCK_SPINS, STUCK_TIME = 1, 2
+
+#: every control word, by its name in the kernels (JS_CTRL_<name>), with what it holds
+CTRL: dict[str, tuple[int, str]] = {
+    "TILE": (CTRL_TILE, "the tile counter (rewound by the last tile of each launch)"),
+    "DEADLOCK": (CTRL_DEADLOCK, "set by look-back's watchdog: epoch << 2 | JS_STUCK_*, the larger kept"),
+    **{word: (CTRL_STATS + i, f"counter: {name}") for i, (name, word) in enumerate(STATS.items())},
+    "WAITED": (CTRL_WAITED, "how long the watchdog's wait lasted, in 1,024 clock ticks"),
+    "CARRY": (CTRL_CARRY, "a scan from a value (kind | JS_CARRY_BIT): its bits, up to 32 bytes"),
+    "WORDS": (CTRL_WORDS, "the tile descriptors follow, in the same zeroed buffer"),
+}
+
+
+def defines() -> list[str]:
+    """The control words and the watchdog's causes as the kernels name them (``#define`` lines)."""
+    lines = ["/* the scratch's control words (kernels/tile_state.py) */"]
+    lines += [f"#define JS_CTRL_{name} {index}  /* {what} */" for name, (index, what) in CTRL.items()]
+    lines += [f"#define JS_STUCK_SPINS {STUCK_SPINS}u", f"#define JS_STUCK_TIME {STUCK_TIME}u"]
+    return lines
 
 
 @dataclass(frozen=True)

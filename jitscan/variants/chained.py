@@ -44,7 +44,17 @@ def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
 
 
 class Chained(Variant):
-    files = ("tile.h", "tile_state.h", "lookback.h", "deterministic.h", "chained.c")
+    files = (
+        "tile.h",
+        "segments.h",
+        "lanes.h",
+        "scan.h",
+        "offsets.h",
+        "tile_state.h",
+        "lookback.h",
+        "deterministic.h",
+        "chained.c",
+    )
     signatures = {KERNEL: ("src", "dst", "size", "buf", "u32", "u32", "u32", "u32", "u32", "u32")}
     segmented_entries = (KERNEL,)
     rows_ok = True

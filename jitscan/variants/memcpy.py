@@ -16,7 +16,7 @@ KERNEL = "js_memcpy"
 
 class Memcpy(Variant):
     name = "memcpy"
-    files = ("tile.h", "memcpy.c")
+    files = ("tile.h", "lanes.h", "memcpy.c")
     signatures = {KERNEL: ("src", "dst", "size", "u32")}
     segments_ok = False
 

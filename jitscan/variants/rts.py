@@ -22,7 +22,7 @@ STAGE_PARAMS = ("dst", "buf")
 
 class ReduceThenScan(Variant):
     name = "rts"
-    files = ("tile.h", "rts.c")
+    files = ("tile.h", "segments.h", "lanes.h", "scan.h", "offsets.h", "rts.c")
     signatures = {
         REDUCE: ("src", "size", "buf"),
         SPINE: ("buf", "size", "dst", "u32"),

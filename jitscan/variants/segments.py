@@ -1,9 +1,11 @@
 """Where segments start: the arguments the segmented forms of a variant take.
 
 Every segmented mode appends its own parameters (``JS_SEG_PARAMS`` in the dialect) to
-the entry points that load input; ``offsets`` also compiles two small kernels of
-``tile.h``: a pre-pass that finds each tile's first segment (skipped where tiles of one
-thread find it themselves) and the device-side check of offsets.
+the entry points that load input; ``offsets`` also compiles the two small kernels of
+``offsets.h``: a pre-pass that finds each tile's first segment and checks the offsets,
+and the check alone, where tiles of one thread find their first segment themselves. A
+bad offset raises the queue's alarm (``backends.Alarm``): :func:`offsets_error` says what
+its word holds.
 """
 
 from __future__ import annotations

@@ -10,11 +10,41 @@
  * With JS_ONE_SCAN_SITE (OpenCL without shuffles: PoCL and the like) OWN and
  * FALLBACK share one call of js_load_scan: PoCL's LLVM 14 crashes on kernels with two
  * inlined copies of the workgroup scan. Elsewhere the own tile is scanned before the
- * loop, which keeps the loop small and the own tile's registers out of it. */
+ * loop, which keeps the loop small and the own tile's registers out of it.
+ * Owns js_chained_storage: the kernel's shared memory, the struct of its parts'. */
+
+/* The kernel's shared memory: its parts' storage, each owned by its header, and the
+ * protocol's own words (and the parked vectors, declared in the kernel). */
+typedef struct {
+    js_scan_storage scan;        /* scan.h: the tile's scan across the workgroup */
+    js_lookback_storage lb;      /* lookback.h: the window, the walk's position and result */
+#if JS_DETERMINISTIC
+    js_det_storage det;          /* deterministic.h: the anchors */
+#endif
+#if JS_SEG_OFFSETS
+    js_seg_storage seg;          /* segments.h: the heads marked from offsets, a staged tile */
+#endif
+    js_u32 lb_ctrl[2];           /* the protocol's next step, by loop iteration parity */
+    js_u32 tile;                 /* the tile this workgroup took */
+} js_chained_storage;
+JS_STATIC_ASSERT(js_chained_storage_size, sizeof(js_chained_storage) == JS_CHAINED_STORAGE_BYTES);
+#if JS_PARK
+/* the parked vectors beside it (in the kernel: as members, NVIDIA's compiler allocated the
+ * segmented kernels' registers otherwise, and their spills changed) */
+JS_STATIC_ASSERT(js_park_size, sizeof(js_val[JS_PARK][JS_V][JS_T]) + sizeof(T[JS_PARK][JS_T]) == JS_PARK_BYTES);
+#endif
 
 JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 wait_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
 {
-    JS_LOCAL_DECL js_shared sh;
+    JS_LOCAL_DECL js_chained_storage sh;
+#if JS_PARK
+    /* Vectors of the own tile that wait out the look-back in the workgroup's memory
+     * (ScanSpec.parked_vectors): the walk's registers would otherwise push them to the
+     * thread's spill memory, read back after it at the latency of a cache miss. Each
+     * thread reads back only what it parked, so no barrier is needed. */
+    JS_LOCAL_DECL js_val park[JS_PARK][JS_V][JS_T];
+    JS_LOCAL_DECL T park_left[JS_PARK][JS_T];
+#endif
     JS_GLOBAL js_sw* state = (JS_GLOBAL js_sw*)(ctrl + JS_CTRL_WORDS);
     js_u32 lid = JS_LID;
     js_src in = JS_SRC_AT;
@@ -66,7 +96,7 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     js_u32 own_flag = JS_READY;
     js_det d = {tile, 0xffffffffu, 0u, spin_limit, 0u, wait_limit, epoch};
     if (lid == 0)
-        sh.lb_target = (js_i64)tile;
+        sh.det.target = (js_i64)tile;
 #else
     js_u32 own_flag = tile == row_first ? JS_INCLUSIVE : JS_READY;
 #endif
@@ -100,18 +130,9 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #if JS_PARK && JS_ONE_SCAN_SITE
 #error "parked vectors need the own tile scanned before the protocol loop"
 #endif
-#if JS_PARK
-    /* Vectors of the own tile that wait out the look-back in the workgroup's memory
-     * (ScanSpec.parked_vectors): the walk's registers would otherwise push them to the
-     * thread's spill memory, read back after it at the latency of a cache miss. Each
-     * thread reads back only what it parked, so no barrier is needed. */
-    JS_LOCAL_DECL js_val park[JS_PARK][JS_V][JS_T];
-    JS_LOCAL_DECL T park_left[JS_PARK][JS_T];
-#endif
-
 #if !JS_ONE_SCAN_SITE
     /* the own tile first, then the protocol loop starts at LOOK */
-    agg = js_load_scan(in, base, n, own, own_left, &own_heads, &sh JS_SEG_LOAD_ARGS);
+    agg = js_load_scan(in, base, n, own, own_left, &own_heads, &sh.scan JS_SEG_LOAD_ARGS);
 #if JS_PARK
 JS_UNROLL
     for (js_u32 j = 0; j < JS_PARK; ++j) {
@@ -124,7 +145,7 @@ JS_UNROLL
     if (lid == 0) {
         if (posts)
             js_post(state, epoch, tile, own_flag, JS_OWN_POST(agg));
-        sh.lb_cur = cur;
+        sh.lb.cur = cur;
         sh.lb_ctrl[0] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
     }
     JS_BARRIER();
@@ -132,14 +153,14 @@ JS_UNROLL
 
     /* Iteration i reads its step from lb_ctrl[i & 1] and writes the next one to the
      * other slot, which nobody reads before the barrier that ends the iteration: no
-     * thread can see the next step early. lb_cur has one slot; see each step. */
+     * thread can see the next step early. lb.cur has one slot; see each step. */
     for (js_u32 it = 0;; ++it) {
         js_u32 step = sh.lb_ctrl[it & 1u];
         js_u32 next_slot = (it + 1u) & 1u;
         if (step == JS_LB_DONE)
             break;
         if (step == JS_LB_OWN || step == JS_LB_FALLBACK) {
-            js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb_cur;
+            js_i64 which = step == JS_LB_OWN ? (js_i64)tile : sh.lb.cur;
             js_val other[JS_P][JS_V];
             T other_left[JS_P];
             /* (pointers to private arrays: OpenCL 2+ would make them generic) */
@@ -152,8 +173,8 @@ JS_UNROLL
             JS_PRIVATE js_val (*x)[JS_V] = other;
             JS_PRIVATE T* left = other_left;
 #endif
-            T a = js_load_scan(in, (js_size)which * JS_TILE, n, x, left, &other_heads, &sh JS_SEG_LOAD_ARGS);
-            /* every thread has read lb_cur (`which`) before thread 0 moves it below; a
+            T a = js_load_scan(in, (js_size)which * JS_TILE, n, x, left, &other_heads, &sh.scan JS_SEG_LOAD_ARGS);
+            /* every thread has read lb.cur (`which`) before thread 0 moves it below; a
              * workgroup of one subgroup has no barrier inside js_scan_tile */
             JS_BARRIER();
 #if JS_ONE_SCAN_SITE
@@ -172,7 +193,7 @@ JS_UNROLL
                 if (lid == 0) {
                     if (posts)
                         js_post(state, epoch, tile, own_flag, JS_OWN_POST(a));
-                    sh.lb_cur = cur;
+                    sh.lb.cur = cur;
                     sh.lb_ctrl[next_slot] = tile == row_first ? JS_LB_DONE : JS_LB_LOOK;
                 }
             } else
@@ -182,41 +203,42 @@ JS_UNROLL
                 sh.lb_ctrl[next_slot] = js_det_insert(state, epoch, which, a, &st);
 #else
                 sh.lb_ctrl[next_slot] = js_fallback_take(state, epoch, &cur, a, &w, &st);
-                sh.lb_cur = cur;
+                sh.lb.cur = cur;
 #endif
             }
         } else {
 #if JS_DETERMINISTIC
             /* every thread: the looks of deterministic.h take part as they need */
-            js_u32 next = js_det_step(step, state, epoch, (js_i64)tile, (js_i64)row_first, &d, ctrl, &st, &sh);
+            js_u32 next = js_det_step(step, state, epoch, (js_i64)tile, (js_i64)row_first, &d, ctrl, &st, &sh.lb,
+                                      &sh.det);
             if (lid == 0)
                 sh.lb_ctrl[next_slot] = next;
 #elif JS_WARP_WALK
-            /* every lane of subgroup 0 takes part in the shuffles; lane 0 moves lb_cur
+            /* every lane of subgroup 0 takes part in the shuffles; lane 0 moves lb.cur
              * only once every lane has read it: a shuffle waits for the lanes but orders
              * no memory (CUDA's racecheck saw lane 0's store race the others' loads) */
             if (lid < JS_LB_W) {
-                js_u32 next = js_window_look(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st);
+                js_u32 next = js_window_look(state, epoch, sh.lb.cur, &cur, &w, ctrl, &st);
                 JS_SUBGROUP_SYNC();
                 if (lid == 0) {
                     sh.lb_ctrl[next_slot] = next;
-                    sh.lb_cur = cur;
+                    sh.lb.cur = cur;
                 }
             }
 #elif JS_WIDE_WALK
-            /* every thread reads lb_cur (as `at`) before the walk's first barrier, so thread
+            /* every thread reads lb.cur (as `at`) before the walk's first barrier, so thread
              * 0 may move it once the walk returns */
-            js_u32 next = js_window_look_wide(state, epoch, sh.lb_cur, &cur, &w, ctrl, &st, &sh);
+            js_u32 next = js_window_look_wide(state, epoch, sh.lb.cur, &cur, &w, ctrl, &st, &sh.lb);
             if (lid == 0) {
                 sh.lb_ctrl[next_slot] = next;
-                sh.lb_cur = cur;
+                sh.lb.cur = cur;
             }
 #else
-            js_window_read(state, epoch, sh.lb_cur, &sh);
+            js_window_read(state, epoch, sh.lb.cur, &sh.lb);
             JS_BARRIER();
             if (lid == 0) {
-                sh.lb_ctrl[next_slot] = js_window_walk(&sh, &cur, &w, ctrl, &st);
-                sh.lb_cur = cur;
+                sh.lb_ctrl[next_slot] = js_window_walk(&sh.lb, &cur, &w, ctrl, &st);
+                sh.lb.cur = cur;
             }
 #endif
         }
@@ -226,19 +248,19 @@ JS_UNROLL
     /* propagate first: successors are waiting on it, the stores are not */
     if (lid == 0) {
 #if JS_DETERMINISTIC
-        /* js_det_took left E(tile) in lb_prefix */
+        /* js_det_took left E(tile) in lb.prefix */
         if (posts && js_det_is_anchor((js_i64)tile, (js_i64)row_first))
-            js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(sh.lb_prefix, agg) : agg);
+            js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(sh.lb.prefix, agg) : agg);
 #else
         if (carry && w.bottom)  /* the walk reached the first tile: the carry goes first */
             w.prefix = tile == row_first ? js_carry(ctrl) : js_op(js_carry(ctrl), w.prefix);
         if (posts && tile > row_first && !serial)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
-        sh.lb_prefix = w.prefix;
+        sh.lb.prefix = w.prefix;
 #endif
     }
     JS_BARRIER();
-    T prefix = sh.lb_prefix;
+    T prefix = sh.lb.prefix;
     int has_prefix = tile > row_first || carry;
 #if JS_PARK
 JS_UNROLL

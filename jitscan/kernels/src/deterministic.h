@@ -1,5 +1,7 @@
 /* jitscan deterministic look-back (JS_DETERMINISTIC): every tile's prefix is one fixed
- * expression of tile aggregates, whatever the timing.
+ * expression of tile aggregates, whatever the timing: the anchors.
+ * Owns js_det_storage: the anchor's prefix and the tile whose window is looked at; the
+ * window itself is the look-back's (js_lookback_storage, lookback.h).
  *
  * The ordinary walk folds whatever it meets, an aggregate here and an inclusive prefix
  * there, so the rounding of a float scan depends on which tiles had posted. Here the
@@ -43,7 +45,14 @@
 /* look-back: spins on a late anchor before working its prefix out (fallback's default limit) */
 #define JS_DET_HELP 16u
 
-/* Thread 0's state of a deterministic walk (E(tile) goes to lb_prefix): few registers,
+/* What the workgroup shares of the anchors (E(tile) itself goes to the look-back's prefix) */
+typedef struct {
+    T anchor;        /* I(a) of the window's anchor */
+    js_i64 target;   /* the tile whose window is looked at */
+} js_det_storage;
+JS_STATIC_ASSERT(js_det_storage_size, sizeof(js_det_storage) == JS_DET_STORAGE_BYTES);
+
+/* Thread 0's state of a deterministic walk (E(tile) goes to the look-back's prefix): few registers,
  * which the segmented float64 kernel is short of. */
 typedef struct {
     js_u32 target;   /* the tile whose window is looked at: the own tile, or an anchor helped */
@@ -91,7 +100,7 @@ JS_DEVICE_FN js_u32 js_det_key(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 x, j
 /* Thread 0: the look at the target's window waited on tile `blocker`, the window's
  * anchor or not. */
 JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL js_u32* ctrl, js_stats* st,
-                                JS_LOCAL_PTR js_shared* sh)
+                                JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
     d->spins = (js_u32)blocker == d->blocker ? d->spins + 1u : 1u;
     d->blocker = (js_u32)blocker;
@@ -102,16 +111,17 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
         d->spins = 0;
         if (anchor) {  /* a stalled anchor: work out its prefix as it would */
             d->target = (js_u32)blocker;
-            sh->lb_target = blocker;
+            ds->target = blocker;
             return JS_LB_LOOK;
         }
-        sh->lb_cur = blocker;  /* a stalled aggregate: reduce that tile */
+        lb->cur = blocker;  /* a stalled aggregate: reduce that tile */
         return JS_LB_FALLBACK;
     }
     JS_SPIN_PAUSE();
     return JS_LB_LOOK;
 #else
 #if JS_DET_SHUFFLE
+    (void)lb;
     /* Look-back re-reads no tile, but a late anchor's prefix is only a fold of what its
      * window posted: after as many spins as fallback allows, work it out as fallback
      * does, so the chain of anchors moves at the pace of the aggregates. (Not in serial
@@ -119,12 +129,13 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
     if (anchor && d->spins > JS_DET_HELP) {
         d->spins = 0;
         d->target = (js_u32)blocker;
-        sh->lb_target = blocker;
+        ds->target = blocker;
         return JS_LB_LOOK;
     }
 #else
     (void)anchor;
-    (void)sh;
+    (void)lb;
+    (void)ds;
 #endif
     return js_watchdog(d->spins, d->limit, &d->since, d->wait_limit, d->epoch, ctrl);
 #endif
@@ -136,11 +147,12 @@ JS_DEVICE_FN js_u32 js_det_wait(js_det* d, js_i64 blocker, int anchor, JS_GLOBAL
  * spin. Returns JS_DET_CAME with *anchor set when it came; else what js_det_wait says
  * (a fallback's new target, or the watchdog). */
 JS_DEVICE_FN js_u32 js_det_anchor_wait(JS_GLOBAL js_sw* state, js_u32 epoch, js_det* d, js_i64 at, T* anchor,
-                                       JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+                                       JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                       JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
     js_u32 x = d->target;
     while (js_read(state, epoch, (js_u32)at, anchor) != JS_INCLUSIVE) {
-        js_u32 next = js_det_wait(d, at, 1, ctrl, st, sh);
+        js_u32 next = js_det_wait(d, at, 1, ctrl, st, lb, ds);
         if (next != JS_LB_LOOK || d->target != x)
             return next;
     }
@@ -165,12 +177,12 @@ JS_DEVICE_FN js_u32 js_det_taken(js_u32 key, js_u32 j)
  * Waits on the anchor alone when that is all the window lacks, then takes the window. */
 JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_det* d, js_u32 key, T tree,
                                 T anchor, js_i64 first, JS_GLOBAL js_u32* ctrl, js_stats* st,
-                                JS_LOCAL_PTR js_shared* sh)
+                                JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
     js_i64 x = (js_i64)d->target;
     js_u32 j = js_det_place(x, first), taken = js_det_taken(key, j);
     if (key == 2u * j) {
-        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, sh);
+        js_u32 next = js_det_anchor_wait(state, epoch, d, x - 1 - (js_i64)j, &anchor, ctrl, st, lb, ds);
         if (next != JS_DET_CAME)
             return next;
     }
@@ -179,14 +191,14 @@ JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     T e = anchored ? (taken ? js_op(anchor, tree) : anchor) : tree;
     st->steps += taken + (js_u32)anchored;
     if (x == tile) {
-        sh->lb_prefix = e;
+        lb->prefix = e;
         return JS_LB_DONE;
     }
     /* helping stalled anchor x: its own aggregate completes I(x) */
     T agg;
     js_u32 f = js_read(state, epoch, (js_u32)x, &agg);
     if (f == JS_NOT_READY)
-        return js_det_wait(d, x, 0, ctrl, st, sh);  /* falls back on x's own tile */
+        return js_det_wait(d, x, 0, ctrl, st, lb, ds);  /* falls back on x's own tile */
     if (f != JS_INCLUSIVE) {                          /* else x got there meanwhile */
         /* the same expression as the anchor's own posting in chained.c */
         js_post(state, epoch, (js_u32)x, JS_INCLUSIVE, x > first ? js_op(e, agg) : agg);
@@ -197,7 +209,7 @@ JS_DEVICE_FN js_u32 js_det_took(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 til
     js_i64 next = x == own_anchor ? tile : x + (js_i64)JS_DET_K;
     d->target = (js_u32)next;
     d->spins = 0;
-    sh->lb_target = next;
+    ds->target = next;
     return JS_LB_LOOK;
 }
 
@@ -219,16 +231,17 @@ JS_DEVICE_FN js_u32 js_det_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 w
 #if JS_DET_NEAR_FIRST
 
 /* Subgroup 0: one look at the first JS_SG lanes of the target's window, in registers, as
- * js_window_look. The shuffles order every lane's read of lb_target before lane 0 moves
+ * js_window_look. The shuffles order every lane's read of the target before lane 0 moves
  * it. When the nearest lane decides alone (a wait, or a head or the anchor that ends the
  * walk with it) no tree is needed: a tree whose nearest leaf has a head is that leaf, bit
  * for bit, and an anchor taken alone is E(x) as it is. Returns JS_DET_FULL when every lane
  * has come and the walk goes on past them. */
 JS_DEVICE_FN js_u32 js_det_look_near(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
-                                     JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+                                     JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                     JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
     js_u32 lane = JS_LID;
-    js_i64 x = sh->lb_target;
+    js_i64 x = ds->target;
     js_u32 j = js_det_place(x, first);
     T v;
     js_u32 key = js_det_key(state, epoch, x, j, lane, first, &v);
@@ -237,107 +250,110 @@ JS_DEVICE_FN js_u32 js_det_look_near(JS_GLOBAL js_sw* state, js_u32 epoch, js_i6
         if (lane != 0u)
             return JS_LB_LOOK;
         if (js_det_waits(key0, j))
-            return js_det_wait(d, x - 1, 0, ctrl, st, sh);
-        return js_det_took(state, epoch, tile, d, key0, v, v, first, ctrl, st, sh);
+            return js_det_wait(d, x - 1, 0, ctrl, st, lb, ds);
+        return js_det_took(state, epoch, tile, d, key0, v, v, first, ctrl, st, lb, ds);
     }
     key = js_subgroup_min(key, lane);
     if (key == JS_DET_NONE && j >= JS_SG)
         return lane == 0u ? JS_DET_FULL : JS_LB_LOOK;
     if (js_det_waits(key, j))
-        return lane == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh) : JS_LB_LOOK;
+        return lane == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, lb, ds) : JS_LB_LOOK;
     T tree = js_subgroup_fold(lane < js_det_taken(key, j) ? v : JS_IDENTITY, lane);  /* at most JS_SG */
     T anchor = JS_SHFL_IDX(v, j < JS_SG ? j : 0u);
     if (lane != 0u)
         return JS_LB_LOOK;
-    return js_det_took(state, epoch, tile, d, key, tree, anchor, first, ctrl, st, sh);
+    return js_det_took(state, epoch, tile, d, key, tree, anchor, first, ctrl, st, lb, ds);
 }
 #endif
 
 #if JS_DET_SHUFFLE && !JS_DET_WARP
 /* Every thread: one look at the whole window, JS_LB_W / JS_SG subgroups of lanes. */
 JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
-                                JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+                                JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
     js_u32 lid = JS_LID, lane = JS_LANE, sg = JS_SG_ID;
     /* every thread reads the target before the first barrier; thread 0 moves it after */
-    js_i64 x = sh->lb_target;
+    js_i64 x = ds->target;
     js_u32 j = js_det_place(x, first);
     T v = JS_IDENTITY;
     if (lid < JS_LB_W) {
         js_u32 key = js_subgroup_min(js_det_key(state, epoch, x, j, lid, first, &v), lane);
         if (lane == 0u)
-            sh->lb_key[sg] = key;
+            lb->key[sg] = key;
         if (lid == j)
-            sh->lb_anchor = v;
+            ds->anchor = v;
     }
     JS_BARRIER();
     js_u32 key = JS_DET_NONE;
     for (js_u32 s = 0; s < JS_LB_W / JS_SG; ++s)
-        key = sh->lb_key[s] < key ? sh->lb_key[s] : key;
+        key = lb->key[s] < key ? lb->key[s] : key;
     /* the same in every thread: wait on an aggregate, or take the window */
     if (js_det_waits(key, j))
-        return lid == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh) : JS_LB_LOOK;
+        return lid == 0u ? js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, lb, ds) : JS_LB_LOOK;
     js_u32 taken = js_det_taken(key, j);
     if (lid < JS_LB_W) {
         T s = js_subgroup_fold(lid < taken ? v : JS_IDENTITY, lane);
         if (lane == 0u)
-            sh->lb_part[sg] = s;
+            lb->part[sg] = s;
     }
     JS_BARRIER();
     if (lid != 0u)
         return JS_LB_LOOK;
     js_u32 parts = (taken + JS_SG - 1u) / JS_SG;
-    T tree = parts ? sh->lb_part[parts - 1u] : JS_IDENTITY;
+    T tree = parts ? lb->part[parts - 1u] : JS_IDENTITY;
     for (js_u32 s = parts ? parts - 1u : 0u; s-- > 0u;)
-        tree = js_op(tree, sh->lb_part[s]);
-    return js_det_took(state, epoch, tile, d, key, tree, sh->lb_anchor, first, ctrl, st, sh);
+        tree = js_op(tree, lb->part[s]);
+    return js_det_took(state, epoch, tile, d, key, tree, ds->anchor, first, ctrl, st, lb, ds);
 }
 #elif !JS_DET_SHUFFLE
 /* Every thread: one look at the target's window, lanes read into local memory and
  * folded serially by thread 0, farthest first. */
 JS_DEVICE_FN js_u32 js_det_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first, js_det* d,
-                                JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+                                JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
     js_u32 lid = JS_LID;
-    js_i64 x = sh->lb_target;
+    js_i64 x = ds->target;
     js_u32 j = js_det_place(x, first);
     if (lid < JS_LB_W) {
         T v;
-        sh->lb_flag[lid] = js_det_key(state, epoch, x, j, lid, first, &v);
-        sh->lb_val[lid] = v;
+        lb->flag[lid] = js_det_key(state, epoch, x, j, lid, first, &v);
+        lb->val[lid] = v;
     }
     JS_BARRIER();
     if (lid != 0u)
         return JS_LB_LOOK;
     js_u32 key = JS_DET_NONE;
     for (js_u32 i = 0; i < JS_LB_W; ++i)
-        key = sh->lb_flag[i] < key ? sh->lb_flag[i] : key;
+        key = lb->flag[i] < key ? lb->flag[i] : key;
     if (js_det_waits(key, j))
-        return js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, sh);
+        return js_det_wait(d, x - 1 - (js_i64)(key / 2u), 0, ctrl, st, lb, ds);
     js_u32 taken = js_det_taken(key, j);
     T tree = JS_IDENTITY;
     if (taken) {
-        tree = sh->lb_val[taken - 1u];
+        tree = lb->val[taken - 1u];
         for (js_u32 i = taken - 1u; i-- > 0u;)
-            tree = js_op(tree, sh->lb_val[i]);
+            tree = js_op(tree, lb->val[i]);
     }
-    return js_det_took(state, epoch, tile, d, key, tree, sh->lb_val[j], first, ctrl, st, sh);
+    return js_det_took(state, epoch, tile, d, key, tree, lb->val[j], first, ctrl, st, lb, ds);
 }
 #endif
 
 /* Every thread: a LOOK or JS_DET_FULL step of the protocol (thread 0 returns the next). */
 JS_DEVICE_FN js_u32 js_det_step(js_u32 step, JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 tile, js_i64 first,
-                                js_det* d, JS_GLOBAL js_u32* ctrl, js_stats* st, JS_LOCAL_PTR js_shared* sh)
+                                js_det* d, JS_GLOBAL js_u32* ctrl, js_stats* st,
+                                JS_LOCAL_PTR js_lookback_storage* lb, JS_LOCAL_PTR js_det_storage* ds)
 {
 #if JS_DET_NEAR_FIRST
     if (step == JS_LB_LOOK)
-        return JS_LID < JS_SG ? js_det_look_near(state, epoch, tile, first, d, ctrl, st, sh) : JS_LB_LOOK;
+        return JS_LID < JS_SG ? js_det_look_near(state, epoch, tile, first, d, ctrl, st, lb, ds) : JS_LB_LOOK;
 #endif
 #if JS_DET_WARP
     return JS_LB_LOOK;  /* not reached: a window of one subgroup needs no full look */
 #else
     (void)step;
-    return js_det_look(state, epoch, tile, first, d, ctrl, st, sh);
+    return js_det_look(state, epoch, tile, first, d, ctrl, st, lb, ds);
 #endif
 }
 #endif /* JS_DETERMINISTIC */

@@ -1,4 +1,5 @@
 /* jitscan look-back: how a workgroup learns the combination of all tiles before its own.
+ * Owns js_lookback_storage: the window of predecessors and what the walk found.
  *
  * Threads 0..JS_LB_W-1 read a window of predecessors at once and the window is walked
  * from the nearest one, combining READY values (right to left, so that a
@@ -17,7 +18,32 @@
  *     every workgroup stops waiting.
  */
 
+/* the protocol's steps (chained.c) */
+#define JS_LB_LOOK 0u
+#define JS_LB_FALLBACK 1u
+#define JS_LB_DONE 2u
 #define JS_LB_OWN 3u
+
+/* look-back windows of one subgroup or more are walked in registers; JS_LB_W and JS_SG
+ * are powers of two (spec.py), so a wide window is whole subgroups */
+#define JS_WARP_WALK (JS_HAS_SHUFFLE && JS_LB_W == JS_SG)
+#define JS_WIDE_WALK (JS_HAS_SHUFFLE && JS_LB_W > JS_SG)
+
+/* What the workgroup shares of the look-back: the window where it is not walked in one
+ * subgroup's registers, and the walk's position and result, which thread 0 keeps and the
+ * others read after a barrier. */
+typedef struct {
+#if JS_WIDE_WALK
+    js_u32 key[JS_LB_W / JS_SG];  /* each subgroup's stop in a wide window */
+    T part[JS_LB_W / JS_SG];      /* and what it takes */
+#elif !JS_WARP_WALK
+    T val[JS_LB_W];               /* one look-back window of predecessor values */
+    js_u32 flag[JS_LB_W];
+#endif
+    T prefix;                     /* the combination of every tile before this one */
+    js_i64 cur;                   /* the nearest predecessor not taken yet, or the tile to reduce */
+} js_lookback_storage;
+JS_STATIC_ASSERT(js_lookback_storage_size, sizeof(js_lookback_storage) == JS_LOOKBACK_STORAGE_BYTES);
 
 typedef struct {
     js_u32 spins, steps, fallbacks, insertions;
@@ -188,7 +214,7 @@ JS_DEVICE_FN js_u32 js_window_look(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 
  * barriers join the parts. Call with every thread. */
 JS_DEVICE_FN js_u32 js_window_look_wide(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 at, js_i64* cur,
                                         js_walk* w, JS_GLOBAL js_u32* ctrl, js_stats* st,
-                                        JS_LOCAL_PTR js_shared* sh)
+                                        JS_LOCAL_PTR js_lookback_storage* sh)
 {
     js_u32 lid = JS_LID, lane = JS_LANE, sg = JS_SG_ID;
     T v = JS_IDENTITY;
@@ -196,12 +222,12 @@ JS_DEVICE_FN js_u32 js_window_look_wide(JS_GLOBAL js_sw* state, js_u32 epoch, js
     if (lid < JS_LB_W) {
         js_u32 key = js_subgroup_min(js_walk_key(state, epoch, at, lid, w->stop, &v), lane);
         if (lane == 0)
-            sh->lb_key[sg] = key;
+            sh->key[sg] = key;
     }
     JS_BARRIER();
     js_u32 key = 2u * JS_LB_W;
     for (js_u32 j = 0; j < JS_LB_W / JS_SG; ++j)
-        key = sh->lb_key[j] < key ? sh->lb_key[j] : key;
+        key = sh->key[j] < key ? sh->key[j] : key;
     /* the same in every thread: a spin, or the nearest predecessor ends the walk */
     if (key <= 1u)
         return lid == 0 ? js_walk_advance(w, cur, key, v, (int)key, ctrl, st) : JS_LB_LOOK;
@@ -209,40 +235,40 @@ JS_DEVICE_FN js_u32 js_window_look_wide(JS_GLOBAL js_sw* state, js_u32 epoch, js
     if (lid < JS_LB_W) {
         T s = js_subgroup_fold(lid < k ? v : JS_IDENTITY, lane);
         if (lane == 0)
-            sh->lb_part[sg] = s;
+            sh->part[sg] = s;
     }
     JS_BARRIER();
     if (lid != 0)
         return JS_LB_LOOK;
-    T taken = sh->lb_part[0];
+    T taken = sh->part[0];
     for (js_u32 j = 1; j * JS_SG < k; ++j)
-        taken = js_op(sh->lb_part[j], taken);
+        taken = js_op(sh->part[j], taken);
     return js_walk_advance(w, cur, k, taken, (int)(key & 1u), ctrl, st);
 }
 #else
 /* Threads below JS_LB_W: read one predecessor of the window into local memory. */
-JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 cur, JS_LOCAL_PTR js_shared* sh)
+JS_DEVICE_FN void js_window_read(JS_GLOBAL js_sw* state, js_u32 epoch, js_i64 cur, JS_LOCAL_PTR js_lookback_storage* sh)
 {
     js_u32 lid = JS_LID;
     if (lid < JS_LB_W && cur - (js_i64)lid >= 0) {
         T v;
-        sh->lb_flag[lid] = js_read(state, epoch, (js_u32)(cur - lid), &v);
-        sh->lb_val[lid] = v;
+        sh->flag[lid] = js_read(state, epoch, (js_u32)(cur - lid), &v);
+        sh->val[lid] = v;
     }
 }
 
 /* Thread 0: walk the window just read, one predecessor at a time. */
-JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_shared* sh, js_i64* cur, js_walk* w,
+JS_DEVICE_FN js_u32 js_window_walk(JS_LOCAL_PTR js_lookback_storage* sh, js_i64* cur, js_walk* w,
                                    JS_GLOBAL js_u32* ctrl, js_stats* st)
 {
     js_u32 k = 0;
     T taken = JS_IDENTITY;
     int done = 0;
     while (k < JS_LB_W && *cur - (js_i64)k >= w->stop && !done) {
-        js_u32 f = sh->lb_flag[k];
+        js_u32 f = sh->flag[k];
         if (f == JS_NOT_READY)
             break;
-        T v = sh->lb_val[k];
+        T v = sh->val[k];
         taken = k ? js_op(v, taken) : v;
         /* a segment head completes the prefix: nothing before it matters */
         done = f == JS_INCLUSIVE || JS_PREFIX_DONE(v);

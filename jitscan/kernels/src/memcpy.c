@@ -11,7 +11,7 @@ JS_KERNEL void js_memcpy(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, js_u32 stream)
         if (stream) {  /* two loops: see js_lanes_store */
             for (js_u32 j = 0; j < JS_P; ++j)
                 JS_VEC_STREAM(JS_VEC_LOAD(JS_SRC_AT + base, j), JS_DST_AT + base, j);
-            JS_STREAM_FENCE();  /* see JS_STREAM_BIT in tile.h */
+            JS_STREAM_FENCE();  /* see JS_VEC_STREAM in lanes.h */
         } else {
             for (js_u32 j = 0; j < JS_P; ++j)
                 JS_VEC_STORE(JS_VEC_LOAD(JS_SRC_AT + base, j), JS_DST_AT + base, j);

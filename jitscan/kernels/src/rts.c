@@ -1,6 +1,15 @@
 /* jitscan reduce-then-scan: three launches and about 3n of traffic, but no
  * workgroup ever waits on another, so it needs no forward-progress guarantee. */
 
+/* The tile kernels' shared memory: the tile's scan, and where segments start by offsets. */
+typedef struct {
+    js_scan_storage scan;        /* scan.h */
+#if JS_SEG_OFFSETS
+    js_seg_storage seg;          /* segments.h */
+#endif
+} js_rts_storage;
+JS_STATIC_ASSERT(js_rts_storage_size, sizeof(js_rts_storage) == JS_RTS_STORAGE_BYTES);
+
 /* 1. every tile's aggregate into the spine.
  *    A segmented reduction by offsets (JS_SEG_STAGE) reads the data only here: every
  *    tile also stores the totals of the segments it holds whole, and the local total
@@ -12,17 +21,17 @@ JS_KERNEL void js_rts_reduce(JS_SRC_PARAMS, js_size n, JS_GLOBAL T* spine
 #endif
                              JS_SEG_PARAMS)
 {
-    JS_LOCAL_DECL js_shared sh;
+    JS_LOCAL_DECL js_rts_storage sh;
     js_u32 tile = JS_GROUP_ID;
     js_size base = (js_size)tile * JS_TILE;
 #if JS_LANE_TOTALS && JS_LANES
-    /* a CPU's one-thread tile: each segment's part summed directly (tile.h) */
+    /* a CPU's one-thread tile: each segment's part summed directly (lanes.h) */
     spine[tile] = js_lanes_seg_totals(JS_SRC_AT, JS_DST_AT, base, n, carry JS_SEG_LOAD_ARGS);
 #else
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    T agg = js_load_scan(JS_SRC_AT, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
+    T agg = js_load_scan(JS_SRC_AT, base, n, x, left, &own, &sh.scan JS_SEG_LOAD_ARGS);
     if (JS_LID == 0)
         spine[tile] = agg;
 #if JS_SEG_STAGE
@@ -37,7 +46,7 @@ JS_KERNEL void js_rts_reduce(JS_SRC_PARAMS, js_size n, JS_GLOBAL T* spine
  *    register budget (JS_KERNEL_SINGLE; under it the segmented spine spilled). */
 JS_KERNEL_SINGLE void js_rts_spine(JS_GLOBAL T* spine, js_size ntiles, JS_DST_PARAMS, js_u32 kind)
 {
-    JS_LOCAL_DECL js_shared sh;
+    JS_LOCAL_DECL js_scan_storage sh;
     T run = JS_IDENTITY;
     int have = 0;
     for (js_size base = 0; base < ntiles; base += JS_TILE) {
@@ -76,13 +85,13 @@ JS_UNROLL
 JS_KERNEL void js_rts_scan(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL const T* spine, js_u32 kind
                            JS_SEG_PARAMS)
 {
-    JS_LOCAL_DECL js_shared sh;
+    JS_LOCAL_DECL js_rts_storage sh;
     js_u32 tile = JS_GROUP_ID;
     js_size base = (js_size)tile * JS_TILE;
     js_val x[JS_P][JS_V];
     T left[JS_P];
     js_heads own;
-    js_load_scan(JS_SRC_AT, base, n, x, left, &own, &sh JS_SEG_LOAD_ARGS);
+    js_load_scan(JS_SRC_AT, base, n, x, left, &own, &sh.scan JS_SEG_LOAD_ARGS);
     js_store_output(JS_DST_AT, base, n, x, left, spine[tile], tile > 0, kind == JS_KIND_EXCLUSIVE, own);
 }
 

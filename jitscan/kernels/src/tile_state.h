@@ -1,6 +1,13 @@
-/* jitscan tile state: one descriptor per tile, a flag (NOT_READY < READY < INCLUSIVE)
- * and a value, spread over JS_NPARTS atomic words.
+/* jitscan tile state: the chained scans' scratch, its control words and one descriptor
+ * per tile. Owns no shared memory.
  *
+ * The control words come first (JS_CTRL_WORDS of them, JS_CTRL_*: their layout is
+ * rendered from kernels/tile_state.py, which the host reads too). They are zeroed with
+ * the buffer when it is new or the epoch wraps, after a deadlock, and (the counters)
+ * before a counting launch; the last tile of a launch rewinds the tile counter.
+ *
+ * A descriptor is a flag (NOT_READY < READY < INCLUSIVE) and a value, spread over
+ * JS_NPARTS atomic words.
  * Every word carries a tag in its top bits and JS_PART_BITS bits of the value below:
  *   packed: 64-bit words, 32 value bits and a 32-bit tag (one word for a 32-bit type);
  *   split:  32-bit words, 16 value bits and a 16-bit tag (the SPAA 2025 encoding).
@@ -18,6 +25,10 @@
  * Writers use atomic max, never a store: the flag sits above the value, so a word can
  * only move forward and a late fallback insertion cannot undo an INCLUSIVE posting.
  */
+
+#define JS_NOT_READY 0u
+#define JS_READY 1u
+#define JS_INCLUSIVE 2u
 
 #define JS_PART_MASK (((js_sw)1 << JS_PART_BITS) - 1)
 
@@ -87,4 +98,16 @@ JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T 
     *inclusive = all_inclusive;
     *found = JS_STATE_MAKE(old_bits, first >> 2);
     return first == JS_NOT_READY;
+}
+
+/* The carry of a scan from a value: it goes on the left of everything, and of a segmented
+ * scan up to its first head (as a pair without a head, the lifted operator does that). */
+JS_DEVICE_FN T js_carry(JS_GLOBAL js_u32* ctrl)
+{
+    js_val v = *(JS_GLOBAL const js_val*)(ctrl + JS_CTRL_CARRY);
+#if JS_SEGMENTED
+    return js_pair(0u, v);
+#else
+    return v;
+#endif
 }
