@@ -201,20 +201,25 @@ class Variant(ABC):
     def supports(self, need: str) -> bool:
         """Whether the variant has what a call needs (a key of :data:`NEEDS`)."""
         c = self.caps
+        # a chain, not a table built per call: the cumulative functions ask on every call
+        # that names a variant
+        if need == "scan":
+            return not c.copies
         if need in ALL_MODES:
             return need in c.segmented
-        have = {
-            "scan": not c.copies,
-            "copy": c.copies,
-            "reduce": c.reduces,
-            "segmented": bool(c.segmented),
-            "carry": c.carry,
-            "deterministic": bool(c.deterministic),
-            "blocking": c.blocking,
-        }
-        if need not in have:
-            raise ValueError(f"unknown need {need!r}; needs: {', '.join(NEEDS)}")
-        return have[need]
+        if need == "reduce":
+            return c.reduces
+        if need == "segmented":
+            return bool(c.segmented)
+        if need == "carry":
+            return c.carry
+        if need == "deterministic":
+            return bool(c.deterministic)
+        if need == "blocking":
+            return c.blocking
+        if need == "copy":
+            return c.copies
+        raise ValueError(f"unknown need {need!r}; needs: {', '.join(NEEDS)}")
 
     def takes_carry(self, deterministic: bool = False) -> bool:
         """Whether a scan by this variant may start from a carry (a deterministic form takes none)."""
