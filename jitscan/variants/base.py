@@ -140,7 +140,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "flags": ("has no segmented form by flags", "flags="),
     "offsets": ("has no segmented form by offsets", "offsets="),
     "rows": ("has no segmented form by rows", "a scan along an axis"),
-    "carry": ("takes no carry", "initial=, and so a Dask array's chunk,"),
+    "carry": ("takes no carry", "initial=, by which a Dask array's chunks are scanned from their carries,"),
     "deterministic": ("has no deterministic form", "deterministic=True"),
     "blocking": ("takes no simulated blocking", "simulate_blocking="),
 }
