@@ -25,7 +25,6 @@ from jitscan.dtypes import lookup
 from jitscan.kernels import lanes, tile_state
 from jitscan.kernels.spec import (
     CARRY_BYTES,
-    CHAINED,
     KIND_CARRY,
     KIND_CODES,
     KIND_STREAM,
@@ -35,6 +34,7 @@ from jitscan.kernels.spec import (
 )
 from jitscan.operators import resolve
 from jitscan.plan import tuning
+from jitscan.variants import CHAINED
 from jitscan.variants.chained import Chained
 
 #: each dialect with the backend whose typical device renders it

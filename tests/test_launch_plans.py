@@ -18,10 +18,10 @@ import jitscan
 from jitscan import backends, variants
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
-from jitscan.kernels.spec import CHAINED, KIND_CARRY, KIND_CODES, KIND_STREAM, KINDS, LaunchArgs, ScanSpec
+from jitscan.kernels.spec import KIND_CARRY, KIND_CODES, KIND_STREAM, KINDS, LaunchArgs, ScanSpec
 from jitscan.operators import resolve
 from jitscan.plan import tuning
-from jitscan.variants import chained, segments
+from jitscan.variants import CHAINED, chained, segments
 from jitscan.variants.base import expand
 from jitscan.variants.rts import FIXUP, REDUCE, SCAN, SPINE
 from jitscan.variants.segments import NONE, SEG_FIRST, Segments

@@ -6,11 +6,10 @@ from .cache import clear as clear_cache
 from .conventions import AxisError
 from .flat import memcpy, reduce, scan, source
 from .running import cummax, cummin, cumprod, cumsum, cumulative_prod, cumulative_sum, nancumprod, nancumsum
-from .segmented import SEGMENTED_VARIANTS, check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
+from .segmented import check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
 
 __all__ = [
     "AxisError",
-    "SEGMENTED_VARIANTS",
     "check_offsets",
     "clear_cache",
     "cummax",

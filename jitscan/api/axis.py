@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import variants
 from ..dtypes import lookup
 from ..operators import Monoid, empty_value, resolve
 from ..plan import arrays
 from .cache import prepared
 from .conventions import move_axis, normalize_axis
-from .segmented import REDUCE_VARIANT
 
 
 def scan_along_axis(
@@ -33,8 +33,8 @@ def scan_along_axis(
     knobs: dict,
 ) -> Any:
     """Independent scans of every 1-D lane of ``x`` along ``axis`` (rows are segments)."""
-    if variant == "memcpy":
-        raise ValueError("variant='memcpy' has no axis form")
+    if variant is not None:
+        variants.require(variant, "rows")
     b, on_device = arrays.pick_backend(x, backend)
     xa = x if on_device else np.asarray(x)
     shape = tuple(xa.shape)
@@ -90,7 +90,7 @@ def reduce_along_axes(
         return b.to_device(host, b.queue_of(xa)) if on_device else host
     order = [i for i in range(len(shape)) if i not in axes] + list(axes)
     moved = xa.transpose(order) if order != list(range(len(shape))) else xa
-    variant = REDUCE_VARIANT if variant is None else variant
+    variant = variants.choose(variant, "offsets", "reduce", reduction=True)
     p = prepared(moved, op, "reduce", variant, b.name, dtype, False, knobs, segmented="offsets")
     offsets = np.arange(0, lanes * lane + 1, lane, dtype=np.int64)
     return p(moved, offsets=offsets).reshape(kept)

@@ -437,7 +437,7 @@ _REDUCE_SHORTCUTS = shortcut()
 
 def memcpy(x: Any, out: Any = None, *, backend: str | None = None, **knobs: Any) -> Any:
     """Copy ``x`` through the scan machinery's loads and stores: the speed-of-light baseline."""
-    return scan(x, "add", variant="memcpy", backend=backend, out=out, **knobs)
+    return scan(x, "add", variant=variants.names("copy")[0], backend=backend, out=out, **knobs)
 
 
 def source(
@@ -461,7 +461,7 @@ def source(
     check_choice("kind", kind, KINDS)
     if segmented:
         check_choice("segmented", segmented, tuple(m for m in SEGMENTED if m))
-    v = variants.get(variants.VARIANTS[0] if variant is None else variant)
+    v = variants.require(variant)
     check_form(kind, v.name, segmented)  # what plan() refuses has no source either
     monoid = resolve(op)
     b = backends.get(backend) if backend is not None else backends.default()

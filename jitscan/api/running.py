@@ -10,14 +10,10 @@ from typing import Any
 
 from numpy import ndarray
 
-from ..kernels.spec import check_choice
-from ..variants import VARIANTS
+from .. import variants
 from . import conventions
 from .cache import as_array, host_tag, remember, shortcut, shortcut_for
 from .flat import KNOBS_DOC, run
-
-#: the variants a cumulative function takes (scan() also takes the copy, "memcpy")
-RUNNING_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
 
 
 def _running(op: str, name: str, rule: str, summary: str, example: str, nan: float | None = None) -> Any:
@@ -38,7 +34,7 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
     ) -> Any:
         kind = "exclusive" if exclusive else "inclusive"
         if variant is not None:
-            check_choice("variant", variant, RUNNING_VARIANTS)  # memcpy is no cumulative op
+            variants.require(variant, "scan")  # a copy is no cumulative op
         if axis is None and stats is None and not include_initial and nan is None:
             # the common call: one lookup, keyed on what can differ between such calls
             t = type(x)

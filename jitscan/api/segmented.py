@@ -11,19 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import variants
 from ..kernels.spec import KINDS, check_choice
 from ..operators import Monoid, resolve
 from ..plan.arrays import check_initial, check_offsets
-from ..variants import VARIANTS
 from . import awkward, chunked, conventions, tuples
 from .cache import as_array, call_key, prepared, remember, shortcut, shortcut_for
 
-#: variants a segmented scan can use; "rts" is the multi-pass baseline
-SEGMENTED_VARIANTS = tuple(v for v in VARIANTS if v != "memcpy")
 #: the kinds of a segmented scan (segmented_reduce is the reduction)
 SEGMENTED_KINDS = tuple(k for k in KINDS if k != "reduce")
-#: segmented_reduce's default variant (see its docstring)
-REDUCE_VARIANT = "rts"
 
 
 def segmented_scan(
@@ -105,7 +101,7 @@ def segmented_scan(
     if type(values) is tuple:
         tuples.refuse_initial(initial)
         if variant is not None:
-            check_choice("variant", variant, SEGMENTED_VARIANTS)
+            variants.require(variant, "segmented")
         if (offsets is None) == (flags is None):
             raise ValueError(_ONE_OF)
         kw = {
@@ -132,7 +128,7 @@ def segmented_scan(
         raise TypeError("output= selects fields of a tuple value; values is one array")
     if chunked.is_dask(values):
         if variant is not None:
-            check_choice("variant", variant, SEGMENTED_VARIANTS)
+            variants.require(variant, "segmented")
         return chunked.segmented_scan(
             values, offsets, flags, op, kind, variant, backend, dtype, out, stats, knobs, initial
         )
@@ -157,7 +153,7 @@ def segmented_scan(
         )
         return awkward.unflatten(ak, res, lists)
     if variant is not None:
-        check_choice("variant", variant, SEGMENTED_VARIANTS)
+        variants.require(variant, "segmented")
     if (offsets is None) == (flags is None):
         raise ValueError(_ONE_OF)
     which = "offsets" if offsets is not None else "flags"
@@ -195,7 +191,7 @@ def _shortcut_for(
 ) -> Any:
     """The prepared scan that does the whole call, as :func:`jitscan.api.cache.shortcut_for`
     finds it (None: the long way, which also raises what is wrong with the call)."""
-    if kind not in SEGMENTED_KINDS or (variant is not None and variant not in SEGMENTED_VARIANTS):
+    if kind not in SEGMENTED_KINDS or (variant is not None and not variants.supports(variant, "segmented")):
         return None
     if (offsets is None) == (flags is None):
         return None
@@ -298,7 +294,7 @@ def segmented_reduce(
     if type(values) is tuple:
         if offsets is None:
             raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-        variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
+        variant = variants.choose(variant, "offsets", "reduce", reduction=True)
         kw = {
             "variant": variant,
             "backend": backend,
@@ -315,7 +311,7 @@ def segmented_reduce(
     if chunked.is_dask(values):
         if offsets is None:
             raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-        variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
+        variant = variants.choose(variant, "offsets", "reduce", reduction=True)
         return chunked.segmented_reduce(values, offsets, op, variant, backend, dtype, knobs)
     ak = awkward.module_of(values)
     lists = None
@@ -326,7 +322,7 @@ def segmented_reduce(
         values, offsets = lists.fill(_identity(op, lists.flat, dtype)), lists.offsets
     if offsets is None:
         raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-    variant = REDUCE_VARIANT if variant is None else check_choice("variant", variant, SEGMENTED_VARIANTS)
+    variant = variants.choose(variant, "offsets", "reduce", reduction=True)
     values = as_array(values)
     t = conventions.types(conventions.input_dtype(values), dtype, "keep")
     values, op = conventions.narrowed(values, op, t)
@@ -336,4 +332,4 @@ def segmented_reduce(
     return res if lists is None else awkward.per_list(ak, res, lists, op)
 
 
-__all__ = ["segmented_scan", "segmented_cumsum", "segmented_reduce", "check_offsets", "SEGMENTED_VARIANTS"]
+__all__ = ["segmented_scan", "segmented_cumsum", "segmented_reduce", "check_offsets"]

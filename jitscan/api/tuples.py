@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import variants
 from ..dtypes import lookup
 from ..operators import Monoid, Operator
 from ..plan import PreparedScan, arrays, check_knobs
@@ -165,7 +166,8 @@ def _along_axis(
     row = lanes[-1]
     if kind == "reduce":
         seg, n_lanes = "offsets", int(np.prod(lanes[:-1], dtype=np.int64))
-        p = _prepared(op, "reduce", variant or "rts", b.name, fields, (), outputs, seg, False, knobs, moved)
+        variant = variants.choose(variant, reduction=True)
+        p = _prepared(op, "reduce", variant, b.name, fields, (), outputs, seg, False, knobs, moved)
         res = p(tuple(moved), offsets=np.arange(0, n_lanes * row + 1, row, dtype=np.int64))
         res = tuple(r.reshape(lanes[:-1]) for r in res)
     else:

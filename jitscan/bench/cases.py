@@ -18,7 +18,6 @@ import numpy as np
 
 from .. import variants
 from ..errors import DeadlockError
-from ..kernels.spec import CHAINED
 from ..plan import PreparedScan, plan
 from ..variants import NONE, Segments
 from .inputs import head_flags
@@ -112,7 +111,7 @@ def prepare(
         launch(ins[i % len(ins)], out, n, seg, check=False, queue=q)
 
     counted = None
-    if algorithm in CHAINED:
+    if variants.get(algorithm).caps.tile_state:
         counting = make(True)
 
         def counted() -> dict | None:

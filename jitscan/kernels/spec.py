@@ -40,8 +40,6 @@ CARRY_BYTES = 32
 TILE_STATES = ("packed", "split")
 #: device clocks a kernel can read (backends.clock): none, NVIDIA's %globaltimer, an x86 TSC
 CLOCKS = ("", "globaltimer", "tsc")
-#: variants that carry tile state between workgroups in one pass (they own JS_FALLBACK)
-CHAINED = ("lookback", "fallback")
 #: shared memory a workgroup may give its parked vectors (ScanSpec.parked_vectors); the
 #: default segmented tiles park 6-8 KiB
 PARK_BYTES = 16 << 10
@@ -128,6 +126,12 @@ class ScanSpec:
         scans consecutive ones and the subgroup scans once, not once per row
         (``js_scan_rows_smem`` in ``src/scan.h``). Only for devices with shuffles, tiles
         of several threads and rows; elsewhere it is normalized to False.
+    chained : bool
+        The program passes tile aggregates between workgroups in one pass, through tile
+        state and look-back (its variant's ``Capabilities.tile_state``; set from the variant
+        by ``tuning.spec_for``, as are ``lane_tiles`` and ``clock``).
+    lane_tiles : bool
+        The variant's one-thread tiles may hold their vectors as lanes (``lanes``).
     serial : bool
         The device runs one workgroup at a time, in the order they start (a CPU driver of
         one compute unit: PoCL's ``basic``). A chained scan in lanes whose predecessor has
@@ -158,6 +162,8 @@ class ScanSpec:
     clock: str = ""
     serial: bool = False
     rows_in_smem: bool = False
+    chained: bool = False
+    lane_tiles: bool = False
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -235,8 +241,8 @@ class ScanSpec:
         if self.lookback_width > self.threads:
             raise ValueError("lookback_width cannot exceed threads")
         check_choice("clock", self.clock, CLOCKS)
-        if self.clock and self.variant != "lookback":
-            raise ValueError("only look-back's watchdog reads a clock")
+        if self.clock and not self.chained:
+            raise ValueError("only a chained scan's watchdog reads a clock")
         if self.deterministic and not self.chained:
             raise ValueError(
                 f"variant {self.variant!r} is deterministic as it is; only chained scans take it"
@@ -245,10 +251,6 @@ class ScanSpec:
             object.__setattr__(self, "serial", False)  # specs it changes nothing in compare equal
         if self.rows_in_smem and not (self.shuffle and self.threads > 1 and self.vectors > 1):
             object.__setattr__(self, "rows_in_smem", False)
-
-    @property
-    def chained(self) -> bool:
-        return self.variant in CHAINED
 
     @property
     def lane_totals(self) -> bool:
@@ -325,7 +327,7 @@ class ScanSpec:
         if not (
             self.threads == 1
             and self.vector_width > 1
-            and (self.chained or self.variant == "memcpy" or self.stages_tile)
+            and (self.lane_tiles or self.stages_tile)
             and not self.record
             and self.monoid in BUILTIN.values()
         ):
@@ -360,7 +362,7 @@ class ScanSpec:
         1-3% faster so than with two (three: no gain), and the ordinary scan 1.2-2.6%
         slower with one (docs/performance.md, "Deterministic scans").
         """
-        if not (self.segmented and self.shuffle and self.variant in CHAINED):
+        if not (self.segmented and self.shuffle and self.chained):
             return 0
         if self.stages_tile and self.dtype_info.itemsize == 8:
             return 0

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import DeviceMemoryError
-from ..kernels.spec import CHAINED
 
 
 def piece_items(room: int, width: int) -> int:
@@ -25,7 +24,7 @@ def piece_items(room: int, width: int) -> int:
 def in_pieces(scan: Any, x: np.ndarray, out: Any, initial: Any) -> Any:
     """``scan`` (a PreparedScan) of ``x`` piece by piece; None where it takes no carry
     (reduce-then-scan, deterministic scans): the call then fails as the device does."""
-    if scan.variant not in CHAINED or scan.knobs.get("deterministic"):
+    if not scan._variant.takes_carry(scan.knobs.get("deterministic")):
         return None
     piece = piece_items(scan._largest, max(scan._itemsize, x.dtype.itemsize))
     flat = x.reshape(-1)

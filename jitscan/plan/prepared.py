@@ -18,7 +18,7 @@ import numpy as np
 from .. import backends, variants
 from ..backends.base import Backend
 from ..dtypes import INPUTS, Record, loaded_as, value_type
-from ..kernels.spec import CHAINED, KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
+from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments
 from . import arrays, pieces, tuned, tuning
@@ -32,10 +32,8 @@ def check_form(kind: str, variant: str, segmented: str) -> None:
     """Raise ValueError for a kind, variant and segmented mode that make no scan together."""
     if kind == "reduce" and segmented not in ("", "offsets"):
         raise ValueError(f"kind='reduce' takes segments as offsets, not {segmented!r}")
-    if variant == "memcpy" and kind == "reduce":
-        raise ValueError("variant='memcpy' copies; it does not reduce")
-    if variant == "memcpy" and segmented:
-        raise ValueError("variant='memcpy' has no segmented form")
+    # the variant's refusals (variants.lacking), the same as every public function's
+    variants.require(variant, *(["reduce"] if kind == "reduce" else []), *([segmented] if segmented else []))
 
 
 def _long_way(x: Any, out: Any, carry: Any) -> None:
@@ -91,7 +89,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         check_knobs(knobs)
         self.kind = check_choice("kind", kind, KINDS)
         asked = variant
-        self.variant = variant = variants.VARIANTS[0] if variant is None else variant
+        self.variant = variant = variants.default().name if variant is None else variant
         self._variant = variants.get(variant)
         self.segmented = check_choice("segmented mode", segmented, SEGMENTED)
         self.monoid = resolve(op)
@@ -121,7 +119,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         #: whether tuned tables apply (plan.tuned): chained scans of scalar values, not
         #: deterministic ones, and no tile-shape knob given by the caller
         self._tunable = (
-            variant in CHAINED
+            self._variant.caps.tile_state
             and not isinstance(self.dtype, Record)
             and not knobs.get("deterministic")
             and not (set(self._program_knobs) & tuned.SHAPE_KNOBS)
@@ -327,11 +325,8 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
 
     def _carry_of(self, initial: Any) -> bytes | Any:
         """``initial=`` as a launch carries it: its bytes, or a one-element device array."""
-        if self.variant not in CHAINED or self.knobs.get("deterministic"):
-            what = "deterministic=True" if self.knobs.get("deterministic") else f"variant={self.variant!r}"
-            raise ValueError(
-                f"initial= needs variant 'fallback' or 'lookback' (not deterministic), got {what}"
-            )
+        if not self._variant.takes_carry(self.knobs.get("deterministic")):
+            raise variants.lacking(self._variant, "carry", self.knobs.get("deterministic"))
         if self.segmented in ("offsets", "rows"):
             # their first element starts a segment, which no carry reaches
             raise ValueError(

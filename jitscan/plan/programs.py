@@ -15,12 +15,8 @@ from typing import Any
 
 from .. import variants
 from ..backends.base import DeviceInfo
-from ..kernels.spec import CHAINED, ScanSpec
+from ..kernels.spec import ScanSpec
 from . import tuned, tuning
-
-#: the variant a reduction of a large input on a GPU runs where none was asked for
-#: (tuning.RTS_REDUCE_BYTES)
-_RTS = variants.get("rts")
 
 #: programs and launch functions a prepared scan keeps (per queue and size class)
 QUEUE_ENTRIES = 64
@@ -51,6 +47,9 @@ class Programs:
         if det_segmented and info.is_gpu and not self._record:
             bounds = tuple(sorted({*bounds, *tuning.det_segmented_bounds(self.dtype, info)}))
         self._rts_class = len(bounds) + 1
+        #: the variant a reduction of a large input on a GPU runs where none was asked for
+        #: (tuning.RTS_REDUCE_BYTES): the one the registry picks for reductions
+        self._reducer = variants.for_reductions()
         if auto_rts and info.is_gpu:
             bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
             self._rts_class = bounds.index(tuning.RTS_REDUCE_BYTES) + 1
@@ -61,7 +60,7 @@ class Programs:
 
     def _variant_of(self, cls: int, chained: bool = False) -> variants.Variant:
         """The variant that runs size class ``cls`` (``chained``: a call with a carry)."""
-        return _RTS if cls >= self._rts_class and not chained else self._variant
+        return self._reducer if cls >= self._rts_class and not chained else self._variant
 
     def spec(
         self, info: DeviceInfo, cls: int, row_tiles: bool = False, loads: str = "", chained: bool = False
@@ -72,14 +71,15 @@ class Programs:
         kernels convert as they load (empty: this scan's); ``chained``: the chained
         variant's program where the class would run rts (a call with a carry).
         """
-        variant = self._variant_of(cls, chained).name
+        v = self._variant_of(cls, chained)
+        variant = v.name
         key = (info, cls, row_tiles, loads, variant)
         spec = self._specs.get(key)
         if spec is None:
             segmented = "" if row_tiles else self.segmented
             tcls = self._tuning_class[cls]
             knobs = self._program_knobs
-            if variant not in CHAINED:  # rts is deterministic as it is
+            if v.caps.deterministic == "always":  # the same bits as it is (rts)
                 knobs = {k: v for k, v in knobs.items() if k != "deterministic"}
             made = functools.partial(
                 tuning.spec_for,
@@ -97,7 +97,7 @@ class Programs:
                 index_fields=self.index_fields,
                 outputs=self.outputs,
             )
-            tunable = self._tunable and variant in CHAINED
+            tunable = self._tunable and v.caps.tile_state
             found = tuned.knobs_for(info, self.dtype, self.monoid, segmented, tcls) if tunable else {}
             spec = None
             if found:

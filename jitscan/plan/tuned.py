@@ -49,7 +49,7 @@ TUNABLES: dict[str, str] = {
     "tile_state": "the tile descriptor's encoding: 'packed' (one 64-bit word) or 'split' (two words)",
 }
 #: Not tuned: ``spin_limit`` (its cost shows only when a workgroup stalls, which timing an
-#: idle device does not see; tuning.default_spin_limit and experiments/spin_sweep.py set it),
+#: idle device does not see; the variant's own spin_limit and experiments/spin_sweep.py set it),
 #: and the scan inside a workgroup, of which jitscan has one (subgroup row scans, then the
 #: subgroups' totals; devices without shuffles scan in local memory).
 #: knobs that shape the tile: a caller who gives one of them gets none from a table

@@ -10,17 +10,13 @@ import math
 from bisect import bisect_left
 from dataclasses import replace
 
+from .. import variants
 from ..backends import clock
 from ..backends.base import DeviceInfo
 from ..dtypes import VECTOR_BYTES, DType, Record
-from ..kernels.spec import CHAINED, TILE_STATES, LaunchArgs, ScanSpec, check_choice
+from ..kernels.spec import TILE_STATES, LaunchArgs, ScanSpec, check_choice
 from ..operators import BUILTIN, Monoid
 
-#: spins on one predecessor before the look-back variant declares a deadlock (GPUs)
-LOOKBACK_WATCHDOG = 1 << 20
-#: the same on CPUs: a spin there is one load, so 2^20 of them last about a millisecond,
-#: less than the time slice for which the OS may preempt the predecessor's thread
-CPU_LOOKBACK_WATCHDOG = 1 << 31
 #: bytes of values a thread of a CPU workgroup of several threads may hold: such tiles are
 #: unrolled (PoCL 3 mis-scans them as loops), and PoCL 3.1's LLVM 15 crashes the process
 #: (SIGSEGV in its inliner, as it builds the work-group function at the first launch) on
@@ -36,10 +32,6 @@ CPU_UNROLLED_ITEMS = CPU_UNROLLED_BYTES // 4
 #: 2048 x 32 int64, segmented scans sooner) the stack overflows and the process dies
 #: (SIGSEGV in the kernel); 64 MiB of stack ran them all. A sixty-fourth (128 KiB at 8 MiB)
 CPU_STACK_SHARE = 64
-#: seconds a look-back waits on one predecessor before its watchdog fires, on devices
-#: with a clock (backends.clock): far beyond any wait of a device that runs every
-#: workgroup it started (an OS time slice on a CPU), far below a user's patience
-LOOKBACK_TIMEOUT = 1.0
 #: the largest spin_timeout taken (the kernel's 32-bit count of 1,024 ticks of a 5 GHz clock)
 MAX_SPIN_TIMEOUT = 600.0
 
@@ -194,11 +186,6 @@ def geometry(
             # heads, 430 chained segmented_reduce; shapes with more registers per
             # thread reached 160-275 on flags
             threads, vectors, min_blocks, window = 128, 4, 8, 0
-        if segmented == "offsets" and kind == "reduce" and variant == "rts":
-            # no tile waits on another here, so registers buy loads in flight: 128 x 16
-            # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
-            # 522-529 for 256 x 8 and 478 for 256 x 4)
-            threads, vectors, min_blocks = 128, 16, 4
     elif info.is_gpu:
         threads, vectors = 128, 8
     else:
@@ -212,8 +199,10 @@ def geometry(
         # Segmented scans too: their thread's head bits are words (ScanSpec.head_words)
         threads = 1
         vectors = 256 if n is not None and n * dtype.packed_bytes <= 1 << 19 else 1024
-    threads = min(threads, info.max_threads)
     geo = {"threads": threads, "vectors": vectors, "vector_width": vector_width, "min_blocks": min_blocks}
+    if variant:  # the variant's own shape for this device and call, where it has one
+        geo |= variants.get(variant).shape(info, segmented, kind)
+    threads = geo["threads"] = min(geo["threads"], info.max_threads)
     return geo | {"lookback_width": lookback_window(info, threads, window)}
 
 
@@ -284,14 +273,8 @@ def deterministic_window(n: int | None, dtype: DType, threads: int, kind: str = 
 
 
 def default_spin_limit(info: DeviceInfo, variant: str) -> int:
-    """Default spin limit: a fallback trigger, or the look-back watchdog."""
-    if variant == "lookback":
-        return LOOKBACK_WATCHDOG if info.is_gpu else CPU_LOOKBACK_WATCHDOG
-    # H100 (experiments/spin_sweep.py): 0.4 spins per workgroup without blocking, and no
-    # false fallbacks at 16 (segmented: 0.003 per workgroup, at the same speed). A real
-    # stall holds its successors for the whole limit: with 1 in 512 workgroups never
-    # posting, 16 spins ran at 206 Ge/s against 152 for 32 and 100 for 64
-    return 16 if info.is_gpu else 64
+    """Default spin limit: a fallback trigger, or a watchdog (the variant's ``spin_limit``)."""
+    return variants.get(variant).spin_limit(info)
 
 
 def cpu_row_items(threads: int, item_bytes: int, segmented: bool) -> int:
@@ -350,6 +333,7 @@ def spec_for(
     ``outputs`` say which fields of a tuple value are the index and which are written
     (``ScanSpec``).
     """
+    v = variants.get(variant)
     geo = geometry(info, dtype, n, segmented, variant, kind)
     if isinstance(dtype, Record):
         # the large-input class of a GPU with shuffles (geometry's last shape)
@@ -384,7 +368,7 @@ def spec_for(
     if dtype.has_f64 and not info.fp64:
         raise TypeError(f"device {info.name} has no float64 support")
     sg = info.shuffle_width or geo["threads"]
-    chained = variant in CHAINED
+    chained = v.caps.tile_state
     if tile_state is None:
         tile_state = "packed" if info.int64_atomics else "split"
     check_choice("tile_state", tile_state, TILE_STATES)
@@ -394,8 +378,11 @@ def spec_for(
         )
     if deterministic not in (True, False):
         raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
+    if deterministic and not v.supports("deterministic"):
+        raise variants.lacking(v, "deterministic")
     exact = not dtype.is_float and monoid in BUILTIN.values()
-    deterministic = deterministic and chained and not exact
+    # a variant deterministic as it is compiles no other form
+    deterministic = deterministic and v.caps.deterministic == "form" and not exact
     seg_window = 128  # a deterministic segmented scan's (deterministic_window)
     if deterministic and segmented and info.is_gpu and vectors is None and n is not None:
         nbytes = n * dtype.packed_bytes
@@ -462,8 +449,10 @@ def spec_for(
         in_dtype=in_dtype,
         index_fields=index_fields,
         outputs=outputs,
-        clock=info.clock if variant == "lookback" else "",
+        clock=info.clock if v.caps.watchdog else "",
         serial=not info.is_gpu and info.compute_units == 1,
+        chained=chained,
+        lane_tiles=v.lane_tiles,
     )
     if vector_width is None and not info.is_gpu and spec.lanes:
         # the tile's items as they were, in vectors as wide as CPU_LANE_VECTOR_BYTES
@@ -476,7 +465,7 @@ def spec_for(
         spec = replace(spec, vectors=tile_bytes // (spec.vector_width * dtype.vector_itemsize))
     if rows_in_smem(spec, math.inf if n is None else n * dtype.packed_bytes):
         spec = replace(spec, rows_in_smem=True)
-    if info.local_memory is not None and variant != "memcpy" and spec.local_bytes > info.local_memory:
+    if info.local_memory is not None and v.local_memory and spec.local_bytes > info.local_memory:
         raise ValueError(
             f"a tile of {spec.threads} threads x {spec.vectors} vectors x {spec.vector_width} items of "
             f"{spec.dtype} needs about {spec.local_bytes} bytes of local memory; {info.name} gives a "
@@ -547,23 +536,28 @@ def launch_for(
 ) -> LaunchArgs:
     """The launch arguments of one kind of call: the device's spin limit unless given.
 
-    Look-back's watchdog also gets ``spin_timeout`` seconds (LOOKBACK_TIMEOUT unless
-    given) in the units of the device's clock, where it has one.
+    A watchdog (Capabilities.watchdog) also gets ``spin_timeout`` seconds (the variant's
+    own unless given) in the units of the device's clock, where it has one.
     """
-    if simulate_blocking and variant == "lookback":
+    v = variants.get(variant)
+    if simulate_blocking and v.caps.watchdog:
         raise ValueError(
-            "simulated blocking with variant='lookback' would deadlock: look-back waits forever "
-            "for a tile that never posts (the kernel's watchdog would fire). Use variant='fallback'."
+            f"simulated blocking with variant={variant!r} would deadlock: it waits forever for a tile "
+            f"that never posts (the kernel's watchdog would fire). Use variant "
+            f"{variants.either(variants.names('blocking'))}."
+        )
+    if simulate_blocking and not v.caps.blocking:
+        raise ValueError(
+            f"simulated blocking applies to variant {variants.either(variants.names('blocking'))}, "
+            f"not {variant!r}"
         )
     stream = 0 if info.is_gpu else max(info.cache_bytes, CPU_STREAM_BYTES)
-    if variant not in CHAINED:
-        if simulate_blocking:
-            raise ValueError(f"simulated blocking applies to variant 'fallback', not {variant!r}")
+    if not v.caps.tile_state:
         return LaunchArgs(kind=kind, stream_bytes=stream)
-    spin = spin_limit if spin_limit is not None else default_spin_limit(info, variant)
+    spin = spin_limit if spin_limit is not None else v.spin_limit(info)
     wait = 0
-    if variant == "lookback" and info.clock:
-        wait = clock.wait_units(info.clock, LOOKBACK_TIMEOUT if spin_timeout is None else spin_timeout)
+    if v.caps.watchdog and info.clock:
+        wait = clock.wait_units(info.clock, v.spin_timeout if spin_timeout is None else spin_timeout)
     return LaunchArgs(
         kind=kind, spin_limit=spin, block_every=simulate_blocking or 0, wait_limit=wait, stream_bytes=stream
     )

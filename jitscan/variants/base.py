@@ -12,12 +12,15 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ..backends.base import Backend, Build, Program
+from ..backends.base import Backend, Build, DeviceInfo, Program
 from ..kernels import render
-from ..kernels.spec import LaunchArgs, ScanSpec
+from ..kernels.spec import SEGMENTED, LaunchArgs, ScanSpec
 from . import segments
+
+#: every segmented mode ("flags", "rows", "offsets")
+ALL_MODES = frozenset(m for m in SEGMENTED if m)
 
 #: held while a launch sequence uses a queue's scratch (chained: from the choice of an epoch
 #: to the launch, and through a read-back of its flags; reduce-then-scan: its three
@@ -64,6 +67,86 @@ def expand(spec: ScanSpec, kinds: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a variant can do, stated by the variant: the rest of jitscan asks this record
+    (through :meth:`Variant.supports` and the registry), never the variant's name.
+
+    Attributes
+    ----------
+    copies : bool
+        It copies and does not scan (the speed-of-light baseline): the cumulative
+        functions, segmented and axis scans refuse it; it neither reduces nor segments.
+    reduces : bool
+        Whole-array reductions (``kind="reduce"``); with "offsets" in ``segmented`` also
+        segmented reductions and reductions along axes.
+    segmented : frozenset of {"flags", "rows", "offsets"}
+        Its segmented modes. "rows" is what scans along an axis run.
+    carry : bool
+        A scan may start from a carry: ``initial=``, a Dask array's chunks, and NumPy
+        inputs past the device's largest allocation, scanned in pieces.
+    tile_state : bool
+        One pass whose tiles pass their aggregates on through tile state (look-back): it
+        takes ``tile_state=``, ``lookback_width=``, ``spin_limit=``, ``stats`` and the
+        tuned tables, and its programs scan rows of whole tiles (``row_tiles``).
+    watchdog : bool
+        It waits on a predecessor that has not posted rather than doing its work: its spin
+        limit (and, where the device has one, a clock: ``spin_timeout=``) bounds the wait
+        and raises :class:`~jitscan.DeadlockError`. Such a variant refuses simulated blocking.
+    blocking : bool
+        It takes ``simulate_blocking=`` (tiles that never post): it must not wait on them.
+    deterministic : {"always", "form", ""}
+        "always": the same bits on every run as it is (``deterministic=True`` changes
+        nothing); "form": a deterministic form compiled on request (which takes no carry);
+        "": neither, and ``deterministic=True`` is refused.
+    reductions : bool
+        Picked for a reduction given no variant: segmented reductions and reductions along
+        axes, and whole-array reductions of large inputs on GPUs (``tuning.RTS_REDUCE_BYTES``).
+        The first registered variant that states it is picked.
+    """
+
+    copies: bool = False
+    reduces: bool = True
+    segmented: frozenset[str] = ALL_MODES
+    carry: bool = False
+    tile_state: bool = False
+    watchdog: bool = False
+    blocking: bool = False
+    deterministic: Literal["always", "form", ""] = ""
+    reductions: bool = False
+
+    def __post_init__(self) -> None:
+        # refused here, where a variant states itself, not at the call that would find out
+        if not self.segmented <= ALL_MODES:
+            raise ValueError(f"segmented modes are {sorted(ALL_MODES)}, not {sorted(self.segmented)}")
+        if self.copies and (self.reduces or self.segmented or self.carry or self.reductions):
+            raise ValueError("a variant that copies neither reduces, segments nor takes a carry")
+        if (self.watchdog or self.blocking) and not self.tile_state:
+            raise ValueError("a watchdog and simulated blocking are for variants with tile state")
+        if self.watchdog and self.blocking:
+            raise ValueError("a variant with a watchdog would deadlock under simulated blocking")
+        if self.deterministic not in ("always", "form", ""):
+            raise ValueError(f"deterministic is 'always', 'form' or '', not {self.deterministic!r}")
+        if self.reductions and not self.reduces:
+            raise ValueError("a variant picked for reductions must reduce")
+
+
+#: what a call may need of a variant (Variant.supports): how a refusal says the variant
+#: lacks it, and what in the call needs it
+NEEDS: dict[str, tuple[str, str]] = {
+    "scan": ("copies; it does not scan", "a scan"),
+    "copy": ("does not copy", "a copy"),
+    "reduce": ("does not reduce", "kind='reduce'"),
+    "segmented": ("has no segmented form", "a segmented scan"),
+    "flags": ("has no segmented form by flags", "flags="),
+    "offsets": ("has no segmented form by offsets", "offsets="),
+    "rows": ("has no segmented form by rows", "a scan along an axis"),
+    "carry": ("takes no carry", "initial=, by which a Dask array's chunks are scanned from their carries,"),
+    "deterministic": ("has no deterministic form", "deterministic=True"),
+    "blocking": ("takes no simulated blocking", "simulate_blocking="),
+}
+
+
+@dataclass(frozen=True)
 class Bound:
     """A variant's compiled program on one backend: what a launch needs besides its arrays.
 
@@ -82,11 +165,14 @@ class Variant(ABC):
     """One scan algorithm.
 
     Subclasses set ``name``, ``files`` (the sources of ``kernels/src`` that make up its
-    program, in order) and ``signatures`` (argument kinds of its own entry points, as
-    declared in those sources), and implement :meth:`run`.
+    program, in order), ``signatures`` (argument kinds of its own entry points, as
+    declared in those sources) and ``caps`` (what it can do), and implement :meth:`run`;
+    :meth:`spin_limit` and :meth:`shape` give its own defaults where it has them.
     """
 
     name: str
+    #: what it can do (Capabilities): asked by every layer above, instead of its name
+    caps: Capabilities = Capabilities()
     files: tuple[str, ...]
     #: entry point -> argument kinds ("buf", "size", "u32"; "src" and "dst": the input's and
     #: the output's arrays, see :func:`expand`), before any segment arguments
@@ -95,19 +181,72 @@ class Variant(ABC):
     single: frozenset[str] = frozenset()
     #: entry points that take the segmented mode's arguments last
     segmented_entries: tuple[str, ...] = ()
-    #: whether the variant has segmented forms
-    segments_ok: bool = True
     #: whether it scans independent rows of whole tiles (ScanSpec.row_tiles)
     rows_ok: bool = False
+    #: whether its one-thread tiles may hold their vectors as lanes (ScanSpec.lane_tiles)
+    lane_tiles: bool = False
+    #: whether its kernels stage values in the workgroup's local memory (ScanSpec.local_bytes)
+    local_memory: bool = True
+    #: seconds a watchdog waits on one predecessor by the device's clock, where it has one
+    #: and the call gives no spin_timeout (Capabilities.watchdog)
+    spin_timeout: float = 0.0
     #: C defines the variant adds to the common prelude
     defines: tuple[str, ...] = ()
 
+    @property
+    def segments_ok(self) -> bool:
+        """Whether the variant has segmented forms."""
+        return bool(self.caps.segmented)
+
+    def supports(self, need: str) -> bool:
+        """Whether the variant has what a call needs (a key of :data:`NEEDS`)."""
+        c = self.caps
+        # a chain, not a table built per call: the cumulative functions ask on every call
+        # that names a variant
+        if need == "scan":
+            return not c.copies
+        if need in ALL_MODES:
+            return need in c.segmented
+        if need == "reduce":
+            return c.reduces
+        if need == "segmented":
+            return bool(c.segmented)
+        if need == "carry":
+            return c.carry
+        if need == "deterministic":
+            return bool(c.deterministic)
+        if need == "blocking":
+            return c.blocking
+        if need == "copy":
+            return c.copies
+        raise ValueError(f"unknown need {need!r}; needs: {', '.join(NEEDS)}")
+
+    def takes_carry(self, deterministic: bool = False) -> bool:
+        """Whether a scan by this variant may start from a carry (a deterministic form takes none)."""
+        return self.caps.carry and not (deterministic and self.caps.deterministic == "form")
+
+    def spin_limit(self, info: DeviceInfo) -> int:
+        """The spin limit on ``info``'s device where the call gives none (variants with tile state)."""
+        return 0
+
+    def shape(self, info: DeviceInfo, segmented: str, kind: str) -> dict[str, int]:
+        """The variant's own tile shape for a kind of call on ``info``'s device, where it
+        differs from the shared defaults of ``tuning.geometry``: some of threads, vectors
+        and min_blocks. Empty: the shared defaults."""
+        return {}
+
     def check(self, spec: ScanSpec) -> None:
         """Raise ValueError for what the spec asks and this variant cannot do."""
-        if spec.segmented and not self.segments_ok:
-            raise ValueError(f"{self.name} has no segmented form")
+        if spec.segmented and spec.segmented not in self.caps.segmented:
+            raise ValueError(f"variant {self.name!r} has no segmented form by {spec.segmented}")
         if spec.row_tiles and not self.rows_ok:
             raise ValueError(f"row_tiles applies to chained variants, not {self.name!r}")
+        if spec.clock and not self.caps.watchdog:
+            raise ValueError(f"only a watchdog reads a clock; variant {self.name!r} has none")
+        if spec.deterministic and self.caps.deterministic != "form":
+            raise ValueError(f"variant {self.name!r} has no deterministic form")
+        if spec.chained != self.caps.tile_state or spec.lane_tiles != self.lane_tiles:
+            raise ValueError(f"the spec of a {spec.variant!r} scan does not match variant {self.name!r}")
 
     def entries(self, spec: ScanSpec) -> dict[str, tuple[str, ...]]:
         """Every kernel entry point compiled for ``spec``, with its argument kinds."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..kernels.spec import LaunchArgs
 from . import segments
-from .base import Bound, Variant, operands
+from .base import Bound, Capabilities, Variant, operands
 
 KERNEL = "js_memcpy"
 
@@ -18,7 +18,12 @@ class Memcpy(Variant):
     name = "memcpy"
     files = ("tile.h", "lanes.h", "memcpy.c")
     signatures = {KERNEL: ("src", "dst", "size", "u32")}
-    segments_ok = False
+    # the same bits every run: it computes nothing
+    caps = Capabilities(copies=True, reduces=False, segmented=frozenset(), deterministic="always")
+    # its tiles move as the chained scans' do, lanes included (the yardstick of their loads
+    # and stores), and stage nothing
+    lane_tiles = True
+    local_memory = False
 
     def run(
         self,

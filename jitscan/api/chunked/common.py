@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import backends
+from ... import backends, variants
 from ...operators import Monoid
 from ...plan.arrays import astype, to_host
 
@@ -77,12 +77,9 @@ def known_chunks(values: Any) -> None:
 
 def check_carried(dtype: np.dtype, variant: Any, knobs: dict[str, Any]) -> None:
     """A chunk is scanned from its carry: refuse what takes none, at graph construction."""
-    if variant not in (None, "fallback", "lookback") or knobs.get("deterministic"):
-        what = "deterministic=True" if knobs.get("deterministic") else f"variant={variant!r}"
-        raise ValueError(
-            f"a Dask array's chunks are scanned from their carries (initial=), which needs variant "
-            f"'fallback' or 'lookback', not deterministic; got {what}"
-        )
+    v = variants.require(variant)
+    if not v.takes_carry(knobs.get("deterministic")):
+        raise variants.lacking(v, "carry", knobs.get("deterministic"))
     if dtype.kind == "c":
         raise TypeError(
             "a Dask array of complex values is not scanned yet (a chunk's carry is one real value)"
