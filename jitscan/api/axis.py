@@ -16,8 +16,8 @@ from ..dtypes import lookup
 from ..operators import Monoid, empty_value, resolve
 from ..plan import arrays
 from .cache import prepared
+from .call import REDUCE_VARIANT
 from .conventions import move_axis, normalize_axis
-from .segmented import REDUCE_VARIANT
 
 
 def scan_along_axis(
