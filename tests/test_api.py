@@ -131,15 +131,14 @@ def test_second_call_with_the_same_spec_does_not_compile_again(backend, rng):
 def test_calls_with_keyword_arguments_find_their_prepared_scan_in_one_lookup(backend, rng, monkeypatch, call):
     # variant=, backend= and knobs are part of the common call's key: a loop of such
     # calls prepares once and then takes the shortcut, as a plain call does
-    from jitscan.api import flat
+    from jitscan.api import warm
 
     b = backends.get(backend)
     x = b.to_device(random_input(rng, 4000, "float32"), b.queue_of(None))
     jitscan.api.cache.clear()  # a call of another test may have made this one's key
     made = []
-    real = flat.shortcut_for
-    monkeypatch.setattr(flat, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
-    monkeypatch.setattr(jitscan.api.running, "shortcut_for", flat.shortcut_for)
+    real = warm.shortcut_for
+    monkeypatch.setattr(warm, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
     fn = getattr(jitscan, call)
     # a watchdog no preempted PoCL worker outlasts (2^20 spins, about a millisecond on a
     # CPU, once reported a false deadlock on a loaded machine)

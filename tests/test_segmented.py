@@ -487,12 +487,12 @@ def test_awkward_arrays_keep_their_structure(rng):
 def test_a_loop_of_segmented_calls_prepares_once(backend, rng, monkeypatch):
     # as cumsum's common call: one lookup keyed on what can differ between such calls,
     # and a call of another form (flags, no segments) is another key, not a wrong scan
-    from jitscan.api import segmented
+    from jitscan.api import warm
 
     jitscan.api.cache.clear()
     made = []
-    real = segmented.shortcut_for
-    monkeypatch.setattr(segmented, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
+    real = warm.shortcut_for
+    monkeypatch.setattr(warm, "shortcut_for", lambda *a, **k: made.append(a) or real(*a, **k))
     x = random_input(rng, 3000, "float32")
     off = offsets_of(lengths(rng, 3000, 100))
     want = seg_reference(x, off, "add", "inclusive")

@@ -89,9 +89,14 @@ def prepared(
 def call_key(x: Any, out: Any, knobs: dict[str, Any], *parts: Any) -> tuple:
     """A common call's key in a function's shortcut cache: the input's type and dtype,
     ``parts`` (the call's other arguments that pick its prepared scan), ``out``'s dtype,
-    the knobs, and :func:`host_tag`."""
+    the knobs, and :func:`host_tag`. Tuple values key on each field's type and dtype and
+    on ``$JITSCAN_BACKEND`` (a field of NumPy values sends them all to its backend)."""
+    t = type(x)
+    if t is tuple:
+        fields = tuple([(type(f), getattr(f, "dtype", None)) for f in x])
+        return (t, fields, *parts, *knobs.items(), os.environ.get("JITSCAN_BACKEND"))
     return (
-        type(x),
+        t,
         getattr(x, "dtype", None),
         *parts,
         getattr(out, "dtype", None),

@@ -1,7 +1,8 @@
 """Scans and reductions of whole arrays: ``scan``, ``reduce``, ``memcpy``, ``source``.
 
-``run`` is the scan every public function makes (``running.py`` holds ``cumsum`` and its
-kin; ``complexes.py`` complex input).
+Each public function is its warm call (one lookup: ``warm.py``) or one :class:`Call`
+handed to the dispatch (``dispatch.py``); ``running.py`` holds ``cumsum`` and its kin,
+``segmented.py`` the segmented functions, ``runner.py`` what they run on arrays in memory.
 
 The public functions follow NumPy's and the Array API's conventions (``conventions.py``):
 result dtypes, 0-d input, ``AxisError``, ``out=`` cast under ``same_kind``.
@@ -11,18 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import backends, variants
 from ..dtypes import lookup
 from ..kernels.spec import KINDS, SEGMENTED, check_choice
 from ..operators import Monoid, resolve
-from ..plan import arrays, check_knobs, tuning
+from ..plan import check_knobs, tuning
 from ..plan.knobs import LAUNCH_KNOBS
 from ..plan.prepared import check_form
-from . import axis as _axis
-from . import chunked, complexes, conventions, tuples
-from .cache import as_array, call_key, prepared, remember, shortcut, shortcut_for
+from .cache import call_key, shortcut
+from .call import Call
+from .dispatch import first
 
 #: the tuning knobs every scan takes, documented once and quoted by each docstring
 KNOBS_DOC = """
@@ -52,45 +51,36 @@ def scan(
     initial: Any = None,
     **knobs: Any,
 ) -> Any:
-    if type(x) is tuple:
-        tuples.refuse_initial(initial)
-        return tuples.scan(
-            x,
-            op,
-            kind=kind,
-            variant=variant,
-            backend=backend,
-            dtype=dtype,
-            out=out,
-            stats=stats,
-            axis=axis,
-            output=output,
-            knobs=knobs,
-        )
-    if output is not None:
-        raise TypeError("output= selects fields of a tuple value; x is one array")
-    if initial is not None:
-        return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs, initial=initial)
-    if axis is None and stats is None:
-        # the common call: one lookup, keyed on what can differ between such calls
-        key = call_key(x, out, knobs, op, kind, variant, backend, dtype)
-        try:
-            p = _SCAN_SHORTCUTS[key]
-        except (KeyError, TypeError):
-            p = shortcut_for(x, op, kind, "keep", dtype, out, variant, backend, knobs)
-            remember(_SCAN_SHORTCUTS, key, p)
-        if p is not None:
-            # device arrays: the whole call in one function; NumPy input takes p's host path
-            try:
-                result = None if type(x) is np.ndarray else p.common(x, out, None)
-            except Exception as exc:  # an allocation that failed, named (free until it catches)
-                p.reraise(exc, x)
-            return p(x, out) if result is None else result
-    return run(x, op, kind, "keep", variant, backend, dtype, out, stats, axis, knobs)
+    # the warm call: one lookup, keyed on what can differ between such calls (warm.py)
+    ndim = getattr(x, "ndim", None) if axis is not None else None
+    key = call_key(
+        x, out, knobs, op, kind, variant, backend, dtype, axis, ndim, output, initial is None, stats is None
+    )
+    try:
+        go = _SHORTCUTS[key]
+    except (KeyError, TypeError):
+        go = None
+    if go is not None:
+        return go(x, out, None, None, initial)
+    call = Call(
+        "scan",
+        op,
+        kind,
+        variant,
+        backend,
+        dtype,
+        out,
+        stats,
+        axis,
+        output=output,
+        initial=initial,
+        knobs=knobs,
+    )
+    return first(_SHORTCUTS, key, x, call)
 
 
-#: prepared scans of scan()'s common calls (None: that call takes the long way)
-_SCAN_SHORTCUTS = shortcut()
+#: the warm calls of scan() (None: that call takes the long way)
+_SHORTCUTS = shortcut()
 
 
 scan.__doc__ = (
@@ -190,110 +180,6 @@ scan.__doc__ = (
 )
 
 
-def run(
-    x: Any,
-    op: str | Monoid,
-    kind: str,
-    rule: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    stats: dict | None,
-    axis: int | None,
-    knobs: dict[str, Any],
-    include_initial: bool = False,
-    nan: float | None = None,
-    initial: Any = None,
-) -> Any:
-    """A scan as the public functions define it: dtypes, 0-d input, axis, ``out=`` casts.
-
-    ``rule`` chooses the result dtype (``conventions.types``); ``include_initial`` puts
-    the op's zero first; ``nan`` replaces NaN inputs first (``nancumsum``); ``initial``
-    is the value the scan starts from (see :meth:`PreparedScan.__call__`).
-    """
-    if kind == "reduce" and axis is not None:
-        raise ValueError("kind='reduce' with axis= is reduce(x, op, axis=...)")
-    if chunked.is_dask(x):
-        calls = chunked.Calls(op, kind, rule, variant, backend, dtype, knobs, include_initial, nan)
-        return chunked.scan(x, calls, out, stats, axis, initial)
-    if initial is not None and axis is not None:
-        raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
-    x = as_array(x)
-    if len(x.shape) == 0:
-        x = x.reshape((1,))  # as NumPy: a 0-d input is one element
-    if initial is not None and complexes.is_complex(x, dtype):
-        raise ValueError("initial= takes a real number: complex scans do not take one yet")
-    if complexes.is_complex(x, dtype):
-        return _complex(x, op, kind, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
-    conventions.check_out_cast(conventions.types(conventions.input_dtype(x), dtype, rule).result, out)
-    t = conventions.call_types(x, op, rule, dtype, out)
-    if initial is not None:
-        arrays.check_initial(initial, t.result)  # in the result's range (a narrow int)
-    if nan is not None and x.dtype.kind == "f":
-        x = conventions.replace_nan(x, nan)
-    x, op = conventions.narrowed(x, op, t)
-    if axis is not None:
-        ax = conventions.normalize_axis(axis, len(x.shape))
-        direct = t.takes(out) and not include_initial
-        res = _axis.scan_along_axis(
-            x, op, ax, kind, variant, backend, t.scan.name, out if direct else None, stats, knobs
-        )
-        if direct:
-            return res
-        res = t.finish(res)
-        if include_initial:
-            res = _with_initial(res, resolve(op).identity_for(t.scan), t.result, ax)
-        return res if out is None else conventions.put(out, res)
-    # (a float sum's total comes with NumPy's zero: ScanSpec.positive_zero, empty_value)
-    direct = t.takes(out) and not include_initial
-    p = prepared(x, op, kind, variant, backend, t.scan.name, stats is not None, knobs)
-    res = p(x, out if direct else None, stats=stats, initial=initial)
-    if direct:
-        return res
-    res = t.finish(res)
-    if include_initial:
-        res = _with_initial(res, p.monoid.identity_for(lookup(t.scan.name)), t.result)
-    if out is not None and kind == "reduce":
-        res = res.reshape((1,))  # out= of a reduction has one element
-    return res if out is None else conventions.put(out, res)
-
-
-def _complex(
-    x: Any,
-    op: str | Monoid,
-    kind: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    stats: dict | None,
-    axis: int | None,
-    knobs: dict[str, Any],
-    include_initial: bool,
-    nan: float | None,
-) -> Any:
-    """A complex scan: sums as two real ones, complex64 products on 64-bit words (see :func:`_by_parts`)."""
-
-    def each(part: Any, part_op: str | Monoid, part_dtype: np.dtype) -> Any:
-        args = (variant, backend, part_dtype, None, stats, axis, knobs, include_initial)
-        return run(part, part_op, kind, "keep", *args)
-
-    return complexes.by_parts(x, op, dtype, out, nan, each)
-
-
-def _with_initial(res: Any, identity: Any, dtype: np.dtype, axis: int = 0) -> Any:
-    """The identity before ``res`` along ``axis`` (a zero of ``dtype``: +0.0 for sums, as the Array API)."""
-    zero = dtype.type(0) if identity == 0 else dtype.type(identity)
-    shape = list(res.shape)
-    shape[axis] = 1
-    head = np.full(shape, zero, dtype)
-    if isinstance(res, np.ndarray):
-        return np.concatenate([head, res], axis=axis)
-    b = backends.for_array(res)
-    return b.concatenate([b.to_device(head, b.queue_of(res)), res], axis)
-
-
 def reduce(
     x: Any,
     op: str | Monoid = "add",
@@ -367,71 +253,48 @@ def reduce(
     array([[ 3],
            [12]], dtype=int32)
     """
-    if type(x) is tuple:
-        tuples.refuse_initial(initial)
-        if keepdims or isinstance(axis, tuple):
-            raise ValueError("a reduction of tuple values takes one axis (an int) and no keepdims")
-        kw = {"variant": variant, "backend": backend, "dtype": dtype, "stats": stats, "axis": axis}
-        return tuples.scan(x, op, kind="reduce", out=None, output=output, knobs=knobs, **kw)
-    if output is not None:
-        raise TypeError("output= selects fields of a tuple value; x is one array")
-    if axis is None and not keepdims and stats is None and initial is None:
-        # the common call: one lookup, as scan()'s; the kernels write NumPy's +0.0 for a
-        # float sum of negative zeros (ScanSpec.positive_zero), so the result is final
-        key = call_key(x, None, knobs, op, variant, backend, dtype)
-        try:
-            p = _REDUCE_SHORTCUTS[key]
-        except (KeyError, TypeError):
-            p = shortcut_for(x, op, "reduce", "keep", dtype, None, variant, backend, knobs)
-            remember(_REDUCE_SHORTCUTS, key, p)
-        if p is not None and x.ndim:
-            return p(x)
-    if chunked.is_dask(x):
-        if stats is not None:
-            raise ValueError("stats= does not apply to a Dask array: its chunks run as separate tasks")
-        return chunked.reduce(x, op, axis, keepdims, variant, backend, dtype, knobs, initial)
-    x = as_array(x)
-    shape = tuple(x.shape)
-    whole = axis is None or (isinstance(axis, tuple) and len(set(axis)) == len(shape))
-    if initial is not None and (not whole or complexes.is_complex(x, dtype)):
-        raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
-    if complexes.is_complex(x, dtype):
-        if stats is not None:
-            raise ValueError("stats= is not available for complex input (it runs as several scans)")
-
-        def each(part: Any, part_op: str | Monoid, part_dtype: np.dtype) -> Any:
-            kw = {"axis": axis, "keepdims": keepdims, "variant": variant, "backend": backend}
-            return reduce(part, part_op, dtype=part_dtype, **kw, **knobs)
-
-        return complexes.by_parts(x, op, dtype, None, None, each)
-    t = conventions.types(conventions.input_dtype(x), dtype, "keep")
-    if initial is not None:
-        arrays.check_initial(initial, t.result)  # in the result's range (a narrow int)
-    x, op = conventions.narrowed(x, op, t)
-    if axis == ():
-        return arrays.astype(x if shape else x.reshape(()), t.result)  # nothing to reduce
-    if axis is None:
-        axes = tuple(range(len(shape)))
-    elif not shape:
-        raise conventions.AxisError(axis if not isinstance(axis, tuple) else axis[0], 0)
-    else:
-        axes = conventions.normalize_axes(axis, len(shape))
-    kept = tuple(s for i, s in enumerate(shape) if i not in axes)
-    full = tuple(1 if i in axes else s for i, s in enumerate(shape))
-    if len(axes) == len(shape):
-        flat = x.reshape((1,)) if not shape else x
-        p = prepared(flat, op, "reduce", variant, backend, t.scan.name, stats is not None, knobs)
-        res = p(flat, stats=stats, initial=initial)  # NumPy's zero included (ScanSpec.positive_zero)
-        res = t.finish(res)
-        return res.reshape(full) if keepdims else res
-    if stats is not None:
-        raise ValueError("stats= applies to a reduction of the whole array (no axis=)")
-    res = _axis.reduce_along_axes(x, op, axes, variant, backend, t.scan.name, knobs)
-    res = conventions.numpy_sum_zero(res, op, t.scan.numpy)
-    return t.finish(res).reshape(full if keepdims else kept)
+    # the warm call: one lookup, as scan()'s
+    ndim = getattr(x, "ndim", None)
+    key = call_key(
+        x,
+        None,
+        knobs,
+        op,
+        variant,
+        backend,
+        dtype,
+        axis,
+        keepdims,
+        ndim,
+        output,
+        initial is None,
+        stats is None,
+    )
+    try:
+        go = _REDUCE_SHORTCUTS[key]
+    except (KeyError, TypeError):
+        go = None
+    if go is not None:
+        return go(x, None, None, None, initial)
+    call = Call(
+        "reduce",
+        op,
+        "reduce",
+        variant,
+        backend,
+        dtype,
+        None,
+        stats,
+        axis,
+        keepdims,
+        output,
+        initial,
+        knobs=knobs,
+    )
+    return first(_REDUCE_SHORTCUTS, key, x, call)
 
 
-#: prepared scans of reduce()'s common calls (None: that call takes the long way)
+#: the warm calls of reduce() (None: that call takes the long way)
 _REDUCE_SHORTCUTS = shortcut()
 
 

@@ -1,7 +1,7 @@
 """The NumPy-named running functions (``cumsum`` and its kin) and the Array API's.
 
-Each is a scan with NumPy's rules (``conventions.py``) and a shortcut for its common
-call: one lookup keyed on what can differ between such calls, then the prepared scan.
+Each is a scan with NumPy's rules (``conventions.py``) and warm calls (``warm.py``): one
+lookup keyed on what can differ between such calls, then the prepared scan.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from typing import Any
 
 from numpy import ndarray
 
-from .. import variants
 from . import conventions
-from .cache import as_array, host_tag, remember, shortcut, shortcut_for
-from .flat import KNOBS_DOC, run
+from .cache import as_array, host_tag, shortcut
+from .call import Call
+from .dispatch import first
+from .flat import KNOBS_DOC
 
 
 def _running(op: str, name: str, rule: str, summary: str, example: str, nan: float | None = None) -> Any:
@@ -32,32 +33,26 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
         stats: dict | None = None,
         **knobs: Any,
     ) -> Any:
+        # the warm call: one lookup, keyed on what can differ between such calls (warm.py)
+        t = type(x)
+        key = (t, getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None), axis)
+        if t is ndarray:  # host_tag adds nothing for device arrays: not called for them
+            key += host_tag(x)
+        if axis is not None or include_initial or stats is not None:
+            key += (getattr(x, "ndim", None), include_initial, stats is None)
+        if knobs or variant is not None or backend is not None:
+            key += (variant, backend, *knobs.items())
+        try:
+            go = mine[key]
+        except (KeyError, TypeError):
+            go = None
+        if go is not None:
+            return go(x, out, None, None, None)
         kind = "exclusive" if exclusive else "inclusive"
-        if variant is not None:
-            variants.require(variant, "scan")  # a copy is no cumulative op
-        if axis is None and stats is None and not include_initial and nan is None:
-            # the common call: one lookup, keyed on what can differ between such calls
-            t = type(x)
-            key = (t, getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None))
-            if t is ndarray:  # host_tag adds nothing for device arrays: not called for them
-                key += host_tag(x)
-            if knobs or variant is not None or backend is not None:
-                key += (variant, backend, *knobs.items())
-            try:
-                p = mine[key]
-            except (KeyError, TypeError):
-                p = shortcut_for(x, op, kind, rule, dtype, out, variant, backend, knobs)
-                remember(mine, key, p)
-            if p is not None:
-                # device arrays: the whole call in one function; NumPy input takes p's host path
-                try:
-                    result = None if t is ndarray else p.common(x, out, None)
-                except Exception as exc:  # an allocation that failed, named
-                    p.reraise(exc, x)
-                return p(x, out) if result is None else result
-        return run(x, op, kind, rule, variant, backend, dtype, out, stats, axis, knobs, include_initial, nan)
+        options = {"rule": rule, "include_initial": include_initial, "nan": nan, "knobs": knobs}
+        return first(mine, key, x, Call(name, op, kind, variant, backend, dtype, out, stats, axis, **options))
 
-    #: prepared scans of this function's common call (None: that call takes the long way)
+    #: the warm calls of this function (None: that call takes the long way)
     mine = shortcut()
 
     running.__name__ = running.__qualname__ = name

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import variants
-from ..kernels.spec import KINDS, check_choice
-from ..operators import Monoid, resolve
-from ..plan.arrays import check_initial, check_offsets
-from . import awkward, chunked, conventions, tuples
-from .cache import as_array, call_key, prepared, remember, shortcut, shortcut_for
-
-#: the kinds of a segmented scan (segmented_reduce is the reduction)
-SEGMENTED_KINDS = tuple(k for k in KINDS if k != "reduce")
+from ..operators import Monoid
+from ..plan.arrays import check_offsets
+from .cache import call_key, shortcut
+from .call import SEGMENTED_KINDS, Call, reduction_by_offsets  # noqa: F401 (public names)
+from .dispatch import first
 
 
 def segmented_scan(
@@ -87,122 +83,26 @@ def segmented_scan(
     >>> jitscan.segmented_scan(v, flags=np.array([1, 0, 1, 0, 0]), op="max")
     array([1, 2, 3, 4, 5], dtype=int32)
     """
-    if stats is None and output is None and initial is None:
-        # the common call: one lookup, keyed on what can differ between such calls
-        key = call_key(values, out, knobs, op, kind, variant, backend, dtype, offsets is None, flags is None)
-        try:
-            p = _SHORTCUTS[key]
-        except (KeyError, TypeError):
-            p = _shortcut_for(values, offsets, flags, op, kind, variant, backend, dtype, out, knobs)
-            remember(_SHORTCUTS, key, p)
-        if p is not None:
-            return p(values, out, flags=flags, offsets=offsets)
-    check_choice("kind", kind, SEGMENTED_KINDS)
-    if type(values) is tuple:
-        tuples.refuse_initial(initial)
-        if variant is not None:
-            variants.require(variant, "segmented")
-        if (offsets is None) == (flags is None):
-            raise ValueError(_ONE_OF)
-        kw = {
-            "variant": variant,
-            "backend": backend,
-            "dtype": dtype,
-            "out": out,
-            "stats": stats,
-            "axis": None,
-        }
-        seg = "offsets" if offsets is not None else "flags"
-        return tuples.scan(
-            values,
-            op,
-            kind=kind,
-            output=output,
-            knobs=knobs,
-            segmented=seg,
-            flags=flags,
-            offsets=offsets,
-            **kw,
-        )
-    if output is not None:
-        raise TypeError("output= selects fields of a tuple value; values is one array")
-    if chunked.is_dask(values):
-        if variant is not None:
-            variants.require(variant, "segmented")
-        return chunked.segmented_scan(
-            values, offsets, flags, op, kind, variant, backend, dtype, out, stats, knobs, initial
-        )
-    ak = awkward.module_of(values)
-    if ak is not None:
-        if offsets is not None or flags is not None:
-            raise ValueError("an Awkward Array carries its own segments; do not pass offsets= or flags=")
-        if out is not None:
-            raise ValueError("out= does not apply to an Awkward Array: the result is a new Awkward Array")
-        lists = awkward.flatten(ak, values)
-        res = segmented_scan(
-            lists.fill(_identity(op, lists.flat, dtype)),
-            offsets=lists.offsets,
-            op=op,
-            kind=kind,
-            variant=variant,
-            backend=backend,
-            dtype=dtype,
-            stats=stats,
-            initial=initial,  # refused there: a list's first element starts a segment
-            **knobs,
-        )
-        return awkward.unflatten(ak, res, lists)
-    if variant is not None:
-        variants.require(variant, "segmented")
-    if (offsets is None) == (flags is None):
-        raise ValueError(_ONE_OF)
-    which = "offsets" if offsets is not None else "flags"
-    values = as_array(values)
-    t = conventions.types(conventions.input_dtype(values), dtype, "keep")
-    conventions.check_out_cast(t.result, out)
-    if initial is not None:
-        check_initial(initial, t.result)  # in the result's range (a narrow int), as scan() checks
-    values, op = conventions.narrowed(values, op, t)
-    direct = t.takes(out)
-    p = prepared(values, op, kind, variant, backend, t.scan.name, stats is not None, knobs, segmented=which)
-    res = p(values, out if direct else None, flags=flags, offsets=offsets, stats=stats, initial=initial)
-    if direct:
-        return res
-    res = t.finish(res)
-    return res if out is None else conventions.put(out, res)
+    # the warm call: one lookup, keyed on what can differ between such calls (warm.py)
+    seg = (offsets is None, flags is None, output, initial is None, stats is None)
+    key = call_key(values, out, knobs, op, kind, variant, backend, dtype, *seg)
+    try:
+        go = _SHORTCUTS[key]
+    except (KeyError, TypeError):
+        go = None
+    if go is not None:
+        return go(values, out, flags, offsets, initial)
+    options = {"output": output, "initial": initial, "flags": flags, "offsets": offsets, "knobs": knobs}
+    return first(
+        _SHORTCUTS,
+        key,
+        values,
+        Call("segmented_scan", op, kind, variant, backend, dtype, out, stats, **options),
+    )
 
 
-_ONE_OF = "give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)"
-#: prepared scans of segmented_scan()'s common calls (None: that call takes the long way)
+#: the warm calls of segmented_scan() (None: that call takes the long way)
 _SHORTCUTS = shortcut()
-
-
-def _shortcut_for(
-    values: Any,
-    offsets: Any,
-    flags: Any,
-    op: str | Monoid,
-    kind: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    knobs: dict[str, Any],
-) -> Any:
-    """The prepared scan that does the whole call, as :func:`jitscan.api.cache.shortcut_for`
-    finds it (None: the long way, which also raises what is wrong with the call)."""
-    if kind not in SEGMENTED_KINDS or (variant is not None and not variants.supports(variant, "segmented")):
-        return None
-    if (offsets is None) == (flags is None):
-        return None
-    which = "offsets" if offsets is not None else "flags"
-    return shortcut_for(values, op, kind, "keep", dtype, out, variant, backend, knobs, which)
-
-
-def _identity(op: str | Monoid, flat: Any, dtype: Any) -> Any:
-    """The op's identity in the dtype a scan of ``flat`` runs in (what a missing value counts as)."""
-    t = conventions.types(conventions.input_dtype(flat), dtype, "keep")
-    return resolve(op).identity_for(t.scan)
 
 
 def segmented_cumsum(
@@ -291,45 +191,26 @@ def segmented_reduce(
     >>> jitscan.segmented_reduce(np.array([1.0, 2.0, 3.0]), offsets=[0, 2, 2, 3])
     array([3., 0., 3.])
     """
-    if type(values) is tuple:
-        if offsets is None:
-            raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-        variant = variants.choose(variant, "offsets", "reduce", reduction=True)
-        kw = {
-            "variant": variant,
-            "backend": backend,
-            "dtype": dtype,
-            "out": None,
-            "stats": None,
-            "axis": None,
-        }
-        return tuples.scan(
-            values, op, kind="reduce", output=output, knobs=knobs, segmented="offsets", offsets=offsets, **kw
-        )
-    if output is not None:
-        raise TypeError("output= selects fields of a tuple value; values is one array")
-    if chunked.is_dask(values):
-        if offsets is None:
-            raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-        variant = variants.choose(variant, "offsets", "reduce", reduction=True)
-        return chunked.segmented_reduce(values, offsets, op, variant, backend, dtype, knobs)
-    ak = awkward.module_of(values)
-    lists = None
-    if ak is not None:
-        if offsets is not None:
-            raise ValueError("an Awkward Array carries its own segments; do not pass offsets=")
-        lists = awkward.flatten(ak, values)
-        values, offsets = lists.fill(_identity(op, lists.flat, dtype)), lists.offsets
-    if offsets is None:
-        raise ValueError("segmented_reduce needs offsets= (CSR, nseg + 1 entries)")
-    variant = variants.choose(variant, "offsets", "reduce", reduction=True)
-    values = as_array(values)
-    t = conventions.types(conventions.input_dtype(values), dtype, "keep")
-    values, op = conventions.narrowed(values, op, t)
-    p = prepared(values, op, "reduce", variant, backend, t.scan.name, False, knobs, segmented="offsets")
-    res = conventions.numpy_sum_zero(p(values, offsets=offsets), op, t.scan.numpy)
-    res = t.finish(res)
-    return res if lists is None else awkward.per_list(ak, res, lists, op)
+    # the warm call: one lookup, as segmented_scan()'s
+    key = call_key(values, None, knobs, op, variant, backend, dtype, offsets is None, output)
+    try:
+        go = _REDUCE_SHORTCUTS[key]
+    except (KeyError, TypeError):
+        go = None
+    if go is not None:
+        return go(values, None, None, offsets, None)
+    variant = reduction_by_offsets(variant)
+    options = {"output": output, "offsets": offsets, "knobs": knobs}
+    return first(
+        _REDUCE_SHORTCUTS,
+        key,
+        values,
+        Call("segmented_reduce", op, "reduce", variant, backend, dtype, **options),
+    )
+
+
+#: the warm calls of segmented_reduce() (None: that call takes the long way)
+_REDUCE_SHORTCUTS = shortcut()
 
 
 __all__ = ["segmented_scan", "segmented_cumsum", "segmented_reduce", "check_offsets"]

@@ -18,7 +18,8 @@ from .. import variants
 from ..dtypes import lookup
 from ..operators import Monoid, Operator
 from ..plan import PreparedScan, arrays, check_knobs
-from .cache import LIMIT, host_tag, remember, shortcut
+from .cache import LIMIT, host_tag, shortcut
+from .call import Call
 from .conventions import move_axis, normalize_axis
 
 
@@ -53,17 +54,6 @@ index = Index()
 
 #: prepared tuple scans by call signature (emptied by jitscan.api.clear_cache)
 _PREPARED: dict[tuple, PreparedScan] = shortcut()
-#: the prepared scan of a common call (no axis) and whether it returns one array
-_CALLS: dict[tuple, tuple[PreparedScan, bool]] = shortcut()
-
-
-def refuse_initial(initial: Any) -> None:
-    """Tuple values take no ``initial=`` (in any function, segmented or not): refused, never ignored."""
-    if initial is not None:
-        raise ValueError(
-            "initial= takes one value; tuple values do not take one yet (combine it into the first "
-            "element instead)"
-        )
 
 
 def is_fields(x: Any) -> bool:
@@ -71,85 +61,61 @@ def is_fields(x: Any) -> bool:
     return type(x) is tuple
 
 
-def scan(
-    xs: tuple,
-    op: Any,
-    *,
-    kind: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    stats: dict | None,
-    axis: int | None,
-    output: Any,
-    knobs: dict[str, Any],
-    segmented: str = "",
-    flags: Any = None,
-    offsets: Any = None,
-) -> Any:
-    """A scan or reduction of tuple values (see :func:`jitscan.scan`)."""
-    key: tuple | None = None
-    if axis is None:
-        # the common call: one lookup, keyed on what can differ between such calls
-        head = xs[0] if xs and not isinstance(xs[0], Index) else None
-        key = (op, kind, variant, backend, dtype, output, segmented, stats is not None, *knobs.items())
-        key += (*((type(x), getattr(x, "dtype", None)) for x in xs), *host_tag(head))
-        try:
-            hit = _CALLS.get(key)
-        except TypeError:  # an unhashable argument: the long way
-            hit = key = None
-        if hit is not None:
-            res = hit[0](xs, out, flags=flags, offsets=offsets, stats=stats)
-            return res[0] if hit[1] else res
-    op = _operator(op, xs)
-    outputs, single = _outputs(output, len(xs))
+def run(xs: tuple, call: Call) -> Any:
+    """A scan or reduction of tuple values (see :func:`jitscan.scan`), refused already where
+    it does not apply (``call.refuse``)."""
+    if call.axis is not None:
+        return _along_axis(xs, call)
+    p, single = prepared_call(xs, call)
+    res = p(xs, call.out, flags=call.flags, offsets=call.offsets, stats=call.stats)
+    return res[0] if single else res
+
+
+def prepared_call(xs: tuple, call: Call) -> tuple[PreparedScan, bool]:
+    """The prepared scan of a call on tuple values without ``axis``, and whether it returns
+    one array (``output=`` an int) rather than a tuple; what does not fit raises here."""
+    op, outputs, single, b, _, xs, fields = _checked(xs, call)
+    index_fields = tuple(k for k, x in enumerate(xs) if isinstance(x, Index))
+    kind = "reduce" if call.form in ("reduce", "segmented_reduce") else call.kind
+    seg = call.segments
+    p = _prepared(
+        op, kind, call.variant, b.name, fields, index_fields, outputs, seg, call.stats, call.knobs, xs
+    )
+    return p, single
+
+
+def _checked(
+    xs: tuple, call: Call
+) -> tuple[Operator, tuple[int, ...], bool, Any, bool, tuple, tuple[str, ...]]:
+    """The operator, the fields written, whether one is returned, the backend, whether the
+    fields are on its device, the fields (host ones as NumPy arrays) and their types: what
+    every call on tuple values checks."""
+    op = _operator(call.op, xs)
+    outputs, single = _outputs(call.output, len(xs))
     given = [x for x in xs if not isinstance(x, Index)]
     if not given:
         raise ValueError("a tuple value needs at least one field given as an array")
-    b, on_device = arrays.pick_backend(given[0], backend)
+    b, on_device = arrays.pick_backend(given[0], call.backend)
     xs = tuple(x if isinstance(x, Index) or on_device else np.asarray(x) for x in xs)
     shapes = {tuple(x.shape) for x in xs if not isinstance(x, Index)}
     if len(shapes) != 1:
         raise ValueError(f"the arrays of a tuple value differ in shape: {sorted(shapes)}")
-    (shape,) = shapes
-    fields = _field_types(xs, dtype)
-    if axis is not None:
-        if segmented:
-            raise ValueError("axis= applies to unsegmented scans")
-        return _along_axis(
-            xs, op, kind, variant, b, on_device, fields, outputs, single, out, stats, axis, knobs
-        )
-    index_fields = tuple(k for k, x in enumerate(xs) if isinstance(x, Index))
-    p = _prepared(op, kind, variant, b.name, fields, index_fields, outputs, segmented, stats, knobs, xs)
-    res = p(xs, out, flags=flags, offsets=offsets, stats=stats)
-    if key is not None:
-        remember(_CALLS, key, (p, single))
-    return res[0] if single else res
+    return op, outputs, single, b, on_device, xs, _field_types(xs, call.dtype)
 
 
-def _along_axis(
-    xs: tuple,
-    op: Operator,
-    kind: str,
-    variant: str | None,
-    b: Any,
-    on_device: bool,
-    fields: tuple[str, ...],
-    outputs: tuple[int, ...],
-    single: bool,
-    out: Any,
-    stats: dict | None,
-    axis: int,
-    knobs: dict[str, Any],
-) -> Any:
-    """Every 1-D lane along ``axis`` on its own: lanes become rows (segments) of the flattened fields.
+def _along_axis(xs: tuple, call: Call) -> Any:
+    """Every 1-D lane along ``call.axis`` on its own: lanes become rows (segments) of the
+    flattened fields.
 
     An index field is then the position along the axis, so it is given as an array.
     A reduction along ``axis`` reduces each lane to one value (the axis removed).
     """
+    op, outputs, single, b, on_device, xs, fields = _checked(xs, call)
+    kind, variant, knobs, stats, out = call.kind, call.variant, call.knobs, call.stats, call.out
+    if call.form == "reduce":
+        kind = "reduce"
     shape = next(tuple(x.shape) for x in xs if not isinstance(x, Index))
-    ax = normalize_axis(axis, len(shape))
+    ax = normalize_axis(call.axis, len(shape))
     queue = b.queue_of(next(x for x in xs if not isinstance(x, Index))) if on_device else None
     moved = []
     for x in xs:

@@ -35,18 +35,35 @@ chunks. Chunks may be NumPy arrays (scanned on the default device) or CuPy array
 
 from __future__ import annotations
 
-from .common import PLAN_KEY, UFUNCS, carry_after, combine, is_dask
-from .scans import Calls, reduce, scan
+from typing import Any
+
+from ..call import Call, is_dask
+from .common import PLAN_KEY, UFUNCS, carry_after, combine
+from .scans import reduce, scan
 from .segments import segmented_reduce, segmented_scan
+
+
+def run(x: Any, call: Call) -> Any:
+    """``call`` on the Dask array ``x`` (refused already where it does not apply): a lazy
+    Dask array, or a Dask array of the reduction."""
+    form = call.form
+    if form == "reduce":
+        return reduce(x, call)
+    if form == "segmented":
+        return segmented_scan(x, call)
+    if form == "segmented_reduce":
+        return segmented_reduce(x, call)
+    return scan(x, call)
+
 
 __all__ = [
     "PLAN_KEY",
     "UFUNCS",
-    "Calls",
     "carry_after",
     "combine",
     "is_dask",
     "reduce",
+    "run",
     "scan",
     "segmented_reduce",
     "segmented_scan",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,9 @@ import numpy as np
 from ... import backends, variants
 from ...operators import Monoid
 from ...plan.arrays import astype, to_host
+from .. import runner, warm
+from ..cache import call_key, shortcut
+from ..call import Call
 
 #: the ``dask.config`` key of a 1-D scan's plan: "chain", "tree", "placed" or "auto" (the default)
 PLAN_KEY = "jitscan.dask-plan"
@@ -24,12 +28,6 @@ UFUNCS = {
     "or": np.bitwise_or,
     "xor": np.bitwise_xor,
 }
-
-
-def is_dask(x: Any) -> bool:
-    """Whether ``x`` is a Dask array (without importing Dask)."""
-    t = type(x)
-    return t.__name__ == "Array" and t.__module__.startswith("dask.array")
 
 
 def dask_modules() -> Any:
@@ -59,11 +57,7 @@ def combine(a: Any, b: Any, op: str | Monoid, dtype: np.dtype) -> Any:
         return b
     if isinstance(op, str) and op in UFUNCS:
         return UFUNCS[op](np.asarray(a, dtype), np.asarray(b, dtype), dtype=dtype)[()]
-    from ..flat import run
-
-    return host_scalar(
-        run(np.array([a, b], dtype), op, "reduce", "keep", None, None, dtype, None, None, None, {})
-    )
+    return host_scalar(runner.run(np.array([a, b], dtype), Call(op=op, kind="reduce", dtype=dtype)))
 
 
 def known_chunks(values: Any) -> None:
@@ -84,13 +78,6 @@ def check_carried(dtype: np.dtype, variant: Any, knobs: dict[str, Any]) -> None:
         raise TypeError(
             "a Dask array of complex values is not scanned yet (a chunk's carry is one real value)"
         )
-
-
-def refuse_out_and_stats(out: Any, stats: Any) -> None:
-    if out is not None:
-        raise ValueError("out= does not apply to a Dask array: the result is a new Dask array")
-    if stats is not None:
-        raise ValueError("stats= does not apply to a Dask array: its chunks run as separate tasks")
 
 
 def chained(values: Any, kind: str, nan: Any = None) -> bool:
@@ -144,7 +131,37 @@ def carry_after(
     last_in = astype(done_in[-1:], result)
     if not on_device:
         return combine(done[-1], last_in[0], op, result)
-    from ..flat import run
-
     both = on_device.concatenate([done[-1:], last_in])
-    return run(both, op, "reduce", "keep", variant, backend, result, None, None, None, {})
+    return runner.run(both, Call(op=op, kind="reduce", variant=variant, backend=backend, dtype=result))
+
+
+def chunk_call(call: Call) -> Call:
+    """What a chunk's task takes of a Dask array's call: its options, none of its arrays."""
+    return replace(call, out=None, stats=None, axis=None, initial=None, flags=None, offsets=None)
+
+
+def run_chunk(
+    block: Any, calls: Call, kind: str, *, axis: Any = None, first: bool = False, initial: Any = None
+) -> Any:
+    """``calls`` on one chunk, as ``kind``; ``first``: the chunk that takes ``include_initial``.
+
+    The call is looked up once per process as a public function's common call is
+    (``warm.py``), keyed on the chunk's type and dtype and the kind: a chain's or a
+    tree's chunks then go straight to the prepared scan.
+    """
+    call = replace(
+        calls, kind=kind, axis=axis, initial=initial, include_initial=calls.include_initial and first
+    )
+    key = call_key(block, None, call.knobs, call.op, kind, call.rule, call.variant, call.backend, call.dtype)
+    key += (axis, len(block.shape), initial is None, call.include_initial, call.nan)
+    try:
+        go = _CHUNK_CALLS[key]
+    except (KeyError, TypeError):
+        return warm.through(_CHUNK_CALLS, key, block, call, runner.run)
+    if go is None:
+        return runner.run(block, call)
+    return go(block, None, None, None, initial)
+
+
+#: the warm calls of chunk calls (run_chunk), per call and chunk type
+_CHUNK_CALLS: dict = shortcut()

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import backends
 from ...plan.arrays import initial_value, to_host
-from .common import UFUNCS, dask_modules, host_scalar
+from .common import UFUNCS, dask_modules, host_scalar, run_chunk
 
 
 def placement(x: Any) -> list[str] | None:
@@ -106,7 +106,7 @@ def scan_1d(x: Any, calls: Any, initial: Any, result: np.dtype, where: list[str]
 
 def _worker_totals(calls: Any, *blocks: Any) -> np.ndarray:
     """The totals of one worker's chunks, in their order, read back to the host at once."""
-    values = [calls.run(b, "reduce") for b in blocks]
+    values = [run_chunk(b, calls, "reduce") for b in blocks]
     on = backends.for_array(values[0])
     if on is not None and all(backends.for_array(v) is on for v in values):
         return to_host(on.concatenate([v.reshape(1) for v in values]))
@@ -128,4 +128,4 @@ def _placed_scan(
             before = np.r_[np.asarray(first, result).reshape(1), before]
         # accumulate is sequential, so a float carry has the tree's fold's roundings
         carry = UFUNCS[calls.op].accumulate(before, dtype=result)[-1]
-    return calls.run(block, calls.kind, first=i == 0, initial=carry if block.size else None)
+    return run_chunk(block, calls, calls.kind, first=i == 0, initial=carry if block.size else None)

@@ -2,53 +2,46 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ...operators import Monoid, resolve
+from ...operators import resolve
 from ...plan.arrays import astype, initial_value
-from .. import conventions
-from ..cache import host_tag, remember, shortcut
+from .. import conventions, runner
+from ..call import Call
 from . import placed
 from .common import (
     carry_after,
     chained,
     check_carried,
+    chunk_call,
     combine,
     dask_modules,
     host_scalar,
     plan_setting,
-    refuse_out_and_stats,
+    run_chunk,
 )
 
 # -- scans -------------------------------------------------------------------------------
 
 
-def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: Any = None) -> Any:
-    """``flat.run`` of a Dask array (its arguments but these in ``calls``): a lazy Dask array."""
-    refuse_out_and_stats(out, stats)
-    op, kind, rule, variant, dtype, knobs = (
-        calls.op,
-        calls.kind,
-        calls.rule,
-        calls.variant,
-        calls.dtype,
-        calls.knobs,
-    )
-    if kind == "reduce":
-        return reduce(x, op, None, False, variant, calls.backend, dtype, knobs, initial)
-    resolve(op)  # an unknown op fails here, not in a task
-    check_carried(np.dtype(x.dtype), variant, knobs)
-    t = conventions.types(conventions.input_dtype(x._meta), dtype, rule)
+def scan(x: Any, call: Call) -> Any:
+    """A scan of a Dask array (``out=`` and ``stats=`` refused already): a lazy Dask array."""
+    if call.kind == "reduce":
+        return reduce(x, replace(call, function="reduce", axis=None, keepdims=False))
+    initial = call.initial
+    calls = chunk_call(call)
+    resolve(calls.op)  # an unknown op fails here, not in a task
+    check_carried(np.dtype(x.dtype), calls.variant, calls.knobs)
+    t = conventions.types(conventions.input_dtype(x._meta), calls.dtype, calls.rule)
     result = np.dtype(t.result)
+    axis = call.axis
     if axis is None:
         x = x.reshape(-1) if x.ndim != 1 else x
         axis = 0
     else:
-        if initial is not None:
-            raise ValueError("initial= is one value for the whole (flattened) array; it takes no axis=")
         axis = conventions.normalize_axis(axis, x.ndim)
     if x.ndim == 1 and axis == 0:
         if chained(x, calls.kind, calls.nan):
@@ -60,64 +53,7 @@ def scan(x: Any, calls: Calls, out: Any, stats: Any, axis: int | None, initial: 
     return _scan_axis(x, calls, axis, result)
 
 
-@dataclass(frozen=True)
-class Calls:
-    """A Dask scan's chunk calls: ``flat.run``'s arguments beside the chunk (one task argument)."""
-
-    op: Any
-    kind: str
-    rule: str
-    variant: Any
-    backend: Any
-    dtype: Any
-    knobs: dict
-    include_initial: bool
-    nan: Any
-
-    def run(
-        self, block: Any, kind: str, *, axis: Any = None, first: bool = False, initial: Any = None
-    ) -> Any:
-        """``flat.run`` of one chunk; ``first``: the chunk that takes ``include_initial``."""
-        from ..flat import run, shortcut_for
-
-        plain = kind != "reduce" and self.nan is None and not (first and self.include_initial)
-        if axis is None and plain:
-            # a chain's or a tree's chunk call: the prepared scan of the whole call, looked
-            # up once per process (as cumsum's common call), not flat.run's way
-            key = (type(block), block.dtype, self.op, kind, self.rule, self.variant, self.backend, self.dtype)
-            key += (*self.knobs.items(), *host_tag(block))
-            try:  # as the running functions' shortcuts (api/running.py)
-                p = _CHUNK_CALLS[key]
-            except (KeyError, TypeError):
-                p = shortcut_for(
-                    block, self.op, kind, self.rule, self.dtype, None, self.variant, self.backend, self.knobs
-                )
-                remember(_CHUNK_CALLS, key, p)
-            if p is not None:
-                return p(block, initial=initial)
-        return run(
-            block,
-            self.op,
-            kind,
-            self.rule,
-            self.variant,
-            self.backend,
-            self.dtype,
-            None,
-            None,
-            axis,
-            self.knobs,
-            self.include_initial and first,
-            self.nan,
-            initial=initial,
-        )
-
-
-#: the prepared scans of chunk calls (Calls.run), per call and chunk type
-_CHUNK_CALLS: dict = shortcut()
-
-
-def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
+def _scan_1d(x: Any, calls: Call, initial: Any, result: np.dtype) -> Any:
     da, tokenize, HighLevelGraph = dask_modules()
     token = tokenize(x, calls, initial)
     total, carries, name = f"jitscan-total-{token}", f"jitscan-carries-{token}", f"jitscan-scan-{token}"
@@ -134,7 +70,7 @@ def _scan_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
     return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
 
 
-def _chain_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
+def _chain_1d(x: Any, calls: Call, initial: Any, result: np.dtype) -> Any:
     """Chunk i is scanned from the end of chunk i - 1's result, read on the device."""
     da, tokenize, HighLevelGraph = dask_modules()
     token = tokenize(x, calls, initial, "chain")
@@ -154,17 +90,17 @@ def _chain_1d(x: Any, calls: Calls, initial: Any, result: np.dtype) -> Any:
     return da.Array(graph, name, (tuple(chunks),), meta=x._meta.astype(result))
 
 
-def _chain_scan(block: Any, done: Any, done_in: Any, first: Any, i: int, calls: Calls, result: Any) -> Any:
+def _chain_scan(block: Any, done: Any, done_in: Any, first: Any, i: int, calls: Call, result: Any) -> Any:
     call = (calls.op, calls.variant, calls.backend)
     carry = first if done is None else carry_after(done, done_in, calls.kind, *call, result)
-    return calls.run(block, calls.kind, first=i == 0, initial=carry if block.size else None)
+    return run_chunk(block, calls, calls.kind, first=i == 0, initial=carry if block.size else None)
 
 
-def _block_total(block: Any, calls: Calls) -> Any:
+def _block_total(block: Any, calls: Call) -> Any:
     # a NumPy scalar, read back here: the fold's task may run on another worker, and a
     # device 0-d array travels there through a device-to-host copy of its own (two
     # H200s under dask-cuda: 17 ms of transfers for 63 CuPy totals, docs/performance.md)
-    return host_scalar(calls.run(block, "reduce"))
+    return host_scalar(run_chunk(block, calls, "reduce"))
 
 
 def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
@@ -176,12 +112,12 @@ def _fold(totals: list, first: Any, op: Any, dtype: np.dtype) -> list:
     return carries
 
 
-def _block_scan(block: Any, carries: list, i: int, calls: Calls) -> Any:
+def _block_scan(block: Any, carries: list, i: int, calls: Call) -> Any:
     carry = carries[i] if block.size else None  # an empty chunk takes none
-    return calls.run(block, calls.kind, first=i == 0, initial=carry)
+    return run_chunk(block, calls, calls.kind, first=i == 0, initial=carry)
 
 
-def _scan_axis(x: Any, calls: Calls, axis: int, result: np.dtype) -> Any:
+def _scan_axis(x: Any, calls: Call, axis: int, result: np.dtype) -> Any:
     """Along ``axis``: block j is scanned with the row of its carries in front (one copy)."""
     da, tokenize, HighLevelGraph = dask_modules()
     token = tokenize(x, calls, axis)
@@ -204,10 +140,10 @@ def _scan_axis(x: Any, calls: Calls, axis: int, result: np.dtype) -> Any:
     return da.Array(graph, name, tuple(chunks), meta=x._meta.astype(result))
 
 
-def _row_total_of(block: Any, axis: int, calls: Calls) -> Any:
+def _row_total_of(block: Any, axis: int, calls: Call) -> Any:
     if block.shape[axis] == 0:
         return None  # an empty block: nothing to carry
-    return _take(calls.run(block, "inclusive", axis=axis), axis, -1)
+    return _take(run_chunk(block, calls, "inclusive", axis=axis), axis, -1)
 
 
 def _take(a: Any, axis: int, at: int) -> Any:
@@ -221,37 +157,23 @@ def _row_combine(before: Any, total: Any, axis: int, op: Any, dtype: np.dtype) -
     """The carry row of a block: the rows of the blocks before it, combined (None: nothing yet)."""
     if before is None or total is None:
         return total if before is None else before
-    from ..flat import run
-
     both = _concat([astype(before, dtype), astype(total, dtype)], axis)
-    return _take(run(both, op, "inclusive", "keep", None, None, dtype, None, None, axis, {}), axis, -1)
+    return _take(runner.run(both, Call(op=op, dtype=dtype, axis=axis)), axis, -1)
 
 
 def _concat(parts: list, axis: int) -> Any:
     return np.concatenate(parts, axis=axis)  # CuPy's through __array_function__
 
 
-def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: Calls) -> Any:
+def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: Call) -> Any:
     if carry is None:
-        return calls.run(block, calls.kind, axis=axis, first=first)
-    from ..flat import run
-
+        return run_chunk(block, calls, calls.kind, axis=axis, first=first)
     scan_dtype = np.dtype(conventions.types(conventions.input_dtype(block), calls.dtype, calls.rule).result)
     if calls.nan is not None and block.dtype.kind == "f":
         block = conventions.replace_nan(block, calls.nan)
     joined = _concat([astype(carry, scan_dtype), astype(block, scan_dtype)], axis)
-    inc = run(
-        joined,
-        calls.op,
-        "inclusive",
-        "keep",
-        calls.variant,
-        calls.backend,
-        scan_dtype,
-        None,
-        None,
-        axis,
-        calls.knobs,
+    inc = runner.run(
+        joined, replace(calls, kind="inclusive", rule="keep", dtype=scan_dtype, axis=axis, nan=None)
     )
     index = [slice(None)] * inc.ndim
     index[axis] = slice(1, None) if calls.kind == "inclusive" else slice(None, -1)
@@ -261,32 +183,23 @@ def _block_scan_axis(block: Any, carry: Any, axis: int, first: bool, calls: Call
 # -- reductions --------------------------------------------------------------------------
 
 
-def reduce(
-    x: Any,
-    op: str | Monoid,
-    axis: Any,
-    keepdims: bool,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    knobs: dict[str, Any],
-    initial: Any = None,
-) -> Any:
+def reduce(x: Any, call: Call) -> Any:
     """:func:`jitscan.reduce` of a Dask array: Dask's tree reduction, jitscan on the chunks."""
     da, _, _ = dask_modules()
+    op, dtype = call.op, call.dtype
     resolve(op)
-    from ..flat import reduce as reduce_
+    chunks = replace(call, initial=None, stats=None, out=None)
+    # combine and aggregate reduce the chunks' results: no knobs of the user's variant
+    partial = Call(function="reduce", op=op, dtype=dtype)
 
     def chunk(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
-        return reduce_(
-            block, op, axis=axis, keepdims=True, variant=variant, backend=backend, dtype=dtype, **knobs
-        )
+        return runner.run(block, replace(chunks, axis=axis, keepdims=True))
 
     def combine_(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
-        return reduce_(block, op, axis=axis, keepdims=True, dtype=dtype)
+        return runner.run(block, replace(partial, axis=axis, keepdims=True))
 
     def aggregate(block: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        res = reduce_(block, op, axis=axis, keepdims=keepdims, dtype=dtype)
+        res = runner.run(block, replace(partial, axis=axis, keepdims=keepdims))
         if start is not None:  # the whole array's reduction, of any shape (keepdims)
             value = combine(start, host_scalar(res), op, np.dtype(res.dtype))
             res = np.asarray(value, res.dtype).reshape(res.shape)
@@ -294,12 +207,14 @@ def reduce(
 
     t = conventions.types(conventions.input_dtype(x._meta), dtype, "keep")
     out = np.dtype(t.result)
-    whole = axis is None or (
-        isinstance(axis, tuple) and sorted(a % x.ndim for a in axis) == list(range(x.ndim))
-    )
-    if initial is not None and not whole:
-        raise ValueError("initial= takes a real number and reduces the whole array (no axis=)")
-    start = None if initial is None else initial_value(initial, out)
+    start = None if call.initial is None else initial_value(call.initial, out)
     return da.reduction(
-        x, chunk, aggregate, combine=combine_, axis=axis, keepdims=keepdims, dtype=out, concatenate=True
+        x,
+        chunk,
+        aggregate,
+        combine=combine_,
+        axis=call.axis,
+        keepdims=call.keepdims,
+        dtype=out,
+        concatenate=True,
     )

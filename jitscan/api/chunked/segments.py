@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ...operators import Monoid, resolve
-from ...plan.arrays import initial_value, to_host
-from .. import conventions
+from ...operators import resolve
+from ...plan.arrays import check_offsets, initial_value, to_host
+from .. import conventions, runner
+from ..call import Call, is_dask
 from .common import (
     carry_after,
     chained,
@@ -17,41 +18,28 @@ from .common import (
     combine,
     dask_modules,
     host_scalar,
-    is_dask,
     known_chunks,
     like,
-    refuse_out_and_stats,
 )
 
 # -- segmented scans -----------------------------------------------------------------------
 
 
-def segmented_scan(
-    values: Any,
-    offsets: Any,
-    flags: Any,
-    op: str | Monoid,
-    kind: str,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    stats: Any,
-    knobs: dict[str, Any],
-    initial: Any = None,
-) -> Any:
-    """:func:`jitscan.segmented_scan` of a Dask array: segments may cross chunks."""
+def segmented_scan(values: Any, call: Call) -> Any:
+    """:func:`jitscan.segmented_scan` of a Dask array (refused already where it does not
+    apply: ``call.refuse``): segments may cross chunks."""
     da, tokenize, HighLevelGraph = dask_modules()
-    refuse_out_and_stats(out, stats)
+    op, kind, variant, backend, dtype, knobs = (
+        call.op,
+        call.kind,
+        call.variant,
+        call.backend,
+        call.dtype,
+        call.knobs,
+    )
+    offsets, flags, initial = call.offsets, call.flags, call.initial
     resolve(op)
     check_carried(np.dtype(values.dtype), variant, knobs)
-    if (offsets is None) == (flags is None):
-        raise ValueError("give exactly one of offsets= (CSR, nseg + 1 entries) or flags= (one per value)")
-    if initial is not None and offsets is not None:
-        raise ValueError(
-            "initial= carries into a segmented scan up to its first head: give flags= (flags[0] == 0 "
-            "for a segment that goes on from before), not segments by offsets"
-        )
     values = values.reshape(-1) if values.ndim != 1 else values
     known_chunks(values)
     n = values.shape[0]
@@ -79,8 +67,6 @@ def segmented_scan(
             deps.append(offsets)
             whole = (offsets.name, 0)
         else:
-            from ...plan.arrays import check_offsets
-
             whole = np.asarray(offsets)
             check_offsets(whole, n)
         for i in range(len(values.chunks[0])):
@@ -127,12 +113,11 @@ def _block_tail(
     values: Any, heads: Any, op: Any, variant: Any, backend: Any, dtype: Any, knobs: dict
 ) -> tuple:
     """(whether the chunk holds a head, the total of its elements after the last head)."""
-    from ..flat import run
-
     h = to_host(heads)
     marked = np.flatnonzero(h)
     last = int(marked[-1]) if marked.size else 0
-    tail = run(values[last:], op, "reduce", "keep", variant, backend, dtype, None, None, None, knobs)
+    call = Call(op=op, kind="reduce", variant=variant, backend=backend, dtype=dtype, knobs=knobs)
+    tail = runner.run(values[last:], call)
     return bool(marked.size), host_scalar(tail)
 
 
@@ -156,13 +141,11 @@ def _block_segmented(
     dtype: Any,
     knobs: dict,
 ) -> Any:
-    from ..segmented import segmented_scan as scan_
-
     if values.size == 0:
         return values.astype(np.dtype(dtype) if dtype is not None else values.dtype)
     heads = like(to_host(heads), values)
-    kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "initial": carry}
-    return scan_(values, flags=heads, op=op, **kw, **knobs)
+    kw = {"kind": kind, "variant": variant, "backend": backend, "dtype": dtype, "knobs": knobs}
+    return runner.run(values, Call("segmented_scan", op, flags=heads, initial=carry, **kw))
 
 
 def _chain_segmented(
@@ -177,23 +160,21 @@ def _chain_segmented(
 # -- segmented reductions -------------------------------------------------------------------
 
 
-def segmented_reduce(
-    values: Any,
-    offsets: Any,
-    op: str | Monoid,
-    variant: str | None,
-    backend: str | None,
-    dtype: Any,
-    knobs: dict[str, Any],
-) -> Any:
+def segmented_reduce(values: Any, call: Call) -> Any:
     """:func:`jitscan.segmented_reduce` of a Dask array, offsets given as a NumPy array.
 
     Chunk c reduces the pieces of the segments it meets (one read); output block i holds
     the segments that start in chunk i, each the combination of its pieces in order.
     """
     da, tokenize, HighLevelGraph = dask_modules()
-    from ...plan.arrays import check_offsets
-
+    op, variant, backend, dtype, knobs, offsets = (
+        call.op,
+        call.variant,
+        call.backend,
+        call.dtype,
+        call.knobs,
+        call.offsets,
+    )
     if is_dask(offsets):
         raise ValueError(
             "segmented_reduce of a Dask array takes offsets as a NumPy array: the result's "
@@ -243,19 +224,14 @@ def segmented_reduce(
 def _block_pieces(
     values: Any, local: np.ndarray, op: Any, variant: Any, backend: Any, dtype: Any, knobs: dict
 ) -> Any:
-    from ..segmented import segmented_reduce as reduce_
-
-    return reduce_(
-        values, offsets=like(local, values), op=op, variant=variant, backend=backend, dtype=dtype, **knobs
-    )
+    kw = {"variant": variant, "backend": backend, "dtype": dtype, "knobs": knobs}
+    return runner.run(values, Call("segmented_reduce", op, kind="reduce", offsets=like(local, values), **kw))
 
 
 def _block_segments(parts: list, spans: list, lo: int, hi: int, op: Any, dtype: np.dtype) -> Any:
     """Segments [lo, hi): each the combination, in order, of its pieces in the chunks it meets."""
-    from ..flat import reduce as reduce_
-
     host = [to_host(p) for p in parts]
-    identity = host_scalar(reduce_(np.zeros(0, dtype), op, dtype=dtype))
+    identity = host_scalar(runner.run(np.zeros(0, dtype), Call("reduce", op, dtype=dtype)))
     out = np.full(hi - lo, identity, dtype)
     seen = np.zeros(hi - lo, bool)
     for piece, (a, b) in zip(host, spans, strict=True):
@@ -265,7 +241,7 @@ def _block_segments(parts: list, spans: list, lo: int, hi: int, op: Any, dtype: 
         mine = piece[s0 - a : s1 - a].astype(dtype)
         first = ~seen[s0 - lo : s1 - lo]
         both = np.stack([out[s0 - lo : s1 - lo], mine])
-        joined = np.asarray(reduce_(both, op, axis=0, dtype=dtype))  # earlier pieces on the left
+        joined = np.asarray(runner.run(both, Call("reduce", op, dtype=dtype, axis=0)))  # earlier on the left
         out[s0 - lo : s1 - lo] = np.where(first, mine, joined)
         seen[s0 - lo : s1 - lo] = True
     return like(out, parts[0]) if parts else out
