@@ -14,12 +14,12 @@ here, or here and not in C, stops the compile.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .spec import ScanSpec
+#: a kernels.spec.ScanSpec (not imported: spec.py imports this module)
+ScanSpec = Any
 
 #: (member, C element type, array shape): shape () is a single element
 Member = tuple[str, np.dtype, tuple[int, ...]]

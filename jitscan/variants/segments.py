@@ -11,10 +11,7 @@ its word holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .base import Bound
+from typing import Any
 
 #: parameters appended per mode (the order of JS_SEG_PARAMS in kernels/dialect.py)
 PARAMS: dict[str, tuple[str, ...]] = {
@@ -75,8 +72,10 @@ class Segments:
 NONE = Segments()
 
 
-def args(bound: Bound, queue: Any, seg: Segments, src: Any, tiles: int, n: int) -> list[Any]:
+def args(bound: Any, queue: Any, seg: Segments, src: Any, tiles: int, n: int) -> list[Any]:
     """The mode's kernel arguments for one call of ``tiles`` tiles; runs the offsets pre-pass first.
+
+    ``bound`` is a variant's ``Bound`` (variants.base, which imports this module).
 
     Offsets not ``checked`` are checked on the device there (or by ``js_check_offsets``
     where no pre-pass runs), and the alarm is watched: the host learns of bad ones
