@@ -215,6 +215,10 @@ def test_pocl_sees_each_kernels_local_memory_as_the_storage_sizes_it(variant, kn
     if not b.available():
         pytest.skip(b.unavailable_reason())
     queue = b.default_queue()
+    if "pocl" not in queue.device.platform.name.lower():
+        # NVIDIA's OpenCL compiler reports 8 bytes more for the plain chained kernel (56 for
+        # 48 seen on the H200): the sizes are held to PoCL's and ptxas's accounts
+        pytest.skip(f"PoCL's account of local memory; the default device is {queue.device.name}")
     knobs = dict(knobs)
     spec = spec_of("opencl", variant, kind=knobs.pop("kind", "inclusive"), **knobs)
     program = cl.Program(queue.context, variants.source(spec, "opencl")).build()
