@@ -36,6 +36,11 @@ def check_form(kind: str, variant: str, segmented: str) -> None:
     variants.require(variant, *(["reduce"] if kind == "reduce" else []), *([segmented] if segmented else []))
 
 
+#: the types of initial= whose carries a prepared scan keeps, and how many it keeps
+_NUMBERS = (int, float, bool)
+_CARRIES = 16
+
+
 def _long_way(x: Any, out: Any, carry: Any) -> None:
     """No common call (segmented, tuple values, a Python operator not yet checked)."""
     return None
@@ -177,6 +182,8 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
         self._largest = self.backend.largest_buffer(self._queue)
         self._reduction: PreparedScan | None = None  # the carries of an exclusive scan in pieces
+        #: initial= of Python numbers, as their carries' bytes (_carry_of)
+        self._carries: dict[tuple, bytes] = {}
 
     # -- calls -----------------------------------------------------------------------
     def launch(
@@ -324,7 +331,22 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         return result
 
     def _carry_of(self, initial: Any) -> bytes | Any:
-        """``initial=`` as a launch carries it: its bytes, or a one-element device array."""
+        """``initial=`` as a launch carries it: its bytes, or a one-element device array.
+
+        The bytes of a Python number are kept (up to ``_CARRIES`` of them): a loop that
+        scans from the same value converts and checks it once.
+        """
+        key = (type(initial), initial) if type(initial) in _NUMBERS else None
+        if key is not None:
+            made = self._carries.get(key)
+            if made is not None:
+                return made
+        made = self._carry_made(initial)
+        if key is not None and len(self._carries) < _CARRIES:
+            self._carries[key] = made
+        return made
+
+    def _carry_made(self, initial: Any) -> bytes | Any:
         if not self._variant.takes_carry(self.knobs.get("deterministic")):
             raise variants.lacking(self._variant, "carry", self.knobs.get("deterministic"))
         if self.segmented in ("offsets", "rows"):
