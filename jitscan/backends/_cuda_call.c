@@ -53,8 +53,13 @@ typedef struct {
     PyObject *acquire, *release, *scratch;
     Py_ssize_t tile, header, per_tile, stream_from;
     unsigned long long limit, code, stream_code; /* the code below stream_from elements, and from it */
-    const unsigned char *codes;                  /* what each slot holds (ARG_*), from the record's bytes */
-    Py_ssize_t nslots;
+    /* the slots a call fills in (the record's codes but the constants, which the launcher
+     * packed once): where each is and what it holds, each code at most once */
+    struct {
+        Py_ssize_t at;
+        int code;
+    } fill[ARG_CONST];
+    int nfill;
     void *function, **params, *hstream;
     uint64_t *slots; /* the argument block, its constants packed by the launcher */
     unsigned threads;
@@ -274,15 +279,15 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
      * lock, as everything written here) */
     uint64_t *a = l->slots;
     uint64_t code = n < l->stream_from ? l->code : l->stream_code;
-    for (Py_ssize_t i = 0; i < l->nslots; i++) {
-        switch (l->codes[i]) {
-        case ARG_SRC: a[i] = at; break;
-        case ARG_DST: a[i] = to; break;
-        case ARG_N: a[i] = (uint64_t)n; break;
-        case ARG_SCRATCH: a[i] = scratch; break;
-        case ARG_CODE: a[i] = code; break;
-        case ARG_EPOCH: a[i] = epoch; break;
-        default: break;
+    for (int k = 0; k < l->nfill; k++) {
+        uint64_t *slot = a + l->fill[k].at;
+        switch (l->fill[k].code) {
+        case ARG_SRC: *slot = at; break;
+        case ARG_DST: *slot = to; break;
+        case ARG_N: *slot = (uint64_t)n; break;
+        case ARG_SCRATCH: *slot = scratch; break;
+        case ARG_CODE: *slot = code; break;
+        default: *slot = epoch; break; /* ARG_EPOCH: remember() let no other in */
         }
     }
     /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
@@ -378,37 +383,38 @@ static PyObject *remember(CommonCall *self, PyObject *record)
      * (the launcher made the block of as many slots as there are codes) */
     const unsigned char *c = (const unsigned char *)PyBytes_AS_STRING(codes);
     Py_ssize_t nslots = PyBytes_GET_SIZE(codes);
+    Launch l = {0};
     int seen[ARG_COUNT] = {0};
     for (Py_ssize_t i = 0; i < nslots; i++) {
         if (c[i] >= ARG_COUNT || (c[i] != ARG_CONST && seen[c[i]]++)) {
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
             return NULL;
         }
+        if (c[i] != ARG_CONST) {
+            l.fill[l.nfill].at = i;
+            l.fill[l.nfill++].code = c[i];
+        }
     }
-    Launch l = {
-        .record = Py_NewRef(record),
-        .stream = stream,
-        .load = load,
-        .lo = (Py_ssize_t)lo,
-        .hi = (Py_ssize_t)hi,
-        .acquire = acquire,
-        .release = release,
-        .scratch = scratch,
-        .tile = tile,
-        .header = header,
-        .per_tile = per_tile,
-        .stream_from = stream_from,
-        .limit = limit,
-        .code = code,
-        .stream_code = stream_code,
-        .codes = c,
-        .nslots = nslots,
-        .function = (void *)(uintptr_t)function,
-        .params = (void **)(uintptr_t)params,
-        .hstream = (void *)(uintptr_t)hstream,
-        .slots = (uint64_t *)(uintptr_t)slots,
-        .threads = threads,
-    };
+    l.record = Py_NewRef(record);
+    l.stream = stream;
+    l.load = load;
+    l.lo = (Py_ssize_t)lo;
+    l.hi = (Py_ssize_t)hi;
+    l.acquire = acquire;
+    l.release = release;
+    l.scratch = scratch;
+    l.tile = tile;
+    l.header = header;
+    l.per_tile = per_tile;
+    l.stream_from = stream_from;
+    l.limit = limit;
+    l.code = code;
+    l.stream_code = stream_code;
+    l.function = (void *)(uintptr_t)function;
+    l.params = (void **)(uintptr_t)params;
+    l.hstream = (void *)(uintptr_t)hstream;
+    l.slots = (uint64_t *)(uintptr_t)slots;
+    l.threads = threads;
     PyObject *old = self->last.record;
     self->last = l;
     Py_XDECREF(old); /* last: what it frees may run code, even another remember() */
