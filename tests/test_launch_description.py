@@ -457,3 +457,53 @@ def test_one_queues_launches_from_many_threads_each_take_an_epoch_of_their_own()
     # in the order launched: each launch's epoch taken and fired under the lock, none between
     epochs = [launch.args[7] for launch in case.rb.launches()]
     assert epochs == list(range(start + 1, start + 201)) and case.scratch.epoch == start + 200
+
+
+@pytest.mark.parametrize("name", ["opencl", "cupy"])
+def test_threads_scanning_on_queues_of_their_own_at_once_all_get_right_results(name):
+    # each queue's lock guards its own scratch: four queues' launches (and their carries,
+    # through CuPy's one ring of pinned slots) go on at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jitscan
+    from jitscan import backends
+
+    b = backends.get(name)
+    if not b.available():
+        pytest.skip(f"backend {name!r} unavailable here: {b.unavailable_reason()}")
+    rng = np.random.default_rng(7)
+    x = rng.integers(-100, 100, 1 << 16).astype(np.int32)
+    want, from_5 = np.cumsum(x, dtype=np.int32), np.cumsum(x, dtype=np.int32) + 5
+
+    if name == "opencl":
+        import pyopencl as cl
+        import pyopencl.array as cla
+
+        context = b.queue_of(None).context
+
+        def work(_: int) -> bool:
+            q = cl.CommandQueue(context)
+            dx = cla.to_device(q, x)
+            ok = all(
+                np.array_equal(jitscan.cumsum(dx).get(), want)
+                and np.array_equal(jitscan.scan(dx, initial=5).get(), from_5)
+                for _ in range(10)
+            )
+            q.finish()
+            return ok
+    else:
+        import cupy
+
+        def work(_: int) -> bool:
+            with cupy.cuda.Stream(non_blocking=True) as stream:
+                dx = cupy.asarray(x)
+                dy = cupy.empty_like(dx)
+                ok = True
+                for _ in range(25):
+                    ok &= bool((jitscan.cumsum(dx, out=dy) == cupy.asarray(want)).all())
+                    ok &= bool((jitscan.scan(dx, initial=5) == cupy.asarray(from_5)).all())
+                stream.synchronize()
+                return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(4)))

@@ -2,7 +2,9 @@
 
 A backend knows its runtime's arrays, queues, buffers and compiler. It knows nothing
 of scans: a program arrives as a :class:`Build` (a key, a source per dialect, entry
-points with their argument kinds), and launches are lists of buffers and integers.
+points with their argument kinds), and launches are lists of buffers and integers, or a
+:class:`LaunchPlan` saying in its own terms (arrays, a count, a scratch buffer and its
+epoch, a code, constants) what each argument holds.
 """
 
 from __future__ import annotations
