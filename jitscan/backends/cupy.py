@@ -291,7 +291,7 @@ class CupyBackend(Backend):
         self._ring_next = 0
         #: (device, stream) -> (the queue, its Alarm), bounded like _scratch
         self._alarms: dict[tuple, tuple[CudaQueue, Alarm]] = {}
-        #: two queues' launches take a ring slot or change the scratch table at once
+        #: two queues' launches take a ring slot or change the scratch or alarm table at once
         self._ring_lock = threading.Lock()
         self._table_lock = threading.Lock()
 
@@ -541,24 +541,28 @@ class CupyBackend(Backend):
         held = self._alarms.get(key)
         if held is not None and held[0] is queue:
             return held[1]
-        while len(self._alarms) >= QUEUE_LIMIT:
-            del self._alarms[next(iter(self._alarms))]
-        with cupy.cuda.Device(queue.device):
-            word = cupy.empty(1, np.uint32)
-        # the flag in pinned host memory, which kernels write through its own address
-        # (unified addressing): the host reads it with no copy and no wait
-        pinned = cupy.cuda.alloc_pinned_memory(4)
-        host = np.frombuffer(pinned, np.uint32, 1)
-        host[0] = 0
-        ptr, stream = word.data.ptr, queue.ptr
+        with self._table_lock:  # two first calls at once: one alarm, the table changed by one
+            held = self._alarms.get(key)
+            if held is not None and held[0] is queue:
+                return held[1]
+            while len(self._alarms) >= QUEUE_LIMIT:
+                del self._alarms[next(iter(self._alarms))]
+            with cupy.cuda.Device(queue.device):
+                word = cupy.empty(1, np.uint32)
+            # the flag in pinned host memory, which kernels write through its own address
+            # (unified addressing): the host reads it with no copy and no wait
+            pinned = cupy.cuda.alloc_pinned_memory(4)
+            host = np.frombuffer(pinned, np.uint32, 1)
+            host[0] = 0
+            ptr, stream = word.data.ptr, queue.ptr
 
-        def reset() -> None:
-            cupy.cuda.runtime.memsetAsync(ptr, 0, 4, stream)
+            def reset() -> None:
+                cupy.cuda.runtime.memsetAsync(ptr, 0, 4, stream)
 
-        reset()
-        made = Alarm(ptr, pinned.ptr, host, reset, owner=(word, pinned))
-        self._alarms[key] = (queue, made)
-        return made
+            reset()
+            made = Alarm(ptr, pinned.ptr, host, reset, owner=(word, pinned))
+            self._alarms[key] = (queue, made)
+            return made
 
     def zero(self, buf: int, nbytes: int | None, queue: CudaQueue) -> None:
         size = self._sizes[buf] if nbytes is None else nbytes

@@ -117,7 +117,7 @@ class OpenCLBackend(Backend):
         self._once = Once()
         self._queue_lock = threading.Lock()
         self._pools_lock = threading.Lock()
-        #: the table of scratch, which two queues' launches change at once
+        #: the tables of scratch and alarms, which two queues' launches change at once
         self._table_lock = threading.Lock()
 
     # -- availability ------------------------------------------------------------
@@ -499,32 +499,36 @@ class OpenCLBackend(Backend):
         held = self._alarms.get(queue.int_ptr)
         if held is not None:
             return held[1]
-        while len(self._alarms) >= SCRATCH_LIMIT:
-            del self._alarms[next(iter(self._alarms))]
-        mf = cl.mem_flags
-        word = cl.Buffer(queue.context, mf.READ_WRITE, 4)
-        host = np.zeros(4, np.uint32)  # 16 bytes: the alignment a host buffer is given
-        in_place = not self.device_info(queue).is_gpu and self._writes_in_place(queue)
-        copy = None
-        if in_place:
-            # a CPU device writes the flag into the host array itself
-            flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
-        else:
-            flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+        with self._table_lock:  # two first calls at once: one alarm, the table changed by one
+            held = self._alarms.get(queue.int_ptr)
+            if held is not None:
+                return held[1]
+            while len(self._alarms) >= SCRATCH_LIMIT:
+                del self._alarms[next(iter(self._alarms))]
+            mf = cl.mem_flags
+            word = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+            host = np.zeros(4, np.uint32)  # 16 bytes: the alignment a host buffer is given
+            in_place = not self.device_info(queue).is_gpu and self._writes_in_place(queue)
+            copy = None
+            if in_place:
+                # a CPU device writes the flag into the host array itself
+                flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
+            else:
+                flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
 
-            def copy() -> Callable[[], bool]:
-                event = cl.enqueue_copy(queue, host[:1], flag, is_blocking=False)
-                return lambda: event.command_execution_status == cl.command_execution_status.COMPLETE
+                def copy() -> Callable[[], bool]:
+                    event = cl.enqueue_copy(queue, host[:1], flag, is_blocking=False)
+                    return lambda: event.command_execution_status == cl.command_execution_status.COMPLETE
 
-        def reset() -> None:
-            cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
-            if not in_place:
-                cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
+            def reset() -> None:
+                cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
+                if not in_place:
+                    cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
 
-        reset()
-        made = Alarm(word, flag, host, reset, owner=None, copy=copy)
-        self._alarms[queue.int_ptr] = (queue, made)
-        return made
+            reset()
+            made = Alarm(word, flag, host, reset, owner=None, copy=copy)
+            self._alarms[queue.int_ptr] = (queue, made)
+            return made
 
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
         size = buf.size if nbytes is None else min(buf.size, -(-nbytes // 4) * 4)
