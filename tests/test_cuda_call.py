@@ -14,7 +14,16 @@ import threading
 import numpy as np
 import pytest
 
-from jitscan.backends.base import Scratch
+from jitscan.backends.base import (
+    ARG_CODE,
+    ARG_CONST,
+    ARG_DST,
+    ARG_EPOCH,
+    ARG_N,
+    ARG_SCRATCH,
+    ARG_SRC,
+    Scratch,
+)
 
 _cuda_call = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
 
@@ -23,6 +32,9 @@ TILE, HEADER, PER_TILE, LIMIT, THREADS = 512, 64, 16, 1000, 256
 KIND, STREAM_BIT, STREAM_FROM, ALIGN = 3, 1 << 8, 4096, 16
 #: where a result the call makes lies
 NEW = 0x700000
+#: what the slots of the argument block hold: the chained scan's layout, as cupy.py's
+#: _arg_codes gives it (an array is its pointer and a constant offset)
+CODES = bytes([ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH])
 
 
 class _Memory:
@@ -99,12 +111,12 @@ class Rig:
             launch=address,
         )
 
-    def remember(self, lo: int = 0, hi: int = 1 << 20, load: str | None = None) -> None:
+    def remember(self, lo: int = 0, hi: int = 1 << 20, load: str | None = None, codes: bytes = CODES) -> None:
         load = self.loads[np.dtype(np.int32)] if load is None else load
         self.call.remember(
             (self.stream, lo, hi, load, self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
-            + (PER_TILE, LIMIT, KIND, STREAM_BIT, STREAM_FROM, 0xF00, ctypes.addressof(self.params))
-            + (self.slots.ctypes.data, 0x5EA, THREADS, self.slots)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, STREAM_FROM, codes, 0xF00)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, self.slots)
         )
 
 

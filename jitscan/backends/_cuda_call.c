@@ -3,19 +3,26 @@
  * CupyBackend.common_call (cupy.py) makes one CommonCall per prepared scan. It launches
  * the calls that the Python function it stands for would launch at once: device arrays on
  * the stream, size class and input dtype of the call before, with out= or (scans, not
- * reductions) a result it makes, on a chained scan whose launch Python set up
- * (ChainedVariant.plain_launcher's launch_state). Everything else -- the first call,
- * another stream, a carry, a scratch buffer to grow, an epoch to wrap, a launch that
- * failed -- goes to that Python function, which then tells this one what the next call may
- * reuse (remember()). So this file decides nothing Python does not decide too: it skips
- * the interpreter on the path a loop takes, where each Python step costs a fair part of
- * CUDA's own launch.
+ * reductions) a result it makes, of a launch that Python set up from a LaunchPlan
+ * (backends/base.py: the launch function's launch_state, turned into a record by cupy.py's
+ * _launch_record). Everything else -- the first call, another stream, a carry, a scratch
+ * buffer to grow, an epoch to wrap, a launch that failed -- goes to that Python function,
+ * which then tells this one what the next call may reuse (remember()). So this file
+ * decides nothing Python does not decide too: it skips the interpreter on the path a loop
+ * takes, where each Python step costs a fair part of CUDA's own launch.
+ *
+ * It knows no kernel: the record says what each 8-byte slot of the argument block holds
+ * (one code a slot: an array's pointer, the element count, the scratch buffer, the
+ * launch's code, the scratch's epoch, or a constant the launcher packed once), how big the
+ * scratch must be for so many tiles and the largest epoch, and this file fills the slots
+ * in. The codes are LaunchPlan's (ARG_SLOTS in base.py); SLOTS below names them in this
+ * file's order, and cupy.py uses this module only where the two agree.
  *
  * It holds the GIL, but the Python it calls (the current stream, the lock, CuPy's
  * constructor) may let other threads run: a call works on a copy of the last launch, and
- * takes the scan's launch lock (variants.base.LOCK) as Python's launch does, without
- * waiting (a launch that would wait is left to Python): another thread's launch holds it
- * while CuPy's launch runs without the GIL, reading the same argument block.
+ * takes the queue's scratch lock (Backend.lock) as Python's launch does, without waiting
+ * (a launch that would wait is left to Python): another thread's launch holds it while
+ * CuPy's launch runs without the GIL, reading the same argument block.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,7 +32,12 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
-#define LAYOUT 1
+#define LAYOUT 2
+
+/* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
+ * SLOTS, which cupy.py compares with it) */
+enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_COUNT };
+static const char *const slot_names[ARG_COUNT] = {"src", "dst", "n", "scratch", "code", "epoch", "const"};
 
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -40,10 +52,16 @@ typedef struct {
     Py_ssize_t lo, hi; /* its size class: lo < n <= hi */
     PyObject *acquire, *release, *scratch;
     Py_ssize_t tile, header, per_tile, stream_from;
-    unsigned long long limit, kind, stream_bit;
+    unsigned long long limit, code, stream_code; /* the code below stream_from elements, and from it */
+    /* the slots a call fills in (the record's codes but the constants, which the launcher
+     * packed once): where each is and what it holds, each code at most once */
+    struct {
+        Py_ssize_t at;
+        int code;
+    } fill[ARG_CONST];
+    int nfill;
     void *function, **params, *hstream;
-    uint64_t *slots; /* the argument block: src, 0, dst, 0, n, scratch, kind, epoch, then
-                        what never changes */
+    uint64_t *slots; /* the argument block, its constants packed by the launcher */
     unsigned threads;
 } Launch;
 
@@ -257,15 +275,21 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     e = PyLong_FromUnsignedLongLong(epoch);
     if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
         goto done;
+    /* each slot as the record says; a constant stays as the launcher packed it (under this
+     * lock, as everything written here) */
     uint64_t *a = l->slots;
-    a[0] = at;
-    a[1] = 0;
-    a[2] = to;
-    a[3] = 0;
-    a[4] = (uint64_t)n;
-    a[5] = scratch;
-    a[6] = n < l->stream_from ? l->kind : (l->kind | l->stream_bit);
-    a[7] = epoch;
+    uint64_t code = n < l->stream_from ? l->code : l->stream_code;
+    for (int k = 0; k < l->nfill; k++) {
+        uint64_t *slot = a + l->fill[k].at;
+        switch (l->fill[k].code) {
+        case ARG_SRC: *slot = at; break;
+        case ARG_DST: *slot = to; break;
+        case ARG_N: *slot = (uint64_t)n; break;
+        case ARG_SCRATCH: *slot = scratch; break;
+        case ARG_CODE: *slot = code; break;
+        default: *slot = epoch; break; /* ARG_EPOCH: remember() let no other in */
+        }
+    }
     /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
      * function in the stream may need the GIL to run. The argument block is the lock's, and
      * the record (held by fast()) keeps it alive. A launch that fails launches nothing:
@@ -333,46 +357,64 @@ static PyObject *call(CommonCall *self, PyObject *const *args, size_t nargsf, Py
 static PyObject *remember(CommonCall *self, PyObject *record)
 {
     /* record: None, or (stream, lo, hi, load, acquire, release, scratch, tile, header,
-     * per_tile, limit, kind, stream_bit, stream_from, function, params, slots, hstream,
-     * threads, keep) */
+     * per_tile, limit, code, stream_code, stream_from, codes, function, params, slots,
+     * hstream, threads, keep): the size class, the lock's methods, the Scratch, the plan's
+     * tiles and scratch bytes (header + tiles * per_tile) and largest epoch, the launch's
+     * code below and from stream_from elements, a byte per slot of the argument block
+     * saying what it holds, and the launcher's function, block and stream; keep holds
+     * what the addresses point into */
     if (record == Py_None) {
         forget(self);
         Py_RETURN_NONE;
     }
-    unsigned long long lo, hi, limit, kind, stream_bit, function, params, slots, hstream;
+    unsigned long long lo, hi, limit, code, stream_code, function, params, slots, hstream;
     Py_ssize_t tile, header, per_tile, stream_from;
     unsigned threads;
-    PyObject *stream, *load, *acquire, *release, *scratch, *keep;
-    if (!PyArg_ParseTuple(record, "OKKOOOOnnnKKKnKKKKIO:remember", &stream, &lo, &hi, &load, &acquire,
-                          &release, &scratch, &tile, &header, &per_tile, &limit, &kind, &stream_bit,
-                          &stream_from, &function, &params, &slots, &hstream, &threads, &keep))
+    PyObject *stream, *load, *acquire, *release, *scratch, *codes, *keep;
+    if (!PyArg_ParseTuple(record, "OKKOOOOnnnKKKnSKKKKIO:remember", &stream, &lo, &hi, &load, &acquire,
+                          &release, &scratch, &tile, &header, &per_tile, &limit, &code, &stream_code,
+                          &stream_from, &codes, &function, &params, &slots, &hstream, &threads, &keep))
         return NULL;
     if (tile <= 0 || per_tile <= 0 || lo >= hi || hi > (unsigned long long)PY_SSIZE_T_MAX || !function) {
         PyErr_SetString(PyExc_ValueError, "remember: a size class lo < n <= hi of tiles that take room");
         return NULL;
     }
-    Launch l = {
-        .record = Py_NewRef(record),
-        .stream = stream,
-        .load = load,
-        .lo = (Py_ssize_t)lo,
-        .hi = (Py_ssize_t)hi,
-        .acquire = acquire,
-        .release = release,
-        .scratch = scratch,
-        .tile = tile,
-        .header = header,
-        .per_tile = per_tile,
-        .stream_from = stream_from,
-        .limit = limit,
-        .kind = kind,
-        .stream_bit = stream_bit,
-        .function = (void *)(uintptr_t)function,
-        .params = (void **)(uintptr_t)params,
-        .hstream = (void *)(uintptr_t)hstream,
-        .slots = (uint64_t *)(uintptr_t)slots,
-        .threads = threads,
-    };
+    /* every code one this file knows, and the ones a launch fills in each at most once
+     * (the launcher made the block of as many slots as there are codes) */
+    const unsigned char *c = (const unsigned char *)PyBytes_AS_STRING(codes);
+    Py_ssize_t nslots = PyBytes_GET_SIZE(codes);
+    Launch l = {0};
+    int seen[ARG_COUNT] = {0};
+    for (Py_ssize_t i = 0; i < nslots; i++) {
+        if (c[i] >= ARG_COUNT || (c[i] != ARG_CONST && seen[c[i]]++)) {
+            PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
+            return NULL;
+        }
+        if (c[i] != ARG_CONST) {
+            l.fill[l.nfill].at = i;
+            l.fill[l.nfill++].code = c[i];
+        }
+    }
+    l.record = Py_NewRef(record);
+    l.stream = stream;
+    l.load = load;
+    l.lo = (Py_ssize_t)lo;
+    l.hi = (Py_ssize_t)hi;
+    l.acquire = acquire;
+    l.release = release;
+    l.scratch = scratch;
+    l.tile = tile;
+    l.header = header;
+    l.per_tile = per_tile;
+    l.stream_from = stream_from;
+    l.limit = limit;
+    l.code = code;
+    l.stream_code = stream_code;
+    l.function = (void *)(uintptr_t)function;
+    l.params = (void **)(uintptr_t)params;
+    l.hstream = (void *)(uintptr_t)hstream;
+    l.slots = (uint64_t *)(uintptr_t)slots;
+    l.threads = threads;
     PyObject *old = self->last.record;
     self->last = l;
     Py_XDECREF(old); /* last: what it frees may run code, even another remember() */
@@ -460,7 +502,23 @@ PyMODINIT_FUNC PyInit__cuda_call(void)
         return NULL;
     /* what cupy.py checks before it uses this module: an older build's remember() would
      * take another record */
-    if (PyModule_AddIntConstant(m, "LAYOUT", LAYOUT) < 0 ||
+    PyObject *slot_tuple = PyTuple_New(ARG_COUNT);
+    if (slot_tuple == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ARG_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(slot_names[i]);
+        if (name == NULL) {
+            Py_DECREF(slot_tuple);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(slot_tuple, i, name); /* steals it */
+    }
+    int failed = PyModule_AddObjectRef(m, "SLOTS", slot_tuple) < 0;
+    Py_DECREF(slot_tuple);
+    if (failed || PyModule_AddIntConstant(m, "LAYOUT", LAYOUT) < 0 ||
         PyModule_AddObjectRef(m, "CommonCall", (PyObject *)&CommonCallType) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -2,7 +2,9 @@
 
 A backend knows its runtime's arrays, queues, buffers and compiler. It knows nothing
 of scans: a program arrives as a :class:`Build` (a key, a source per dialect, entry
-points with their argument kinds), and launches are lists of buffers and integers.
+points with their argument kinds), and launches are lists of buffers and integers, or a
+:class:`LaunchPlan` saying in its own terms (arrays, a count, a scratch buffer and its
+epoch, a code, constants) what each argument holds.
 """
 
 from __future__ import annotations
@@ -13,13 +15,23 @@ import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 #: argument kinds of kernel entry points: a buffer, a 64-bit unsigned js_size, a js_u32
 ARG_KINDS = ("buf", "size", "u32")
+
+#: what each argument of a planned launch holds (:attr:`LaunchPlan.slots`), by code: the
+#: input and the result array (each as many arguments as the backend passes an array: a
+#: buffer and an offset), the element count, the scratch buffer, the launch's code, the
+#: scratch's epoch, and a constant (set once per launcher). ``_cuda_call.c`` reads the same
+#: codes, and says so (its ``SLOTS``, which cupy.py compares with these names).
+ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const")
+ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST = range(len(ARG_SLOTS))
+#: the per-call slots in the order a launcher's ``fire`` takes them after the groups
+FIRE_ORDER = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH)
 
 _CHAR_OVER = ctypes.c_char.from_buffer
 _ADDRESS_OF = ctypes.addressof
@@ -240,6 +252,119 @@ class Alarm:
         self._host[0] = 0
 
 
+@dataclass(frozen=True)
+class LaunchPlan:
+    """One launch of one entry point, a workgroup per tile, over a scratch buffer of the
+    queue whose launches tag what they write with an epoch.
+
+    A variant states its launch once as one of these; its general launch, its common
+    launch (through :meth:`Program.launcher`) and a compiled call (``_cuda_call.c``, from
+    the record cupy.py makes of it) all read it. What a launch passes besides is its own:
+    the constants, its code, and from how many elements the code is ``code | stream_bit``.
+
+    Attributes
+    ----------
+    entry : str
+        The kernel entry point.
+    slots : tuple of int
+        What each argument of ``entry`` holds, in order (``ARG_*``; an array slot stands
+        for the arguments the backend passes an array as).
+    tile : int
+        Elements of one workgroup: a launch of ``n`` has ``ceil(n / tile)`` of them.
+    header, per_tile : int
+        Scratch bytes: ``header + tiles * per_tile`` for a launch of ``tiles``.
+    slot : str
+        The scratch's slot on the queue (:meth:`Backend.scratch`).
+    epoch_limit : int
+        The largest epoch the tags hold (:meth:`next_epoch`).
+    stream_bit : int
+        OR-ed into the code of a launch of at least its ``stream_from`` elements.
+    carry_at, carry_bit : int
+        A launch from a value: the value's byte offset in the scratch, and the bit OR-ed
+        into its code.
+    """
+
+    entry: str
+    slots: tuple[int, ...]
+    tile: int
+    header: int
+    per_tile: int
+    slot: str
+    epoch_limit: int
+    stream_bit: int = 0
+    carry_at: int = 0
+    carry_bit: int = 0
+
+    #: how many of its arguments are constants
+    nconst: int = field(init=False, repr=False)
+    #: whether its per-call arguments come first, in the order ``fire`` takes them, then
+    #: its constants: the layout that launchers pack without rearranging anything
+    fire_order: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        per_call = [s for s in self.slots if s != ARG_CONST]
+        if len(per_call) != len(set(per_call)) or not all(0 <= s < len(ARG_SLOTS) for s in self.slots):
+            raise ValueError(f"a launch plan's slots are ARG_* codes, each but ARG_CONST once: {self.slots}")
+        if self.tile <= 0 or self.per_tile <= 0 or self.header < 0 or self.epoch_limit < 1:
+            raise ValueError(
+                "a launch plan's tile, per_tile and epoch_limit are positive, its header not negative"
+            )
+        head = len(per_call)
+        object.__setattr__(self, "nconst", len(self.slots) - head)
+        in_order = self.slots[:head] == FIRE_ORDER and all(s == ARG_CONST for s in self.slots[head:])
+        object.__setattr__(self, "fire_order", in_order)
+
+    def nbytes(self, tiles: int) -> int:
+        """Scratch bytes of a launch of ``tiles`` workgroups."""
+        return self.header + tiles * self.per_tile
+
+    def tiles_in(self, nbytes: int) -> int:
+        """Workgroups a scratch buffer of ``nbytes`` holds (negative: not even the header)."""
+        return (nbytes - self.header) // self.per_tile
+
+    def next_epoch(self, backend: Backend, scratch: Scratch, queue: Any) -> int:
+        """The epoch of the next launch on ``scratch`` (the queue's lock held), kept in it.
+
+        One more than the last launch's; past :attr:`epoch_limit` the whole buffer is
+        zeroed and epochs start again at 1 (a stale word of a higher epoch would win the
+        atomic max against the restarted ones). A new buffer has epoch 0 and is zeroed:
+        words are never cleared between launches, since each launch tags its own. The
+        common launch and the compiled call take the first branch themselves and leave the
+        second to this.
+        """
+        epoch = scratch.epoch + 1
+        if epoch > self.epoch_limit:
+            backend.zero(scratch.buf, None, queue)
+            epoch = 1
+        scratch.epoch = epoch
+        return epoch
+
+    def arguments(
+        self,
+        src: Sequence[Any],
+        dst: Sequence[Any],
+        n: int,
+        scratch: Any,
+        code: int,
+        epoch: int,
+        constants: Sequence[int],
+    ) -> list[Any]:
+        """The arguments of a launch, in :attr:`slots` order: ``src`` and ``dst`` as the
+        backend passes arrays (:meth:`Backend.buffer`), ``constants`` the constants in order."""
+        if self.fire_order:  # the layout written out: a general launch asks this on every call
+            return [*src, *dst, n, scratch, code, epoch, *constants]
+        per_call = (src, dst, (n,), (scratch,), (code,), (epoch,))
+        out: list[Any] = []
+        k = 0
+        for s in self.slots:
+            if s == ARG_CONST:
+                out.append(constants[k])
+                k += 1
+            else:
+                out += per_call[s]
+        return out
+
+
 class Program(ABC):
     """A compiled program on one device."""
 
@@ -248,21 +373,31 @@ class Program(ABC):
         """Enqueue ``groups`` workgroups of kernel ``entry`` on ``queue``; args are buffers and ints."""
 
     def launcher(
-        self, entry: str, queue: Any, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+        self,
+        plan: LaunchPlan,
+        queue: Any,
+        buffer: Callable[[Any], tuple[Any, int]],
+        constants: Sequence[int] = (),
     ) -> Callable[..., None]:
-        """``fire(groups, src, dst, *args)``: :meth:`launch` of one entry point on one queue, set up once.
+        """``fire(groups, src, dst, n, scratch, code, epoch)``: :meth:`launch` of ``plan``'s
+        entry point on one queue, set up once.
 
-        The entry's first arguments are two arrays, which ``fire`` passes as ``buffer``
-        (the backend's :meth:`Backend.buffer`) makes them, and its last are ``tail``,
-        the same on every call (backends set them once). The launcher keeps its own
-        argument storage, so launchers may fire from several threads at once; the calls
-        of one launcher must not overlap (its owner serializes them). Backends override
-        this to do per call only the packing and the enqueue.
+        ``fire`` places its arguments where ``plan.slots`` says, the two arrays as
+        ``buffer`` (the backend's :meth:`Backend.buffer`) makes them and ``constants``
+        (the same on every call, which backends set once) in the constant slots. The
+        launcher keeps its own argument storage, so launchers may fire from several
+        threads at once; the calls of one launcher must not overlap (its owner
+        serializes them: the queue's lock). Backends override this to do per call only
+        the packing and the enqueue, for plans in :attr:`LaunchPlan.fire_order`.
         """
-        launch = self.launch
+        launch, entry, arguments, constants = self.launch, plan.entry, plan.arguments, tuple(constants)
+        if len(constants) != plan.nconst:
+            raise ValueError(f"{entry} takes {plan.nconst} constants, got {len(constants)}")
 
-        def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
-            launch(entry, groups, (*buffer(src), *buffer(dst), *args, *tail), queue)
+        def fire(groups: int, src: Any, dst: Any, n: int, scratch: Any, code: int, epoch: int) -> None:
+            launch(
+                entry, groups, arguments(buffer(src), buffer(dst), n, scratch, code, epoch, constants), queue
+            )
 
         return fire
 
@@ -475,13 +610,33 @@ class Backend(ABC):
     def buffer(self, arr: Any) -> tuple[Any, int]:
         """(buffer to pass to a kernel, offset in elements) of a contiguous array."""
 
+    def lock(self, queue: Any) -> threading.RLock:
+        """The lock of ``queue``'s scratch: held by a launch sequence from the moment it
+        takes a :meth:`scratch` of the queue (and picks its epoch) to its last launch or
+        read-back, so that another thread's launch on the same queue does not come between.
+
+        One per queue, the same object for as long as the queue lives, so that launches on
+        two queues never wait for each other. Reentrant: a variant's run holds it around
+        helpers that take it too. This default keeps one per queue object for good;
+        backends whose queues come and go override it.
+        """
+        locks = self.__dict__.get("_locks")
+        if locks is None:
+            locks = self.__dict__.setdefault("_locks", {})
+        lock = locks.get(queue)
+        if lock is None:
+            lock = locks.setdefault(queue, threading.RLock())  # one of two threads' wins
+        return lock
+
     @abstractmethod
     def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
-        """The :class:`Scratch` of (queue, slot), one object for good, its buffer at least ``nbytes``.
+        """The :class:`Scratch` of (queue, slot), its buffer at least ``nbytes``.
 
         A buffer too small is replaced by a new one, zeroed (its epoch 0). Callers hold
-        ``variants.base.LOCK``: the table of scratch changes here (a new entry may drop the
-        oldest queue's), and a launch sequence keeps the lock while it uses the buffer.
+        the queue's :meth:`lock` while they use it. The Scratch is one object for as long
+        as the backend keeps the queue's entry; a backend that drops it (a bound on
+        queues) makes a new one next time, under the same lock. Backends guard their table
+        of every queue's scratch themselves: two queues' launches change it at once.
         """
 
     def alarm(self, queue: Any) -> Alarm:

@@ -25,7 +25,21 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import Alarm, Backend, Build, DeviceInfo, Once, Program, Scratch, build_failure
+from .base import (
+    ARG_CONST,
+    ARG_DST,
+    ARG_SLOTS,
+    ARG_SRC,
+    Alarm,
+    Backend,
+    Build,
+    DeviceInfo,
+    LaunchPlan,
+    Once,
+    Program,
+    Scratch,
+    build_failure,
+)
 
 try:  # optional dependency
     import cupy
@@ -51,8 +65,10 @@ try:  # the common call compiled (setup.py builds it where a C compiler is; opti
         raise ImportError("a free-threaded Python")
     from . import _cuda_call
 
-    # a build of another layout (an editable install's stale build) is left unused
-    _CommonCall = _cuda_call.CommonCall if getattr(_cuda_call, "LAYOUT", 0) == 1 else None
+    # a build of another record or other slot codes (an editable install's stale build) is
+    # left unused
+    _same = getattr(_cuda_call, "LAYOUT", 0) == 2 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
+    _CommonCall = _cuda_call.CommonCall if _same else None
 except ImportError:  # pragma: no cover - depends on the install
     _CommonCall = None
 if os.environ.get("JITSCAN_NO_EXTENSION", "0") not in ("", "0"):  # the Python path alone
@@ -67,14 +83,17 @@ _RING_SLOTS, _SLOT_BYTES = 256, 64
 
 
 class CudaQueue:
-    """A device and the stream to launch on (one object per pair, reused)."""
+    """A device and the stream to launch on (one object per pair, reused), and the lock of
+    its scratch (Backend.lock): a queue made again for a stream after the old one was let go
+    has scratch of its own, so the two locks never guard one buffer."""
 
-    __slots__ = ("device", "stream", "ptr")
+    __slots__ = ("device", "stream", "ptr", "lock")
 
     def __init__(self, device: int, stream: Any) -> None:
         self.device = device
         self.stream = stream
         self.ptr = stream.ptr
+        self.lock = threading.RLock()
 
 
 class _Entry:
@@ -143,10 +162,16 @@ class _CudaProgram(Program):
                     _launch(e.ptr, groups, 1, 1, self.threads, 1, 1, 0, queue.ptr, e.params_ptr, 0)
 
     def launcher(
-        self, entry: str, queue: CudaQueue, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+        self,
+        plan: LaunchPlan,
+        queue: CudaQueue,
+        buffer: Callable[[Any], tuple[Any, int]],
+        constants: Sequence[int] = (),
     ) -> Callable[..., None]:
-        shared = self.kernels[entry]
-        e = _Entry(shared.function, shared.nargs, tail)  # its own argument block: no lock
+        shared = self.kernels[plan.entry]
+        if not plan.fire_order or shared.nargs != len(_arg_codes(plan)):
+            return super().launcher(plan, queue, buffer, constants)
+        e = _Entry(shared.function, shared.nargs, constants)  # its own argument block: no lock
         pack, view, ptr, threads, params = e.pack, e.view, e.ptr, self.threads, e.params_ptr
         stream, device, thread = queue.ptr, self.device, _thread
         # the arrays' device pointers, as CupyBackend.buffer gives them (offset 0), without the call
@@ -179,7 +204,8 @@ class _CudaProgram(Program):
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if self.only_device:  # the launch as a compiled common call makes it (_cuda_call.c)
-            fire.cuda = (e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
+            codes = _arg_codes(plan)
+            fire.cuda = (codes, e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
         return fire
 
 
@@ -194,17 +220,35 @@ _ERRORS = (
 )
 
 
+def _arg_codes(plan: LaunchPlan) -> bytes:
+    """What each 8-byte slot of the plan's argument block holds, as ``_cuda_call.c`` reads
+    it: ``plan.slots`` with each array as its two slots here, the device pointer and an
+    offset of 0 (a constant: CupyBackend.buffer)."""
+    codes: list[int] = []
+    for slot in plan.slots:
+        codes += (slot, ARG_CONST) if slot in (ARG_SRC, ARG_DST) else (slot,)
+    return bytes(codes)
+
+
 def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple | None:
     """What a compiled common call reuses of this call's launch (see _cuda_call.c's
-    remember()), or None where ``go`` is not a launch it can make."""
+    remember()), or None where ``go`` is not a launch it can make.
+
+    ``go.launch_state()`` gives the queue's lock, the scratch, the LaunchPlan, the launch's
+    code and the elements from which it is ``code | plan.stream_bit``, and the launcher.
+    """
     state = getattr(go, "launch_state", None)
     if state is None:
         return None
-    *head, stream_from, fire = state()  # the lock, scratch, tile and kind; where it streams
-    cuda = getattr(fire, "cuda", None)  # function, arguments' block, stream, threads
+    lock, scratch, plan, code, stream_from, fire = state()
+    cuda = getattr(fire, "cuda", None)  # codes, function, arguments' block, stream, threads
     if cuda is None:
         return None
-    return (stream, lo, hi, load, *head, min(stream_from, sys.maxsize), *cuda, fire)  # inf: never
+    return (
+        (stream, lo, hi, load, lock.acquire, lock.release, scratch)
+        + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
+        + (min(stream_from, sys.maxsize), *cuda, fire)  # inf: never
+    )
 
 
 @functools.cache
@@ -247,6 +291,9 @@ class CupyBackend(Backend):
         self._ring_next = 0
         #: (device, stream) -> (the queue, its Alarm), bounded like _scratch
         self._alarms: dict[tuple, tuple[CudaQueue, Alarm]] = {}
+        #: two queues' launches take a ring slot or change the scratch or alarm table at once
+        self._ring_lock = threading.Lock()
+        self._table_lock = threading.Lock()
 
     def available(self) -> bool:
         if self._available is None:
@@ -468,13 +515,17 @@ class CupyBackend(Backend):
         # kernels take raw device pointers (see _Entry); the array keeps the memory alive
         return arr.data.ptr, 0
 
+    def lock(self, queue: CudaQueue) -> threading.RLock:
+        return queue.lock
+
     def scratch(self, nbytes: int, queue: CudaQueue, slot: str) -> Scratch:
         key = (queue.device, queue.ptr, slot)
         held = self._scratch.get(key)
         if held is None or held[0] is not queue:  # a new stream at an old stream's address
-            while len(self._scratch) >= QUEUE_LIMIT:
-                del self._scratch[next(iter(self._scratch))]
-            held = self._scratch[key] = (queue, Scratch())
+            with self._table_lock:  # other queues' launches change the table meanwhile
+                while len(self._scratch) >= QUEUE_LIMIT:
+                    del self._scratch[next(iter(self._scratch))]
+                held = self._scratch[key] = (queue, Scratch())
         s = held[1]
         if s.nbytes < nbytes:
             with cupy.cuda.Device(queue.device):
@@ -490,24 +541,28 @@ class CupyBackend(Backend):
         held = self._alarms.get(key)
         if held is not None and held[0] is queue:
             return held[1]
-        while len(self._alarms) >= QUEUE_LIMIT:
-            del self._alarms[next(iter(self._alarms))]
-        with cupy.cuda.Device(queue.device):
-            word = cupy.empty(1, np.uint32)
-        # the flag in pinned host memory, which kernels write through its own address
-        # (unified addressing): the host reads it with no copy and no wait
-        pinned = cupy.cuda.alloc_pinned_memory(4)
-        host = np.frombuffer(pinned, np.uint32, 1)
-        host[0] = 0
-        ptr, stream = word.data.ptr, queue.ptr
+        with self._table_lock:  # two first calls at once: one alarm, the table changed by one
+            held = self._alarms.get(key)
+            if held is not None and held[0] is queue:
+                return held[1]
+            while len(self._alarms) >= QUEUE_LIMIT:
+                del self._alarms[next(iter(self._alarms))]
+            with cupy.cuda.Device(queue.device):
+                word = cupy.empty(1, np.uint32)
+            # the flag in pinned host memory, which kernels write through its own address
+            # (unified addressing): the host reads it with no copy and no wait
+            pinned = cupy.cuda.alloc_pinned_memory(4)
+            host = np.frombuffer(pinned, np.uint32, 1)
+            host[0] = 0
+            ptr, stream = word.data.ptr, queue.ptr
 
-        def reset() -> None:
-            cupy.cuda.runtime.memsetAsync(ptr, 0, 4, stream)
+            def reset() -> None:
+                cupy.cuda.runtime.memsetAsync(ptr, 0, 4, stream)
 
-        reset()
-        made = Alarm(ptr, pinned.ptr, host, reset, owner=(word, pinned))
-        self._alarms[key] = (queue, made)
-        return made
+            reset()
+            made = Alarm(ptr, pinned.ptr, host, reset, owner=(word, pinned))
+            self._alarms[key] = (queue, made)
+            return made
 
     def zero(self, buf: int, nbytes: int | None, queue: CudaQueue) -> None:
         size = self._sizes[buf] if nbytes is None else nbytes
@@ -524,22 +579,24 @@ class CupyBackend(Backend):
     def write_bytes(self, buf: int, offset: int, data: bytes, queue: CudaQueue) -> None:
         # through a ring of pinned slots, so that the copy is asynchronous (one from
         # pageable memory may wait for the stream): a slot is reused once the copy that
-        # last read it has run, which its event says (long done, unless 256 are queued)
-        if self._ring is None:
-            self._ring = cupy.cuda.alloc_pinned_memory(_RING_SLOTS * _SLOT_BYTES)
-            self._ring_events = [None] * _RING_SLOTS
-        at = self._ring_next
-        self._ring_next = (at + 1) % _RING_SLOTS
-        event = self._ring_events[at]
-        if event is not None:
-            event.synchronize()
-        slot = np.frombuffer(self._ring, np.uint8, _SLOT_BYTES, at * _SLOT_BYTES)
-        slot[: len(data)] = np.frombuffer(data, np.uint8)
-        cupy.cuda.runtime.memcpyAsync(
-            buf + offset, slot.ctypes.data, len(data), cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
-        )
-        event = self._ring_events[at] = cupy.cuda.Event(block=False, disable_timing=True)
-        event.record(queue.stream)
+        # last read it has run, which its event says (long done, unless 256 are queued). The
+        # ring is every queue's: a slot is taken, filled and its copy queued under its lock.
+        with self._ring_lock:
+            if self._ring is None:
+                self._ring = cupy.cuda.alloc_pinned_memory(_RING_SLOTS * _SLOT_BYTES)
+                self._ring_events = [None] * _RING_SLOTS
+            at = self._ring_next
+            self._ring_next = (at + 1) % _RING_SLOTS
+            event = self._ring_events[at]
+            if event is not None:
+                event.synchronize()
+            slot = np.frombuffer(self._ring, np.uint8, _SLOT_BYTES, at * _SLOT_BYTES)
+            slot[: len(data)] = np.frombuffer(data, np.uint8)
+            cupy.cuda.runtime.memcpyAsync(
+                buf + offset, slot.ctypes.data, len(data), cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
+            )
+            event = self._ring_events[at] = cupy.cuda.Event(block=False, disable_timing=True)
+            event.record(queue.stream)
 
     def copy_bytes(self, buf: int, offset: int, src: Any, queue: CudaQueue) -> None:
         # ordered after what the scan's stream holds: a CuPy array does not say which

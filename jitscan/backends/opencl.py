@@ -94,6 +94,10 @@ class OpenCLBackend(Backend):
         #: pointer cannot name another queue while the entry lives; the oldest entries go
         #: beyond SCRATCH_LIMIT (a program making queue after queue must not grow without end)
         self._scratch: dict[tuple, tuple[Any, Scratch]] = {}
+        #: queue pointer -> the lock of its scratch (Backend.lock), kept for good: a lock is
+        #: a few dozen bytes, and a queue made at a freed queue's address that takes its lock
+        #: only waits for launches it need not wait for, never races with one
+        self._locks: dict[int, threading.RLock] = {}
         self._info: dict[Any, DeviceInfo] = {}
         self._utility: dict[tuple, tuple[Any, threading.Lock]] = {}
         self._available: bool | None = None
@@ -113,6 +117,8 @@ class OpenCLBackend(Backend):
         self._once = Once()
         self._queue_lock = threading.Lock()
         self._pools_lock = threading.Lock()
+        #: the tables of scratch and alarms, which two queues' launches change at once
+        self._table_lock = threading.Lock()
 
     # -- availability ------------------------------------------------------------
     def available(self) -> bool:
@@ -466,14 +472,22 @@ class OpenCLBackend(Backend):
             return None, 0
         return arr.base_data, arr.offset // itemsize
 
+    def lock(self, queue: Any) -> threading.RLock:
+        # a pyopencl queue takes no attribute and no weak reference: a table, by pointer
+        lock = self._locks.get(queue.int_ptr)
+        if lock is None:
+            lock = self._locks.setdefault(queue.int_ptr, threading.RLock())  # one of two threads' wins
+        return lock
+
     def scratch(self, nbytes: int, queue: Any, slot: str) -> Scratch:
         key = (queue.int_ptr, slot)
         held = self._scratch.get(key)
-        if held is None:
-            while len(self._scratch) >= SCRATCH_LIMIT:
-                # OpenCL keeps a released buffer until the commands using it finish
-                del self._scratch[next(iter(self._scratch))]
-            held = self._scratch[key] = (queue, Scratch())
+        if held is None:  # (this queue's own launches come one at a time: its lock)
+            with self._table_lock:  # other queues' launches change the table meanwhile
+                while len(self._scratch) >= SCRATCH_LIMIT:
+                    # OpenCL keeps a released buffer until the commands using it finish
+                    del self._scratch[next(iter(self._scratch))]
+                held = self._scratch[key] = (queue, Scratch())
         s = held[1]
         if s.nbytes < nbytes:
             buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(nbytes, 64))
@@ -485,32 +499,36 @@ class OpenCLBackend(Backend):
         held = self._alarms.get(queue.int_ptr)
         if held is not None:
             return held[1]
-        while len(self._alarms) >= SCRATCH_LIMIT:
-            del self._alarms[next(iter(self._alarms))]
-        mf = cl.mem_flags
-        word = cl.Buffer(queue.context, mf.READ_WRITE, 4)
-        host = np.zeros(4, np.uint32)  # 16 bytes: the alignment a host buffer is given
-        in_place = not self.device_info(queue).is_gpu and self._writes_in_place(queue)
-        copy = None
-        if in_place:
-            # a CPU device writes the flag into the host array itself
-            flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
-        else:
-            flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+        with self._table_lock:  # two first calls at once: one alarm, the table changed by one
+            held = self._alarms.get(queue.int_ptr)
+            if held is not None:
+                return held[1]
+            while len(self._alarms) >= SCRATCH_LIMIT:
+                del self._alarms[next(iter(self._alarms))]
+            mf = cl.mem_flags
+            word = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+            host = np.zeros(4, np.uint32)  # 16 bytes: the alignment a host buffer is given
+            in_place = not self.device_info(queue).is_gpu and self._writes_in_place(queue)
+            copy = None
+            if in_place:
+                # a CPU device writes the flag into the host array itself
+                flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
+            else:
+                flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
 
-            def copy() -> Callable[[], bool]:
-                event = cl.enqueue_copy(queue, host[:1], flag, is_blocking=False)
-                return lambda: event.command_execution_status == cl.command_execution_status.COMPLETE
+                def copy() -> Callable[[], bool]:
+                    event = cl.enqueue_copy(queue, host[:1], flag, is_blocking=False)
+                    return lambda: event.command_execution_status == cl.command_execution_status.COMPLETE
 
-        def reset() -> None:
-            cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
-            if not in_place:
-                cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
+            def reset() -> None:
+                cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
+                if not in_place:
+                    cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
 
-        reset()
-        made = Alarm(word, flag, host, reset, owner=None, copy=copy)
-        self._alarms[queue.int_ptr] = (queue, made)
-        return made
+            reset()
+            made = Alarm(word, flag, host, reset, owner=None, copy=copy)
+            self._alarms[queue.int_ptr] = (queue, made)
+            return made
 
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:
         size = buf.size if nbytes is None else min(buf.size, -(-nbytes // 4) * 4)

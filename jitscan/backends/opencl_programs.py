@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError
-from .base import Build, Program, build_failure
+from .base import Build, LaunchPlan, Program, build_failure
 
 try:
     import pyopencl as cl
@@ -92,19 +92,29 @@ class CLProgram(Program):
             self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
 
     def launcher(
-        self, entry: str, queue: Any, buffer: Callable[[Any], tuple[Any, int]], tail: Sequence[int] = ()
+        self,
+        plan: LaunchPlan,
+        queue: Any,
+        buffer: Callable[[Any], tuple[Any, int]],
+        constants: Sequence[int] = (),
     ) -> Callable[..., None]:
-        kernel = self._kernel(entry)  # a kernel object of its own: its arguments are its own
+        if not plan.fire_order:  # another layout: the arguments placed on every call
+            return super().launcher(plan, queue, buffer, constants)
+        kernel = self._kernel(plan.entry)  # a kernel object of its own: its arguments are its own
         local = self.local
         width = local[0]
-        tail = tuple(tail)
-        signature = self._signatures[entry]
-        last = len(signature) - len(tail) - 1  # the last argument a call passes
+        tail = tuple(constants)
+        signature = self._signatures[plan.entry]
+        if len(signature) != 8 + len(tail):  # two arrays of two arguments each, n, scratch, code, epoch
+            raise ValueError(
+                f"{plan.entry} takes {len(signature)} arguments, not 8 and {len(tail)} constants"
+            )
+        last = len(signature) - len(tail) - 1  # the last argument a call passes: the epoch
         # PyOpenCL's own setters, which its generated invokers call: its public
         # Kernel.set_arg costs more for one argument than the invoker for all of them
         set_buffers = getattr(kernel, "_set_arg_multi", None)
         set_packed = getattr(kernel, "_set_arg_buf_pack_multi", None)
-        if set_buffers is None or set_packed is None or last < 4 or signature[last] is None:
+        if set_buffers is None or set_packed is None or signature[last] is None:
 
             def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
                 s, s_off = buffer(src)
@@ -125,7 +135,7 @@ class CLProgram(Program):
             if rest == held:
                 # a kernel keeps its arguments from one enqueue to the next: a call in a loop
                 # sets its arrays (not held here, so that they may be freed) and the last
-                # argument, the chained scan's epoch, which changes on every call
+                # argument it passes, the epoch, which changes on every call
                 set_buffers((0, s, 2, d))
                 set_packed((last, last_type, args[-1]))
                 enqueue(queue, kernel, (groups * width,), local)

@@ -8,28 +8,18 @@ name through the registry in ``jitscan.variants``.
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..backends.base import Backend, Build, DeviceInfo, Program
+from ..backends.base import Backend, Build, DeviceInfo, LaunchPlan, Program
 from ..kernels import render
 from ..kernels.spec import SEGMENTED, LaunchArgs, ScanSpec
 from . import segments
 
 #: every segmented mode ("flags", "rows", "offsets")
 ALL_MODES = frozenset(m for m in SEGMENTED if m)
-
-#: held while a launch sequence uses a queue's scratch (chained: from the choice of an epoch
-#: to the launch, and through a read-back of its flags; reduce-then-scan: its three
-#: launches; the offsets pre-pass and check). Threads sharing a queue share its scratch:
-#: another thread's launch in between would overwrite a spine, a tile's first segments or
-#: descriptors of the same epoch. Launches are queued, not waited for, so it is held briefly
-#: (a read-back waits, and only look-back and counting scans read back). Reentrant: a
-#: variant's run holds it around helpers that take it too.
-LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -151,7 +141,8 @@ class Bound:
     """A variant's compiled program on one backend: what a launch needs besides its arrays.
 
     ``state`` is what the variant derives from the spec once rather than per launch
-    (the chained variants' tile state).
+    (the chained variants' tile state); ``plan`` the description of its plain launch,
+    where it has one (the chained variants': :class:`~jitscan.backends.base.LaunchPlan`).
     """
 
     spec: ScanSpec
@@ -159,6 +150,7 @@ class Bound:
     program: Program
     variant: Variant
     state: Any = None
+    plan: LaunchPlan | None = None
 
 
 class Variant(ABC):

@@ -14,15 +14,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from ..backends import clock
-from ..backends.base import Backend, DeviceInfo, Scratch
+from ..backends.base import (
+    ARG_CODE,
+    ARG_CONST,
+    ARG_DST,
+    ARG_EPOCH,
+    ARG_N,
+    ARG_SCRATCH,
+    ARG_SRC,
+    Backend,
+    DeviceInfo,
+    LaunchPlan,
+)
 from ..errors import DeadlockError
 from ..kernels import tile_state
 from ..kernels.spec import KIND_CARRY, KIND_STREAM, LaunchArgs, ScanSpec
 from . import segments
-from .base import LOCK, Bound, Capabilities, Variant, operands
+from .base import Bound, Capabilities, Variant, operands
 
 KERNEL = "js_chained"
 
@@ -48,21 +60,34 @@ LOOKBACK_TIMEOUT = 1.0
 #: deterministic form (src/deterministic.h)
 CHAINED_CAPS = Capabilities(carry=True, tile_state=True, deterministic="form")
 
+#: what js_chained's arguments hold (Chained.signatures, before the segments' arguments):
+#: the arrays, n, the scratch, kind, epoch, then the constants() of a launch
+SLOTS = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4)
 
-def next_epoch(b: Backend, scratch: Scratch, queue: Any, limit: int) -> int:
-    """The epoch of the next launch on ``scratch`` (with ``LOCK`` held), zeroing it past ``limit``.
 
-    Descriptors are not cleared between launches: each launch tags its own with a new
-    epoch, and a new buffer (epoch 0) is zeroed.
-    """
-    epoch = scratch.epoch + 1
-    if epoch > limit:
-        # every word, not just this launch's: a stale word of a higher epoch would win
-        # the atomic max against the restarted epochs
-        b.zero(scratch.buf, None, queue)
-        epoch = 1
-    scratch.epoch = epoch
-    return epoch
+@cache
+def launch_plan(spec: ScanSpec) -> LaunchPlan:
+    """The one launch of a chained scan of ``spec``: js_chained over the tiles, with the
+    control words and a descriptor per tile of ``tile_state.py`` as its scratch."""
+    state = tile_state.of_spec(spec)
+    return LaunchPlan(
+        entry=KERNEL,
+        slots=SLOTS,
+        tile=spec.tile,
+        header=state.nbytes(0),
+        per_tile=state.nbytes(1) - state.nbytes(0),
+        slot=state.encoding,
+        epoch_limit=state.epoch_limit,
+        stream_bit=KIND_STREAM,
+        carry_at=tile_state.CTRL_CARRY * 4,
+        carry_bit=KIND_CARRY,
+    )
+
+
+def constants(launch: LaunchArgs, row_tiles: int = 0) -> tuple[int, int, int, int]:
+    """SLOTS' constants for a launch: spin limit, wait limit, blocking period and row tiles
+    (0 but for a scan of rows), the same on every plain launch."""
+    return (launch.spin_limit, launch.wait_limit, launch.block_every, row_tiles)
 
 
 class Chained(Variant):
@@ -99,7 +124,7 @@ class Chained(Variant):
 
     def bind(self, spec: ScanSpec, backend: Backend, queue: Any) -> Bound:
         bound = super().bind(spec, backend, queue)
-        return replace(bound, state=tile_state.of_spec(spec))
+        return replace(bound, state=tile_state.of_spec(spec), plan=launch_plan(spec))
 
     def _launch(
         self,
@@ -110,47 +135,53 @@ class Chained(Variant):
         dst: Any,
         n: int,
         tiles: int,
-        tail: tuple,
+        seg: segments.Segments,
+        extra: list[Any],
     ) -> tuple[Any, int]:
-        """Scratch, epoch and the one launch; ``tail`` ends the arguments (row_tiles, segments).
+        """Scratch, epoch and the one launch, as ``bound.plan`` says, then the segments'
+        ``extra`` arguments (the queue's lock held).
 
         Returns the scratch buffer and the launch's epoch.
         """
-        b, state = bound.backend, bound.state
+        b, plan = bound.backend, bound.plan
+        assert plan is not None  # bind() made it
         ins, outs = operands(b, src), operands(b, dst)
-        with LOCK:
-            scratch = b.scratch(state.nbytes(tiles), queue, state.encoding)
-            epoch = next_epoch(b, scratch, queue, state.epoch_limit)
-            ctrl = scratch.buf
-            if bound.spec.stats:
-                b.zero(ctrl, tile_state.CTRL_CARRY * 4, queue)  # the counters only
-            if launch.carry_from is not None:
-                b.copy_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry_from, queue)
-            elif launch.carry:
-                b.write_bytes(ctrl, tile_state.CTRL_CARRY * 4, launch.carry, queue)
-            code = launch.kind_code | (KIND_STREAM if n >= launch.stream_from(bound.spec) else 0)
-            args = [*ins, *outs, n, ctrl, code, epoch, launch.spin_limit, launch.wait_limit]
-            args += (launch.block_every, *tail)
-            bound.program.launch(KERNEL, tiles, args, queue)
+        scratch = b.scratch(plan.nbytes(tiles), queue, plan.slot)
+        epoch = plan.next_epoch(b, scratch, queue)
+        ctrl = scratch.buf
+        if bound.spec.stats:
+            b.zero(ctrl, tile_state.CTRL_CARRY * 4, queue)  # the counters only
+        if launch.carry_from is not None:
+            b.copy_bytes(ctrl, plan.carry_at, launch.carry_from, queue)
+        elif launch.carry:
+            b.write_bytes(ctrl, plan.carry_at, launch.carry, queue)
+        code = launch.kind_code | (plan.stream_bit if n >= launch.stream_from(bound.spec) else 0)
+        args = plan.arguments(ins, outs, n, ctrl, code, epoch, constants(launch, seg.row_tiles))
+        bound.program.launch(plan.entry, tiles, args + extra, queue)
         return ctrl, epoch
 
     def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
         if not self.fallback or bound.spec.stats or bound.spec.record:
             # look-back reads its deadlock flag back; counting reads its counters
             return super().plain_launcher(bound, queue, launch)
-        # _launch of a plain scan, with what does not depend on the arrays looked up once
-        b, state, tile = bound.backend, bound.state, bound.spec.tile
-        nbytes, encoding, limit = state.nbytes, state.encoding, state.epoch_limit
+        # _launch of a plain scan, from bound.plan, with what does not depend on the arrays
+        # looked up once
+        b, plan = bound.backend, bound.plan
+        assert plan is not None  # bind() made it
+        tile, slot, limit = plan.tile, plan.slot, plan.epoch_limit
+        nbytes, tiles_in = plan.nbytes, plan.tiles_in
+        next_epoch, carry_at, carry_bit = plan.next_epoch, plan.carry_at, plan.carry_bit
         kind, stream_from = launch.kind_code, launch.stream_from(bound.spec)
-        # the spin limit and the blocking period are the same on every launch: set once
-        tail = (launch.spin_limit, 0, launch.block_every, 0)
-        fire = bound.program.launcher(KERNEL, queue, b.buffer, tail)
-        with LOCK:  # the backend's scratch table is changed under it (it may drop the oldest)
-            scratch = b.scratch(0, queue, encoding)  # the queue's one Scratch of this encoding
-        room = state.tiles_in(scratch.nbytes)  # tiles its buffer holds: it only grows
-        # LOCK's own methods: "with LOCK" costs about 0.3 us more a call on the H100's host,
-        # a quarter of this function's Python (experiments/host_path.py)
-        acquire, release = LOCK.acquire, LOCK.release
+        streaming = kind | plan.stream_bit
+        # the constants are the same on every launch: the launcher sets them once
+        fire = bound.program.launcher(plan, queue, b.buffer, constants(launch))
+        lock = b.lock(queue)
+        with lock:  # the backend's Scratch of the queue is made or grown under it
+            scratch = b.scratch(0, queue, slot)  # the queue's one Scratch of this encoding
+        room = tiles_in(scratch.nbytes)  # tiles its buffer holds: it only grows
+        # the lock's own methods: "with lock" costs about 0.3 us more a call on the H100's
+        # host, a quarter of this function's Python (experiments/host_path.py)
+        acquire, release = lock.acquire, lock.release
 
         def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
             nonlocal scratch, room
@@ -161,17 +192,17 @@ class Chained(Variant):
                     # the backend's Scratch of the queue, grown: once the backend has let
                     # this queue's entry go (its bound on queues), that is a new one, and
                     # the one held here would stay too small for the tiles
-                    scratch = b.scratch(nbytes(tiles), queue, encoding)
-                    room = state.tiles_in(scratch.nbytes)
+                    scratch = b.scratch(nbytes(tiles), queue, slot)
+                    room = tiles_in(scratch.nbytes)
                 epoch = scratch.epoch + 1
-                if epoch > limit:  # the tags would overflow: zero the buffer, start again
-                    epoch = next_epoch(b, scratch, queue, limit)
+                if epoch > limit:  # the tags would overflow: the plan's rule zeroes the buffer
+                    epoch = next_epoch(b, scratch, queue)
                 scratch.epoch = epoch
-                code = kind if n < stream_from else kind | KIND_STREAM
+                code = kind if n < stream_from else streaming
                 if carry is not None:  # before the launch, in queue order
-                    code |= KIND_CARRY
+                    code |= carry_bit
                     put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes
-                    put(scratch.buf, tile_state.CTRL_CARRY * 4, carry, queue)
+                    put(scratch.buf, carry_at, carry, queue)
                 fire(tiles, src, dst, n, scratch.buf, code, epoch)
             finally:
                 release()
@@ -179,21 +210,7 @@ class Chained(Variant):
         def launch_state() -> tuple:
             # what a compiled common call needs to launch as go does, with go's scratch as
             # it is now (CupyBackend.common_call, backends/_cuda_call.c)
-            header = state.nbytes(0)
-            per_tile = state.nbytes(1) - header
-            return (
-                acquire,
-                release,
-                scratch,
-                tile,
-                header,
-                per_tile,
-                limit,
-                kind,
-                KIND_STREAM,
-                stream_from,
-                fire,
-            )
+            return (lock, scratch, plan, kind, stream_from, fire)
 
         go.launch_state = launch_state  # type: ignore[attr-defined]
         return go
@@ -211,9 +228,10 @@ class Chained(Variant):
     ) -> dict[str, int] | None:
         spec, b = bound.spec, bound.backend
         tiles = -(-n // spec.tile)
-        with LOCK:  # the offsets pre-pass, the launch and its read-back: no other launch between
+        # the offsets pre-pass, the launch and its read-back: no other launch on the queue between
+        with b.lock(queue):
             extra = segments.args(bound, queue, seg, src, tiles, n)
-            ctrl, epoch = self._launch(bound, queue, launch, src, dst, n, tiles, (seg.row_tiles, *extra))
+            ctrl, epoch = self._launch(bound, queue, launch, src, dst, n, tiles, seg, extra)
             if not ((check and not self.fallback) or spec.stats):
                 return None
             words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)
@@ -222,7 +240,7 @@ class Chained(Variant):
             if cause:
                 # an aborted launch leaves the counter and flag set: clear before the next
                 b.zero(ctrl, None, queue)
-                b.scratch(0, queue, bound.state.encoding).epoch = 0
+                b.scratch(0, queue, bound.state.encoding).epoch = 0  # the next launch's is 1
                 raise _deadlock(spec, launch, cause, int(words[tile_state.CTRL_WAITED]))
         if not spec.stats:
             return None

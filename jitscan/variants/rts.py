@@ -14,7 +14,7 @@ from typing import Any
 from ..backends.base import DeviceInfo
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
-from .base import LOCK, Bound, Capabilities, Variant, expand, operands
+from .base import Bound, Capabilities, Variant, expand, operands
 
 REDUCE, SPINE, SCAN, FIXUP = "js_rts_reduce", "js_rts_spine", "js_rts_scan", "js_rts_seg_fixup"
 #: js_rts_reduce of a segmented reduction also takes (out, carry)
@@ -67,7 +67,7 @@ class ReduceThenScan(Variant):
         spec, b = bound.spec, bound.backend
         ins, outs = operands(b, src), operands(b, dst)
         tiles = -(-n // spec.tile)
-        with LOCK:  # the spine (and carry, first segments) of this queue, through the last launch
+        with b.lock(queue):  # the spine (and carry, first segments) of this queue, through the last launch
             self._run(bound, queue, launch, ins, outs, src, n, tiles, seg)
 
     def _run(
