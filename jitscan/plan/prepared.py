@@ -11,6 +11,7 @@ the same path.
 from __future__ import annotations
 
 from bisect import bisect_left
+from math import copysign
 from typing import Any
 
 import numpy as np
@@ -336,7 +337,9 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         The bytes of a Python number are kept (up to ``_CARRIES`` of them): a loop that
         scans from the same value converts and checks it once.
         """
-        key = (type(initial), initial) if type(initial) in _NUMBERS else None
+        t = type(initial)
+        # -0.0 == 0.0 and they hash alike, but carry other bytes: a float keys on its sign too
+        key = (t, initial, copysign(1.0, initial) if t is float else 0) if t in _NUMBERS else None
         if key is not None:
             made = self._carries.get(key)
             if made is not None:
