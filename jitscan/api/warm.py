@@ -153,19 +153,27 @@ def _lanes(x: Any, call: Call, long: Long) -> Warm | None:
         return None
     zero = p.dtype.numpy if call.op == "add" and p.dtype.numpy.kind == "f" else None
     keepdims = call.keepdims
-    offsets_of: dict[tuple, np.ndarray] = {}
+    b = p.backend
+    #: by shape (and a device array's device): the lanes' offsets, on the device for device
+    #: input, so that the call takes the prepared scan's common call and copies nothing
+    offsets_of: dict[tuple, Any] = {}
 
     def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
         shape = tuple(x.shape)
         lane, kept = shape[-1], shape[:-1]
-        offsets = offsets_of.get(shape)
+        on_device = type(x) is not np.ndarray
+        key = (shape, b.device_of(x)) if on_device else shape
+        offsets = offsets_of.get(key)
         if offsets is None:
             lanes = int(np.prod(kept, dtype=np.int64))
             if not lane or not lanes:
                 return long(x, call)  # the identity of every empty lane, or no lane
             if len(offsets_of) >= _SHAPES:
                 offsets_of.clear()
-            offsets = offsets_of[shape] = np.arange(0, lanes * lane + 1, lane, dtype=np.int64)
+            offsets = np.arange(0, lanes * lane + 1, lane, dtype=np.int64)
+            if on_device:
+                offsets = b.to_device(offsets, b.queue_of(x))
+            offsets_of[key] = offsets
         res = p(x, offsets=offsets)
         if zero is not None:  # NumPy's sum of negative zeros is +0.0
             res = conventions.numpy_sum_zero(res, "add", zero)

@@ -75,7 +75,8 @@ class FormCalls:
             first, n, arrays = given
             src: Any = Fields(arrays)
         else:
-            if type(x) is not t or x.dtype not in self._loads or not x.size or not b.ready(x) or x.ndim != 1:
+            # of any shape, read in C order as the general path flattens it (an axis's lanes)
+            if type(x) is not t or x.dtype not in self._loads or not x.size or not b.ready(x):
                 return None
             first, n, src = x, x.size, x
         mode = self.segmented
