@@ -32,8 +32,9 @@ KNOBS_DOC = """
         tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
         ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes),
         ``min_blocks`` (CUDA occupancy hint), ``deterministic`` (True: the same bits on
-        every run, see the README; integers are exact anyway). Unknown names raise
-        TypeError."""
+        every run, see the README; integers are exact anyway), ``check`` ("deferred", the
+        default, or "now": when bad device offsets raise, see :func:`segmented_scan`).
+        Unknown names raise TypeError."""
 
 
 def scan(
