@@ -540,6 +540,11 @@ class Backend(ABC):
         """Whether an array of this backend is C-contiguous and aligned: the kernels take it as it is."""
         return bool(arr.flags.c_contiguous) and self.aligned(arr)
 
+    def whole(self, arr: Any) -> bool:
+        """Whether an array of this backend is C-contiguous and starts its buffer: a kernel
+        argument of the buffer alone reads it (head flags, offsets)."""
+        return bool(arr.flags.c_contiguous) and not self.buffer(arr)[1]
+
     def operands(
         self, x: Any, out: Any, dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
     ) -> tuple[Any, int, Any] | None:

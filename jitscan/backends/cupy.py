@@ -423,6 +423,9 @@ class CupyBackend(Backend):
             # the flag itself: arr.flags builds a Flags object on every read
             return arr._c_contiguous and arr.data.ptr % VECTOR_BYTES == 0
 
+        def whole(self, arr: Any) -> bool:
+            return arr._c_contiguous  # a CuPy array's pointer is where it starts: no offset
+
         def common_call(
             self,
             dtype: np.dtype,
@@ -581,21 +584,23 @@ class CupyBackend(Backend):
         # pageable memory may wait for the stream): a slot is reused once the copy that
         # last read it has run, which its event says (long done, unless 256 are queued). The
         # ring is every queue's: a slot is taken, filled and its copy queued under its lock.
+        # Each slot keeps one event, recorded again behind each copy from it (one made per
+        # call cost more than the copy's own enqueue), and the bytes go in by one memmove.
         with self._ring_lock:
             if self._ring is None:
                 self._ring = cupy.cuda.alloc_pinned_memory(_RING_SLOTS * _SLOT_BYTES)
-                self._ring_events = [None] * _RING_SLOTS
+                self._ring_events = [
+                    cupy.cuda.Event(block=False, disable_timing=True) for _ in range(_RING_SLOTS)
+                ]
             at = self._ring_next
             self._ring_next = (at + 1) % _RING_SLOTS
             event = self._ring_events[at]
-            if event is not None:
-                event.synchronize()
-            slot = np.frombuffer(self._ring, np.uint8, _SLOT_BYTES, at * _SLOT_BYTES)
-            slot[: len(data)] = np.frombuffer(data, np.uint8)
+            event.synchronize()  # at once where never recorded, or long done
+            slot = self._ring.ptr + at * _SLOT_BYTES
+            ctypes.memmove(slot, data, len(data))
             cupy.cuda.runtime.memcpyAsync(
-                buf + offset, slot.ctypes.data, len(data), cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
+                buf + offset, slot, len(data), cupy.cuda.runtime.memcpyHostToDevice, queue.ptr
             )
-            event = self._ring_events[at] = cupy.cuda.Event(block=False, disable_timing=True)
             event.record(queue.stream)
 
     def copy_bytes(self, buf: int, offset: int, src: Any, queue: CudaQueue) -> None:

@@ -221,8 +221,7 @@ def _device_words(offsets: Any, t: type, b: Any) -> bool:
         and offsets.ndim == 1
         and offsets.size > 0
         and offsets.dtype in _OFFSET_TYPES
-        and offsets.flags.c_contiguous
-        and not b.buffer(offsets)[1]
+        and b.whole(offsets)
     )
 
 
@@ -233,8 +232,7 @@ def _device_bytes(flags: Any, t: type, b: Any, n: int) -> bool:
         and flags.size == n
         and flags.dtype.itemsize == 1
         and flags.dtype.kind in "biu"
-        and flags.flags.c_contiguous
-        and not b.buffer(flags)[1]
+        and b.whole(flags)
     )
 
 
