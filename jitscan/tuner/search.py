@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import backends
+from .. import backends, variants
 from ..bench.timing import Timer, interleaved
 from ..plan import plan, tuned
 from ..plan.prepared import PreparedScan
@@ -134,7 +134,7 @@ class _Points:
             p = self._scans[key] = plan(
                 dtype,
                 space.OPS[c.op],
-                variant="fallback",
+                variant=variants.default().name,  # the tables are the default variant's
                 segmented=c.segmented,
                 backend=self.timer.backend.name,
                 device=self.timer.device,

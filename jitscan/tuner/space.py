@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import variants
 from ..backends.base import DeviceInfo
 from ..dtypes import lookup
 from ..operators import Monoid, resolve
@@ -70,7 +71,7 @@ def fit(info: DeviceInfo, knobs: dict[str, Any]) -> dict[str, Any]:
 def defaults(info: DeviceInfo, dtype: str, segmented: str, n: int) -> dict[str, Any]:
     """The built-in knobs of a case at size ``n`` (where the search starts)."""
     d = lookup(np.dtype(dtype))
-    geo = tuning.geometry(info, d, n, segmented, "fallback", "inclusive")
+    geo = tuning.geometry(info, d, n, segmented, variants.default().name, "inclusive")
     return geo | {"tile_state": "packed" if info.int64_atomics else "split"}
 
 
