@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from jitscan.backends.base import Alarm, Backend, Build, DeviceInfo, Program, Scratch
+from jitscan.backends.base import Backend, Build, DeviceInfo, Program
+from jitscan.backends.launch import Alarm, Scratch
 
 #: a GPU as the tuning sees one: shuffles, 64-bit atomics, float64
 GPU = DeviceInfo(

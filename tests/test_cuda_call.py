@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from jitscan.backends.base import (
+from jitscan.backends.launch import (
     ARG_CODE,
     ARG_CONST,
     ARG_DST,

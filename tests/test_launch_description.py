@@ -22,7 +22,8 @@ from recording import CPU, GPU, Array, Launch, RecordingBackend, RecordingProgra
 
 from jitscan import variants
 from jitscan.backends import cupy as cupy_backend
-from jitscan.backends.base import (
+from jitscan.backends.base import Program
+from jitscan.backends.launch import (
     ARG_CODE,
     ARG_CONST,
     ARG_DST,
@@ -33,7 +34,6 @@ from jitscan.backends.base import (
     ARG_SRC,
     FIRE_ORDER,
     LaunchPlan,
-    Program,
 )
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state

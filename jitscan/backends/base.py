@@ -15,23 +15,15 @@ import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .launch import Alarm, LaunchPlan, Scratch
+
 #: argument kinds of kernel entry points: a buffer, a 64-bit unsigned js_size, a js_u32
 ARG_KINDS = ("buf", "size", "u32")
-
-#: what each argument of a planned launch holds (:attr:`LaunchPlan.slots`), by code: the
-#: input and the result array (each as many arguments as the backend passes an array: a
-#: buffer and an offset), the element count, the scratch buffer, the launch's code, the
-#: scratch's epoch, and a constant (set once per launcher). ``_cuda_call.c`` reads the same
-#: codes, and says so (its ``SLOTS``, which cupy.py compares with these names).
-ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const")
-ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST = range(len(ARG_SLOTS))
-#: the per-call slots in the order a launcher's ``fire`` takes them after the groups
-FIRE_ORDER = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH)
 
 _CHAR_OVER = ctypes.c_char.from_buffer
 _ADDRESS_OF = ctypes.addressof
@@ -169,200 +161,6 @@ def build_failure(compiler: str, what: str, src: str, log: str, patterns: Sequen
         if m.group(2):
             msg += "\n    " + " " * max(int(m.group(2)) - 1 - (len(raw) - len(code)), 0) + "^"
     return msg
-
-
-class Scratch:
-    """A device buffer that the launches on one queue reuse (see :meth:`Backend.scratch`).
-
-    Attributes
-    ----------
-    buf : Any
-        What kernels take: a new buffer each time it grows.
-    nbytes : int
-        Its size (0 before the first use).
-    epoch : int
-        Kept with the buffer by the launches that use it (the chained scans count their
-        launches here); 0 for a buffer just allocated, which is also zeroed.
-    """
-
-    __slots__ = ("buf", "nbytes", "epoch", "_owner")
-
-    def __init__(self) -> None:
-        self.buf: Any = None
-        self.nbytes = 0
-        self.epoch = 0
-        self._owner: Any = None
-
-    def replace(self, buf: Any, nbytes: int, owner: Any = None) -> None:
-        """Take a new, zeroed buffer (``owner`` keeps its memory alive); the old one is let go."""
-        self.buf, self.nbytes, self._owner, self.epoch = buf, nbytes, owner, 0
-
-
-class Alarm:
-    """Two words of one queue that kernels set and the host reads.
-
-    ``word`` is a device word kernels set (what it holds is the caller's; it stays until
-    :meth:`clear`). ``flag`` is a word the same kernels set that the host reads without
-    waiting for the device (:meth:`rung`): host memory the device writes (CUDA's pinned
-    memory, a CPU device's host buffer), or a device word copied back behind each launch
-    that may set it (:meth:`watch`). A backend only makes them: what they mean is the
-    caller's.
-    """
-
-    __slots__ = ("word", "flag", "_host", "_owner", "_copy", "_pending", "_reset")
-
-    def __init__(
-        self,
-        word: Any,
-        flag: Any,
-        host: np.ndarray,
-        reset: Callable[[], None],
-        owner: Any = None,
-        copy: Callable[[], Callable[[], bool]] | None = None,
-    ) -> None:
-        self.word, self.flag = word, flag
-        #: ``reset()`` zeroes both words on the device, in queue order
-        self._reset = reset
-        #: the flag as the host sees it: the word itself, or where ``copy`` puts it
-        self._host = host
-        self._owner = owner  # keeps the words' memory alive
-        #: ``copy()`` enqueues a copy of the flag into ``_host`` and returns its completion
-        #: test; None where the host sees the flag itself
-        self._copy = copy
-        self._pending: Any = None
-
-    def rung(self) -> bool:
-        """Whether a kernel has set the flag, as far as the host has seen yet (never waits)."""
-        pending = self._pending
-        if pending is not None:
-            if not pending():
-                return False  # the copy has not run: what it brings is still to come
-            self._pending = None
-        return bool(self._host[0])
-
-    def watch(self) -> None:
-        """After a launch that may set the flag: have the host see it (a copy where needed)."""
-        if self._copy is not None and self._pending is None:
-            self._pending = self._copy()
-
-    def clear(self) -> None:
-        """Both words back to 0 (the caller has read what it needs: the device is idle)."""
-        self._pending = None
-        self._reset()
-        self._host[0] = 0
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """One launch of one entry point, a workgroup per tile, over a scratch buffer of the
-    queue whose launches tag what they write with an epoch.
-
-    A variant states its launch once as one of these; its general launch, its common
-    launch (through :meth:`Program.launcher`) and a compiled call (``_cuda_call.c``, from
-    the record cupy.py makes of it) all read it. What a launch passes besides is its own:
-    the constants, its code, and from how many elements the code is ``code | stream_bit``.
-
-    Attributes
-    ----------
-    entry : str
-        The kernel entry point.
-    slots : tuple of int
-        What each argument of ``entry`` holds, in order (``ARG_*``; an array slot stands
-        for the arguments the backend passes an array as).
-    tile : int
-        Elements of one workgroup: a launch of ``n`` has ``ceil(n / tile)`` of them.
-    header, per_tile : int
-        Scratch bytes: ``header + tiles * per_tile`` for a launch of ``tiles``.
-    slot : str
-        The scratch's slot on the queue (:meth:`Backend.scratch`).
-    epoch_limit : int
-        The largest epoch the tags hold (:meth:`next_epoch`).
-    stream_bit : int
-        OR-ed into the code of a launch of at least its ``stream_from`` elements.
-    carry_at, carry_bit : int
-        A launch from a value: the value's byte offset in the scratch, and the bit OR-ed
-        into its code.
-    """
-
-    entry: str
-    slots: tuple[int, ...]
-    tile: int
-    header: int
-    per_tile: int
-    slot: str
-    epoch_limit: int
-    stream_bit: int = 0
-    carry_at: int = 0
-    carry_bit: int = 0
-
-    #: how many of its arguments are constants
-    nconst: int = field(init=False, repr=False)
-    #: whether its per-call arguments come first, in the order ``fire`` takes them, then
-    #: its constants: the layout that launchers pack without rearranging anything
-    fire_order: bool = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        per_call = [s for s in self.slots if s != ARG_CONST]
-        if len(per_call) != len(set(per_call)) or not all(0 <= s < len(ARG_SLOTS) for s in self.slots):
-            raise ValueError(f"a launch plan's slots are ARG_* codes, each but ARG_CONST once: {self.slots}")
-        if self.tile <= 0 or self.per_tile <= 0 or self.header < 0 or self.epoch_limit < 1:
-            raise ValueError(
-                "a launch plan's tile, per_tile and epoch_limit are positive, its header not negative"
-            )
-        head = len(per_call)
-        object.__setattr__(self, "nconst", len(self.slots) - head)
-        in_order = self.slots[:head] == FIRE_ORDER and all(s == ARG_CONST for s in self.slots[head:])
-        object.__setattr__(self, "fire_order", in_order)
-
-    def nbytes(self, tiles: int) -> int:
-        """Scratch bytes of a launch of ``tiles`` workgroups."""
-        return self.header + tiles * self.per_tile
-
-    def tiles_in(self, nbytes: int) -> int:
-        """Workgroups a scratch buffer of ``nbytes`` holds (negative: not even the header)."""
-        return (nbytes - self.header) // self.per_tile
-
-    def next_epoch(self, backend: Backend, scratch: Scratch, queue: Any) -> int:
-        """The epoch of the next launch on ``scratch`` (the queue's lock held), kept in it.
-
-        One more than the last launch's; past :attr:`epoch_limit` the whole buffer is
-        zeroed and epochs start again at 1 (a stale word of a higher epoch would win the
-        atomic max against the restarted ones). A new buffer has epoch 0 and is zeroed:
-        words are never cleared between launches, since each launch tags its own. The
-        common launch and the compiled call take the first branch themselves and leave the
-        second to this.
-        """
-        epoch = scratch.epoch + 1
-        if epoch > self.epoch_limit:
-            backend.zero(scratch.buf, None, queue)
-            epoch = 1
-        scratch.epoch = epoch
-        return epoch
-
-    def arguments(
-        self,
-        src: Sequence[Any],
-        dst: Sequence[Any],
-        n: int,
-        scratch: Any,
-        code: int,
-        epoch: int,
-        constants: Sequence[int],
-    ) -> list[Any]:
-        """The arguments of a launch, in :attr:`slots` order: ``src`` and ``dst`` as the
-        backend passes arrays (:meth:`Backend.buffer`), ``constants`` the constants in order."""
-        if self.fire_order:  # the layout written out: a general launch asks this on every call
-            return [*src, *dst, n, scratch, code, epoch, *constants]
-        per_call = (src, dst, (n,), (scratch,), (code,), (epoch,))
-        out: list[Any] = []
-        k = 0
-        for s in self.slots:
-            if s == ARG_CONST:
-                out.append(constants[k])
-                k += 1
-            else:
-                out += per_call[s]
-        return out
 
 
 class Program(ABC):
@@ -644,9 +442,9 @@ class Backend(ABC):
         of every queue's scratch themselves: two queues' launches change it at once.
         """
 
+    @abstractmethod
     def alarm(self, queue: Any) -> Alarm:
         """The :class:`Alarm` of ``queue``: made on first use (both words 0), one object for good."""
-        raise NotImplementedError(f"{self.name} has no alarm words")
 
     @abstractmethod
     def zero(self, buf: Any, nbytes: int | None, queue: Any) -> None:

@@ -25,21 +25,8 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
-from .base import (
-    ARG_CONST,
-    ARG_DST,
-    ARG_SLOTS,
-    ARG_SRC,
-    Alarm,
-    Backend,
-    Build,
-    DeviceInfo,
-    LaunchPlan,
-    Once,
-    Program,
-    Scratch,
-    build_failure,
-)
+from .base import Backend, Build, DeviceInfo, Once, Program, build_failure
+from .launch import ARG_CONST, ARG_DST, ARG_SLOTS, ARG_SRC, Alarm, LaunchPlan, Scratch
 
 try:  # optional dependency
     import cupy

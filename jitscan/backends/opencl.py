@@ -15,7 +15,8 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError
 from . import clock
-from .base import Alarm, Backend, Build, DeviceInfo, Once, Scratch, address
+from .base import Backend, Build, DeviceInfo, Once, address
+from .launch import Alarm, Scratch
 from .opencl_devices import in_thread_sibling, pick_device, pocl_release
 from .opencl_programs import GATHER, CLProgram, build_program, compile_program
 

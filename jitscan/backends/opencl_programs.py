@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError
-from .base import Build, LaunchPlan, Program, build_failure
+from .base import Build, Program, build_failure
+from .launch import LaunchPlan
 
 try:
     import pyopencl as cl

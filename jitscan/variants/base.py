@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..backends.base import Backend, Build, DeviceInfo, LaunchPlan, Program
+from ..backends.base import Backend, Build, DeviceInfo, Program
+from ..backends.launch import LaunchPlan
 from ..kernels import render
 from ..kernels.spec import SEGMENTED, LaunchArgs, ScanSpec
 from . import segments
@@ -142,7 +143,7 @@ class Bound:
 
     ``state`` is what the variant derives from the spec once rather than per launch
     (the chained variants' tile state); ``plan`` the description of its plain launch,
-    where it has one (the chained variants': :class:`~jitscan.backends.base.LaunchPlan`).
+    where it has one (the chained variants': :class:`~jitscan.backends.launch.LaunchPlan`).
     """
 
     spec: ScanSpec

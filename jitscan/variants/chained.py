@@ -18,18 +18,8 @@ from functools import cache
 from typing import Any
 
 from ..backends import clock
-from ..backends.base import (
-    ARG_CODE,
-    ARG_CONST,
-    ARG_DST,
-    ARG_EPOCH,
-    ARG_N,
-    ARG_SCRATCH,
-    ARG_SRC,
-    Backend,
-    DeviceInfo,
-    LaunchPlan,
-)
+from ..backends.base import Backend, DeviceInfo
+from ..backends.launch import ARG_CODE, ARG_CONST, ARG_DST, ARG_EPOCH, ARG_N, ARG_SCRATCH, ARG_SRC, LaunchPlan
 from ..errors import DeadlockError
 from ..kernels import tile_state
 from ..kernels.spec import KIND_CARRY, KIND_STREAM, LaunchArgs, ScanSpec
