@@ -11,7 +11,6 @@ the same path.
 from __future__ import annotations
 
 from bisect import bisect_left
-from math import copysign
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from ..kernels.spec import KINDS, SEGMENTED, LaunchArgs, ScanSpec, check_choice
 from ..operators import Monoid, Operator, empty_value, resolve
 from ..variants.segments import NONE, Segments
 from . import arrays, pieces, tuned, tuning
+from .carries import Carries
 from .fields import FieldCalls
 from .forms import FormCalls, heed_alarm, raise_alarm
 from .knobs import KNOBS, LAUNCH_KNOBS, check_knobs
@@ -37,17 +37,11 @@ def check_form(kind: str, variant: str, segmented: str) -> None:
     variants.require(variant, *(["reduce"] if kind == "reduce" else []), *([segmented] if segmented else []))
 
 
-#: the types of initial= whose carries a prepared scan keeps, and how many it keeps
-_NUMBERS = (int, float, bool)
-_CARRIES = 16
-
-
 def _long_way(x: Any, out: Any, carry: Any) -> None:
-    """No common call (segmented, tuple values, a Python operator not yet checked)."""
-    return None
+    """No plain common call: other forms take FormCalls', a Python operator is checked first."""
 
 
-class PreparedScan(Programs, FieldCalls, FormCalls):
+class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
     """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
 
     Make one with :func:`jitscan.plan`. Call it with an array of any size (CuPy and
@@ -169,8 +163,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         self._near_queue = self.backend.host_sibling(self._queue) if near else None
         self._near_items = tuning.CPU_IN_THREAD_BYTES // self._itemsize
         #: a Python operator not yet checked on this dtype (Operator.verify, first call)
-        m = self.monoid
-        self._unverified = isinstance(m, Operator) and m.check
+        self._unverified = isinstance(self.monoid, Operator) and self.monoid.check
         self._common = (
             self.backend.common_call(
                 self._np, self._reduce, self._loads, self._plain_launchers, self._class_sizes, self._launcher
@@ -183,8 +176,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
         self._largest = self.backend.largest_buffer(self._queue)
         self._reduction: PreparedScan | None = None  # the carries of an exclusive scan in pieces
-        #: initial= of Python numbers, as their carries' bytes (_carry_of)
-        self._carries: dict[tuple, bytes] = {}
+        self._carries: dict[tuple, bytes] = {}  # initial= of Python numbers as bytes (plan.carries)
 
     # -- calls -----------------------------------------------------------------------
     def launch(
@@ -330,48 +322,6 @@ class PreparedScan(Programs, FieldCalls, FormCalls):
         self.launch(src, dst, n, Segments(offsets=dev, checked=True), queue=queue, loads=loads[x.dtype])
         self.backend.host_done(dst, queue, x.nbytes)
         return result
-
-    def _carry_of(self, initial: Any) -> bytes | Any:
-        """``initial=`` as a launch carries it: its bytes, or a one-element device array.
-
-        The bytes of a Python number are kept (up to ``_CARRIES`` of them): a loop that
-        scans from the same value converts and checks it once.
-        """
-        t = type(initial)
-        # -0.0 == 0.0 and they hash alike, but carry other bytes: a float keys on its sign too
-        key = (t, initial, copysign(1.0, initial) if t is float else 0) if t in _NUMBERS else None
-        if key is not None:
-            made = self._carries.get(key)
-            if made is not None:
-                return made
-        made = self._carry_made(initial)
-        if key is not None and len(self._carries) < _CARRIES:
-            self._carries[key] = made
-        return made
-
-    def _carry_made(self, initial: Any) -> bytes | Any:
-        if not self._variant.takes_carry(self.knobs.get("deterministic")):
-            raise variants.lacking(self._variant, "carry", self.knobs.get("deterministic"))
-        if self.segmented in ("offsets", "rows"):
-            # their first element starts a segment, which no carry reaches
-            raise ValueError(
-                f"initial= carries into a segmented scan up to its first head: give flags= (flags[0] == 0 "
-                f"for a segment that goes on from before), not segments by {self.segmented}"
-            )
-        if self._record:
-            raise ValueError("initial= takes one value; tuple values do not take one yet")
-        value = arrays.initial_value(initial, self._np)
-        if isinstance(value, np.generic):
-            return value.tobytes()
-        if not self.backend.owns(value):
-            raise ValueError(f"initial= as a device array must be a {self.backend.name} array")
-        return value
-
-    def _carried(self, launch: LaunchArgs) -> np.generic:
-        """The value ``launch`` carries, on the host (a reduction of nothing returns it)."""
-        if launch.carry_from is not None:
-            return arrays.to_host(launch.carry_from).reshape(-1)[0]
-        return np.frombuffer(launch.carry, self._np)[0]
 
     def verify(self, x: Any) -> None:
         """Check a Python operator's identity and associativity on values of ``x``.
