@@ -47,8 +47,9 @@ def raise_alarm(backend: Any, queue: Any, alarm: Any, n: int, earlier: bool, off
     ``offsets``: the call's own (``check="now"``), read back to say what is wrong with
     them in the host check's words, values included.
     """
-    word = int(backend.read_u32(alarm.word, 1, queue)[0])
-    alarm.clear()
+    with backend.lock(queue):  # two threads that saw the flag: one reads and clears it
+        word = int(backend.read_u32(alarm.word, 1, queue)[0])
+        alarm.clear()
     if word:
         if offsets is not None:
             arrays.check_offsets(offsets, n)  # raises, naming the first bad index and its value
