@@ -707,3 +707,10 @@ def test_asv_run_quick(tmp_path):
         "PerCallForm.track_isolated_seconds",
     ):
         assert name in out, out[-4000:]
+
+
+def test_the_asv_suite_lists_the_benchs_call_forms():
+    # the suite spells them out so that importing it stays cheap: the two lists must agree
+    from benchmarks import scan
+
+    assert scan.FORMS == list(bench.FORMS)
