@@ -270,7 +270,7 @@ def test_a_dask_array_refuses_stats_in_every_function(call):
 #: the api functions a warm call may run besides the public ones: its key (a tuple's fields:
 #: a comprehension, a frame of its own before Python 3.12), the warm call, and after the
 #: prepared scan NumPy's sign of a float sum's zero (segmented reductions)
-WARM_FRAMES = {"call_key", "host_tag", "<listcomp>", "go", "<lambda>", "numpy_sum_zero"}
+WARM_FRAMES = {"call_key", "host_tag", "<listcomp>", "go", "<lambda>", "numpy_sum_zero", "_form"}
 #: the public functions a public function calls (segmented_cumsum is segmented_scan's)
 PUBLIC = {"segmented_cumsum": {"segmented_cumsum", "segmented_scan"}}
 API = str(PACKAGE / "api")

@@ -438,9 +438,10 @@ def test_the_pocl_compiler_fault_the_cpu_row_limit_keeps_clear_of_shows_on_a_min
         pytest.skip("no PoCL 3.0 or 3.1 here")
     kernel = Path(__file__).parent / "fixtures" / "pocl_inliner_crash.cl"
     env = {**os.environ, "PYOPENCL_NO_CACHE": "1", "POCL_KERNEL_CACHE": "0"}
+    tried = 0
     for release in releases:
         said = {}
-        for p in (128, 64):
+        for p in (64, 128):
             run = subprocess.run(
                 [sys.executable, "-c", _INLINER_RUN, release, str(p), str(kernel)],
                 env=env,
@@ -449,5 +450,13 @@ def test_the_pocl_compiler_fault_the_cpu_row_limit_keeps_clear_of_shows_on_a_min
                 timeout=600,
             )
             said[p] = run.returncode
-        assert said[128] < 0 and said[64] == 0, f"{release}: exit {said[128]} at P=128, {said[64]} at P=64"
-        assert tuning.CPU_UNROLLED_BYTES <= 64 * 2 * 8
+            if p == 64 and run.returncode and "unknown target CPU" in run.stderr:
+                break  # its LLVM knows not this processor (PyOpenCL's PoCL 3.0 on a Zen 5): it builds nothing
+        else:
+            tried += 1
+            assert said[128] < 0 and said[64] == 0, (
+                f"{release}: exit {said[128]} at P=128, {said[64]} at P=64"
+            )
+    if not tried:
+        pytest.skip(f"{', '.join(releases)} here build no kernel for this processor (unknown target CPU)")
+    assert tuning.CPU_UNROLLED_BYTES <= 64 * 2 * 8

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..plan import PreparedScan
 from . import conventions, tuples
-from .cache import remember, shortcut_for
+from .cache import is_device_type, remember, shortcut_for
 from .call import AXIS, PLAIN, TUPLE, Call, kind_of, reduction_by_offsets, refuse
 
 #: a warm call: ``go(x, out, flags, offsets, initial)``
@@ -97,7 +97,24 @@ def _segmented(values: Any, call: Call, long: Long) -> Warm | None:
     p = shortcut_for(values, call.op, call.kind, "keep", call.dtype, call.out, *_picks(call), call.segments)
     if p is None:
         return None
-    return lambda x, out, flags, offsets, initial: p(x, out, flags=flags, offsets=offsets, initial=initial)
+
+    def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
+        if initial is None:
+            result = _form(p, x, out, flags, offsets, 0)
+            if result is not None:
+                return result
+        return p(x, out, flags=flags, offsets=offsets, initial=initial)
+
+    return go
+
+
+def _form(p: PreparedScan, x: Any, out: Any, flags: Any, offsets: Any, row_len: int) -> Any:
+    """The prepared scan's common call of its form (FormCalls), or None where it declines
+    the arrays (the prepared scan's call then takes them)."""
+    try:
+        return p.form_common(x, out, flags, offsets, row_len, None)  # an attribute: verify() sets it
+    except Exception as exc:  # an allocation that failed, named (free until it catches)
+        p.reraise(exc, x)
 
 
 def _segmented_reduce(values: Any, call: Call, long: Long) -> Warm | None:
@@ -111,7 +128,12 @@ def _segmented_reduce(values: Any, call: Call, long: Long) -> Warm | None:
             return conventions.numpy_sum_zero(p(x, offsets=offsets), "add", zero)
 
         return go
-    return lambda x, out, flags, offsets, initial: p(x, offsets=offsets)
+
+    def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
+        result = _form(p, x, None, None, offsets, 0)
+        return p(x, offsets=offsets) if result is None else result
+
+    return go
 
 
 def _rows(x: Any, call: Call, long: Long) -> Warm | None:
@@ -125,14 +147,22 @@ def _rows(x: Any, call: Call, long: Long) -> Warm | None:
         return None
     plain = replace(call, out=None)  # the long way of a call this one cannot take (no arrays kept)
 
+    device = is_device_type(type(x))
+
     def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
         shape = x.shape
         row = shape[-1]
         if row:
+            if device and out is None:  # the common call of rows writes the input's shape
+                res = _form(p, x, None, None, None, row)
+                if res is None:
+                    res = p(x, None, row_len=row)
+                return res if res.shape == shape else res.reshape(shape)
             if out is None:
                 return p(x, None, row_len=row).reshape(shape)
             if out.shape == shape and out.flags.c_contiguous:  # its flat view is itself
-                p(x, out.reshape(-1), row_len=row)
+                if not device or _form(p, x, out, None, None, row) is None:
+                    p(x, out if device else out.reshape(-1), row_len=row)  # rows take either
                 return out
         return long(x, replace(plain, out=out))
 
@@ -174,7 +204,9 @@ def _lanes(x: Any, call: Call, long: Long) -> Warm | None:
             if on_device:
                 offsets = b.to_device(offsets, b.queue_of(x))
             offsets_of[key] = offsets
-        res = p(x, offsets=offsets)
+        res = _form(p, x, None, None, offsets, 0) if on_device else None
+        if res is None:
+            res = p(x, offsets=offsets)
         if zero is not None:  # NumPy's sum of negative zeros is +0.0
             res = conventions.numpy_sum_zero(res, "add", zero)
         return res.reshape((*kept, 1) if keepdims else kept)
@@ -190,9 +222,14 @@ def _tuples(xs: tuple, call: Call, long: Long) -> Warm | None:
     if call.axis is not None:
         return None
     p, single = tuples.prepared_call(xs, call)
-    if single:
-        return lambda x, out, flags, offsets, initial: p(x, out, flags=flags, offsets=offsets)[0]
-    return lambda x, out, flags, offsets, initial: p(x, out, flags=flags, offsets=offsets)
+
+    def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
+        res = _form(p, x, out, flags, offsets, 0)
+        if res is None:
+            res = p(x, out, flags=flags, offsets=offsets)
+        return res[0] if single else res
+
+    return go
 
 
 def _picks(call: Call) -> tuple[Any, Any, dict[str, Any]]:

@@ -32,12 +32,13 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
-#define LAYOUT 2
+#define LAYOUT 3
 
 /* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which cupy.py compares with it) */
-enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_COUNT };
-static const char *const slot_names[ARG_COUNT] = {"src", "dst", "n", "scratch", "code", "epoch", "const"};
+enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN, ARG_COUNT };
+static const char *const slot_names[ARG_COUNT] = {"src", "dst", "n", "scratch", "code", "epoch",
+                                                  "const", "seg", "first", "segn"};
 
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -379,14 +380,14 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         PyErr_SetString(PyExc_ValueError, "remember: a size class lo < n <= hi of tiles that take room");
         return NULL;
     }
-    /* every code one this file knows, and the ones a launch fills in each at most once
-     * (the launcher made the block of as many slots as there are codes) */
+    /* every code one this file fills in (a plain launch's: no segments), and each at most
+     * once (the launcher made the block of as many slots as there are codes) */
     const unsigned char *c = (const unsigned char *)PyBytes_AS_STRING(codes);
     Py_ssize_t nslots = PyBytes_GET_SIZE(codes);
     Launch l = {0};
     int seen[ARG_COUNT] = {0};
     for (Py_ssize_t i = 0; i < nslots; i++) {
-        if (c[i] >= ARG_COUNT || (c[i] != ARG_CONST && seen[c[i]]++)) {
+        if (c[i] > ARG_CONST || (c[i] != ARG_CONST && seen[c[i]]++)) {
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
             return NULL;
         }

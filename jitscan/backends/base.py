@@ -199,6 +199,27 @@ class Program(ABC):
 
         return fire
 
+    def packer(self, plan: LaunchPlan, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
+        """``fire(groups, head, tail, constants=None)``: :meth:`launch` of ``plan``'s entry
+        point on one queue, for plans with a :attr:`LaunchPlan.tail` (segmented ones).
+
+        ``head`` holds the values of the :data:`FIRE_ORDER` slots, each array as the
+        backend passes it (:meth:`Backend.buffer`; a tuple value's several arrays in
+        turn), ``tail`` the segments' values; ``constants`` are set once, or replaced by
+        the call's where it passes them (a scan of rows of whole tiles: its row's tiles).
+        As :meth:`launcher`'s ``fire``, it keeps its own argument storage.
+        """
+        if plan.tail is None:
+            raise ValueError(f"{plan.entry}: its slots are not the packed layout ({plan.slots})")
+        launch, entry, held = self.launch, plan.entry, tuple(constants)
+        if len(held) != plan.nconst:
+            raise ValueError(f"{entry} takes {plan.nconst} constants, got {len(held)}")
+
+        def fire(groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None) -> None:
+            launch(entry, groups, [*head, *(held if constants is None else constants), *tail], queue)
+
+        return fire
+
 
 class Once:
     """Values made once per key, however many threads ask at the same moment.

@@ -26,7 +26,7 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
 from .base import Backend, Build, DeviceInfo, Once, Program, build_failure
-from .launch import ARG_CONST, ARG_DST, ARG_SLOTS, ARG_SRC, Alarm, LaunchPlan, Scratch
+from .launch import ARG_CONST, ARG_DST, ARG_SLOTS, ARG_SRC, FIRE_ORDER, Alarm, LaunchPlan, Scratch
 
 try:  # optional dependency
     import cupy
@@ -54,7 +54,7 @@ try:  # the common call compiled (setup.py builds it where a C compiler is; opti
 
     # a build of another record or other slot codes (an editable install's stale build) is
     # left unused
-    _same = getattr(_cuda_call, "LAYOUT", 0) == 2 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
+    _same = getattr(_cuda_call, "LAYOUT", 0) == 3 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
     _CommonCall = _cuda_call.CommonCall if _same else None
 except ImportError:  # pragma: no cover - depends on the install
     _CommonCall = None
@@ -193,6 +193,39 @@ class _CudaProgram(Program):
         if self.only_device:  # the launch as a compiled common call makes it (_cuda_call.c)
             codes = _arg_codes(plan)
             fire.cuda = (codes, e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
+        return fire
+
+    def packer(
+        self, plan: LaunchPlan, queue: CudaQueue, constants: Sequence[int] = ()
+    ) -> Callable[..., None]:
+        shared = self.kernels[plan.entry]
+        tail = plan.tail
+        head = shared.nargs - plan.nconst - (len(tail) if tail is not None else 0)
+        if tail is None or head < len(FIRE_ORDER) or len(constants) != plan.nconst:
+            return super().packer(plan, queue, constants)
+        e = _Entry(shared.function, shared.nargs)  # its own argument block: no lock
+        view, ptr, threads, params = e.view, e.ptr, self.threads, e.params_ptr
+        pack_head = struct.Struct(f"<{head}Q").pack_into
+        consts = struct.Struct(f"<{plan.nconst}Q")
+        consts.pack_into(view, 8 * head, *constants)
+        pack_consts, at_consts = consts.pack_into, 8 * head
+        pack_tail, at_tail = struct.Struct(f"<{len(tail)}Q").pack_into, 8 * (head + plan.nconst)
+        stream, device, thread, only = queue.ptr, self.device, _thread, self.only_device
+
+        def fire(groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None) -> None:
+            if not getattr(thread, "has_context", False):
+                _bind_context()
+            pack_head(view, 0, *head)
+            pack_tail(view, at_tail, *tail)
+            if constants is not None:
+                pack_consts(view, at_consts, *constants)
+            if only or cupy.cuda.runtime.getDevice() == device:
+                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+            else:
+                with cupy.cuda.Device(device):
+                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+
+        fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         return fire
 
 

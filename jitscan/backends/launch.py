@@ -16,12 +16,18 @@ import numpy as np
 #: what each argument of a planned launch holds (:attr:`LaunchPlan.slots`), by code: the
 #: input and the result array (each as many arguments as the backend passes an array: a
 #: buffer and an offset), the element count, the scratch buffer, the launch's code, the
-#: scratch's epoch, and a constant (set once per launcher). ``_cuda_call.c`` reads the same
-#: codes, and says so (its ``SLOTS``, which cupy.py compares with these names).
-ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const")
-ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST = range(len(ARG_SLOTS))
+#: scratch's epoch, a constant (set once per launcher), and the segments' three: their
+#: array (head flags or offsets: one buffer), each tile's first segment (a buffer) and
+#: their count (the row length of rows). ``_cuda_call.c`` reads the same codes, and says
+#: so (its ``SLOTS``, which cupy.py compares with these names).
+ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn")
+(ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN) = range(
+    len(ARG_SLOTS)
+)
 #: the per-call slots in the order a launcher's ``fire`` takes them after the groups
 FIRE_ORDER = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH)
+#: the segments' slots, in the order a segmented launch passes them (its ``tail``)
+SEG_ORDER = (ARG_SEG, ARG_FIRST, ARG_SEGN)
 
 
 class Scratch:
@@ -153,6 +159,9 @@ class LaunchPlan:
     #: whether its per-call arguments come first, in the order ``fire`` takes them, then
     #: its constants: the layout that launchers pack without rearranging anything
     fire_order: bool = field(init=False, repr=False)
+    #: the segments' slots after the constants (in :data:`SEG_ORDER`), where the layout is
+    #: :attr:`fire_order`'s and then these: what :meth:`Program.packer` packs as they are
+    tail: tuple[int, ...] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         per_call = [s for s in self.slots if s != ARG_CONST]
@@ -166,6 +175,14 @@ class LaunchPlan:
         object.__setattr__(self, "nconst", len(self.slots) - head)
         in_order = self.slots[:head] == FIRE_ORDER and all(s == ARG_CONST for s in self.slots[head:])
         object.__setattr__(self, "fire_order", in_order)
+        k = len(FIRE_ORDER)
+        rest = self.slots[k + self.nconst :]
+        packed = (
+            self.slots[:k] == FIRE_ORDER
+            and all(s == ARG_CONST for s in self.slots[k : k + self.nconst])
+            and rest == tuple(s for s in SEG_ORDER if s in rest)
+        )
+        object.__setattr__(self, "tail", rest if packed else None)
 
     def nbytes(self, tiles: int) -> int:
         """Scratch bytes of a launch of ``tiles`` workgroups."""
@@ -201,11 +218,17 @@ class LaunchPlan:
         code: int,
         epoch: int,
         constants: Sequence[int],
+        tail: Sequence[Any] = (),
     ) -> list[Any]:
         """The arguments of a launch, in :attr:`slots` order: ``src`` and ``dst`` as the
-        backend passes arrays (:meth:`Backend.buffer`), ``constants`` the constants in order."""
+        backend passes arrays (:meth:`Backend.buffer`), ``constants`` the constants in
+        order, ``tail`` the segments' values of the plan's segment slots, in
+        :data:`SEG_ORDER` (``segments.args``)."""
         if self.fire_order:  # the layout written out: a general launch asks this on every call
             return [*src, *dst, n, scratch, code, epoch, *constants]
+        if self.tail is not None:
+            return [*src, *dst, n, scratch, code, epoch, *constants, *tail]
+        seg = dict(zip((s for s in SEG_ORDER if s in self.slots), tail, strict=True))
         per_call = (src, dst, (n,), (scratch,), (code,), (epoch,))
         out: list[Any] = []
         k = 0
@@ -213,6 +236,8 @@ class LaunchPlan:
             if s == ARG_CONST:
                 out.append(constants[k])
                 k += 1
+            elif s in seg:
+                out.append(seg[s])
             else:
                 out += per_call[s]
         return out

@@ -147,6 +147,19 @@ class CLProgram(Program):
 
         return fire_changed
 
+    def packer(self, plan: LaunchPlan, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
+        if plan.tail is None or len(constants) != plan.nconst:
+            return super().packer(plan, queue, constants)
+        kernel = self._kernel(plan.entry)  # a kernel object of its own: its arguments are its own
+        local = self.local
+        width = local[0]
+        held = tuple(constants)
+
+        def fire(groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None) -> None:
+            kernel(queue, (groups * width,), local, *head, *(held if constants is None else constants), *tail)
+
+        return fire
+
 
 def with_occupancy(program: Any, build: Build, device: Any) -> Any:
     """NVIDIA: the program rebuilt from its own PTX with CUDA's occupancy directive.

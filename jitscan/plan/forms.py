@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..variants.base import Fields
-from ..variants.segments import NONE, Segments, offsets_error
+from ..variants.segments import offsets_error
 from . import arrays
 from .programs import make_room
 
@@ -108,7 +108,9 @@ class FormCalls:
         if self._record:
             dst = self._field_dsts(out, t, length, src, seg_array, queue)
         else:
-            dst = _dst(b, out, t, self._np, length, x, seg_array, queue)
+            # a scan of rows writes the input's shape (an axis scan's result as it is)
+            shape = x.shape if mode == "rows" else (length,)
+            dst = _dst(b, out, t, self._np, shape, x, seg_array, queue)
         if dst is None:
             return None
         load = "" if self._record else self._loads[x.dtype]
@@ -158,7 +160,7 @@ class FormCalls:
         if len(given) != len(self.outputs):
             return None
         for k, o in zip(self.outputs, given, strict=True):
-            if _dst(b, o, t, fields[k].numpy, length, None, seg_array, queue) is None:
+            if _dst(b, o, t, fields[k].numpy, (length,), None, seg_array, queue) is None:
                 return None
             if any(a is not None and b.shares_memory(o, a) for a in xs.arrays):
                 return None
@@ -167,7 +169,8 @@ class FormCalls:
 
     def _form_launcher(self, queue: Any, n: int, load: str) -> Callable[..., None]:
         """``go(src, dst, n, seg_array, row_len, carry)`` for ``n`` elements on ``queue``:
-        made once per queue, size class and load, then kept."""
+        made once per queue, size class and load, then kept (the variant's form launcher,
+        Variant.form_launcher, behind the alarm of calls by offsets)."""
         cls = bisect_left(self._class_sizes, n)
         base, mode, b = self.launch_args, self.segmented, self.backend
         now = self.knobs.get("check") == "now"
@@ -175,40 +178,39 @@ class FormCalls:
         # program, which restarts at each row (the one by row length may never be needed)
         made: dict[bool, Any] = {}
 
-        def bound_of(rows: bool) -> Any:
+        def launcher_of(rows: bool) -> Any:
             got = made.get(rows)
             if got is None:
-                got = made[rows] = (
-                    self.bound(queue, n, rows, load) if not rows or self._variant.rows_ok else False
-                )
+                if rows and not self._variant.rows_ok:
+                    got = (None, None)
+                else:
+                    bound = self.bound(queue, n, rows, load)
+                    got = (bound.spec.tile, bound.variant.form_launcher(bound, queue, base))
+                made[rows] = got
             return got
 
-        def whole_rows(row_len: int) -> Any:
-            rows = bound_of(True)
-            return rows if rows and row_len % rows.spec.tile == 0 else None
+        if mode == "offsets":
+            alarm = b.alarm(queue)
+            rung = alarm.rung
 
-        def go(src: Any, dst: Any, n: int, seg_array: Any, row_len: int, carry: Any) -> None:
-            launch = base if carry is None else base.carrying(carry)
-            if mode == "offsets":
-                alarm = heed_alarm(b, queue, n)
-                bound = bound_of(False)
-                bound.variant.run(bound, queue, launch, src, dst, n, Segments(offsets=seg_array), True)
+            def go(src: Any, dst: Any, n: int, seg_array: Any, row_len: int, carry: Any) -> None:
+                if rung():
+                    raise_alarm(b, queue, alarm, n, True)  # an earlier call's bad offsets
+                launcher_of(False)[1](src, dst, n, seg_array, 0, carry)
                 if now:
                     raise_alarm(b, queue, alarm, n, False, seg_array)
-                return
-            if mode == "flags":
-                seg = Segments(heads=seg_array)
-            elif mode == "rows":
-                whole = whole_rows(row_len) if carry is None else None
-                if whole is not None:
-                    seg = Segments(row_tiles=row_len // whole.spec.tile)
-                    whole.variant.run(whole, queue, launch, src, dst, n, seg, True)
-                    return
-                seg = Segments(row_len=row_len)
-            else:
-                seg = NONE
-            bound = bound_of(False)
-            bound.variant.run(bound, queue, launch, src, dst, n, seg, True)
+
+        elif mode == "rows":
+
+            def go(src: Any, dst: Any, n: int, seg_array: Any, row_len: int, carry: Any) -> None:
+                if carry is None:
+                    tile, whole = launcher_of(True)
+                    if whole is not None and row_len % tile == 0:
+                        return whole(src, dst, n, None, row_len, None)
+                launcher_of(False)[1](src, dst, n, None, row_len, carry)
+
+        else:
+            go = launcher_of(False)[1]
 
         make_room(self._form_launchers)
         self._form_launchers[(queue, cls, load)] = go
@@ -237,15 +239,17 @@ def _device_bytes(flags: Any, t: type, b: Any, n: int) -> bool:
     )
 
 
-def _dst(b: Any, out: Any, t: type, dtype: np.dtype, length: int, x: Any, seg_array: Any, queue: Any) -> Any:
-    """``out`` where the kernels write it as it is (a new array for None), else None."""
+def _dst(
+    b: Any, out: Any, t: type, dtype: np.dtype, shape: tuple[int, ...], x: Any, seg_array: Any, queue: Any
+) -> Any:
+    """``out`` where the kernels write it as it is (a new array of ``shape`` for None; a
+    given one of that shape, or flat), else None."""
     if out is None:
-        return b.empty((length,), dtype, queue)
+        return b.empty(shape, dtype, queue)
     if (
         type(out) is not t
         or out.dtype != dtype
-        or out.ndim != 1
-        or out.size != length
+        or (out.shape != shape and (out.ndim != 1 or out.size != x.size or len(shape) == 1))
         or not b.ready(out)
         or (x is not None and b.shares_memory(out, x))
         or (seg_array is not None and b.shares_memory(out, seg_array))

@@ -41,6 +41,10 @@ def _long_way(x: Any, out: Any, carry: Any) -> None:
     """No plain common call: other forms take FormCalls', a Python operator is checked first."""
 
 
+def _no_form(x: Any, out: Any, flags: Any, offsets: Any, row_len: int, carry: Any) -> None:
+    """No common call of another form: a plain scan has its own, a Python operator is checked first."""
+
+
 class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
     """A reusable scan: op, kind, variant, dtype, segmented mode, knobs and backend bound once.
 
@@ -89,6 +93,13 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         check_knobs(knobs)
         self.kind = check_choice("kind", kind, KINDS)
         asked = variant
+        if (
+            variant is None
+            and kind == "reduce"
+            and segmented == "offsets"
+            and isinstance(value_type(dtype), Record)
+        ):
+            variant = variants.for_reductions().name
         self.variant = variant = variants.default().name if variant is None else variant
         self._variant = variants.get(variant)
         self.segmented = check_choice("segmented mode", segmented, SEGMENTED)
@@ -125,7 +136,9 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
             and not (set(self._program_knobs) & tuned.SHAPE_KNOBS)
         )
         self._itemsize = self.dtype.packed_bytes
-        auto_rts = asked is None and kind == "reduce" and not segmented and not self._record
+        # a reduction (whole, or by offsets) given no variant runs by size (_size_classes);
+        # one of tuple values by offsets runs the variant picked for reductions
+        auto_rts = asked is None and kind == "reduce" and segmented in ("", "offsets") and not self._record
         self._size_classes(
             info,
             auto_rts and not stats and not set(knobs) - {"deterministic", "check"},
@@ -173,6 +186,9 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         )
         #: the common call (Backend.common_call), once a Python operator is verified
         self.common = _long_way if self._unverified else self._common
+        #: the other forms' common call (FormCalls._form_common: segments, tuple values,
+        #: rows), once a Python operator is verified; it never takes a carry
+        self.form_common = _no_form if self._unverified or self._plain else self._form_common
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
         self._largest = self.backend.largest_buffer(self._queue)
         self._reduction: PreparedScan | None = None  # the carries of an exclusive scan in pieces
@@ -340,6 +356,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
             self.monoid.verify(self.dtype, (arrays.sample(x, arrays.sample_runs(n)),))  # type: ignore[attr-defined]
         self._unverified = False
         self.common = self._common
+        self.form_common = _no_form if self._plain else self._form_common
 
     def _host_queue_for(self, n: int, device_carry: bool = False) -> Any:
         """The queue a host call of ``n`` elements runs on, on a CPU device (a carry in a
@@ -390,6 +407,8 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         (``carry``: ``initial`` as ``_carry_of`` made it already, or None)."""
         if stats is not None and not self.stats:
             raise ValueError("stats= needs a scan made with stats=True")
+        if row_len and getattr(out, "ndim", 1) > 1 and out.size == np.size(x) and out.flags.c_contiguous:
+            out = out.reshape(-1)  # rows written in the input's shape (the common call's too): a view
         if initial is None:
             launch = None
         else:

@@ -37,9 +37,11 @@ class Programs:
     """
 
     def _size_classes(self, info: DeviceInfo, auto_rts: bool, det_segmented: bool = False) -> None:
-        """Sets the size classes; ``auto_rts``: a plain reduction given no variant or
-        chained knob, which runs rts's two passes on GPUs over RTS_REDUCE_BYTES (no tile
-        waits on another, and the total is deterministic as it is). Classes from
+        """Sets the size classes; ``auto_rts``: a reduction (plain or by offsets) given no
+        variant or chained knob, which runs rts on GPUs over RTS_REDUCE_BYTES (no tile
+        waits on another, and the total is deterministic as it is; below, the chained
+        scan's one pass, or pre-pass and pass, cost fewer launches: experiments/
+        seg_reduce_small.py), and by offsets on CPUs at every size. Classes from
         ``_rts_class`` on run rts; a carry, which rts does not take, runs the chained one.
         ``det_segmented``: a deterministic segmented scan, whose tile on GPUs changes
         inside tuning's 2-16 MiB class (tuning.DET_SEGMENTED_SHAPES)."""
@@ -53,6 +55,10 @@ class Programs:
         if auto_rts and info.is_gpu:
             bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
             self._rts_class = bounds.index(tuning.RTS_REDUCE_BYTES) + 1
+        elif auto_rts and self.segmented:
+            # a reduction by offsets on a CPU: rts at every size (its tiles store whole
+            # segments without waiting on another)
+            self._rts_class = 0
         #: tuning's size class (tuning.size_class) of each of this scan's classes
         self._tuning_class = tuple(tuning.size_class(b) for b in bounds) + (len(tuning.SIZE_BOUNDS),)
         #: the class bounds in elements: bisect_left(self._class_sizes, n) is n's class

@@ -93,11 +93,13 @@ def require(name: str | None, *needs: str) -> Variant:
     return v
 
 
-def choose(name: str | None, *needs: str, reduction: bool = False) -> str:
+def choose(name: str | None, *needs: str, reduction: bool = False) -> str | None:
     """The name of the variant a call runs: ``name`` checked for ``needs`` (:func:`require`),
-    or where it is None the default, or with ``reduction`` the one picked for reductions."""
+    or where it is None the default; with ``reduction`` (a reduction by segments) None
+    stays None: the prepared scan picks by size (the default below
+    ``tuning.RTS_REDUCE_BYTES`` on GPUs, :func:`for_reductions` from there and on CPUs)."""
     if name is None and reduction:
-        return for_reductions().name
+        return None
     return require(name, *needs).name
 
 

@@ -287,6 +287,33 @@ class Variant(ABC):
 
         return go
 
+    def form_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
+        """``go(src, dst, n, seg_array=None, row_len=0, carry=None)``: :meth:`run` of any
+        other form on one queue, made once as :meth:`plain_launcher` is.
+
+        The form is ``bound``'s: a tuple value (``src`` and ``dst`` as
+        :class:`Fields`), segments of its spec's mode (``seg_array``: the head flags or
+        offsets, as :class:`segments.Segments` takes them; ``row_len``: the rows'
+        length), or of none, rows of whole tiles where ``row_len`` is given (a plain
+        program, which restarts at each row). ``carry`` as :meth:`plain_launcher` takes it.
+        """
+        run, mode, tile = self.run, bound.spec.segmented, bound.spec.tile
+
+        def go(
+            src: Any, dst: Any, n: int, seg_array: Any = None, row_len: int = 0, carry: Any = None
+        ) -> None:
+            if mode == "offsets":
+                seg = segments.Segments(offsets=seg_array)
+            elif mode == "flags":
+                seg = segments.Segments(heads=seg_array)
+            elif mode == "rows":
+                seg = segments.Segments(row_len=row_len)
+            else:
+                seg = segments.Segments(row_tiles=row_len // tile) if row_len else segments.NONE
+            run(bound, queue, launch if carry is None else launch.carrying(carry), src, dst, n, seg, True)
+
+        return go
+
     @abstractmethod
     def run(
         self,

@@ -62,7 +62,7 @@ def launch_plan(spec: ScanSpec) -> LaunchPlan:
     state = tile_state.of_spec(spec)
     return LaunchPlan(
         entry=KERNEL,
-        slots=SLOTS,
+        slots=SLOTS + segments.SLOTS[spec.segmented],
         tile=spec.tile,
         header=state.nbytes(0),
         per_tile=state.nbytes(1) - state.nbytes(0),
@@ -146,25 +146,37 @@ class Chained(Variant):
         elif launch.carry:
             b.write_bytes(ctrl, plan.carry_at, launch.carry, queue)
         code = launch.kind_code | (plan.stream_bit if n >= launch.stream_from(bound.spec) else 0)
-        args = plan.arguments(ins, outs, n, ctrl, code, epoch, constants(launch, seg.row_tiles))
-        bound.program.launch(plan.entry, tiles, args + extra, queue)
+        args = plan.arguments(ins, outs, n, ctrl, code, epoch, constants(launch, seg.row_tiles), extra)
+        bound.program.launch(plan.entry, tiles, args, queue)
         return ctrl, epoch
 
     def plain_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
-        if not self.fallback or bound.spec.stats or bound.spec.record:
-            # look-back reads its deadlock flag back; counting reads its counters
+        if not self._lean(bound) or bound.spec.record:
             return super().plain_launcher(bound, queue, launch)
-        # _launch of a plain scan, from bound.plan, with what does not depend on the arrays
-        # looked up once
-        b, plan = bound.backend, bound.plan
+        return self._launcher(bound, queue, launch, False)
+
+    def form_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
+        if not self._lean(bound):
+            return super().form_launcher(bound, queue, launch)
+        return self._launcher(bound, queue, launch, True)
+
+    def _lean(self, bound: Bound) -> bool:
+        """Whether a launch of ``bound`` is set up ahead (_launcher): not where it reads
+        something back (look-back its deadlock flag, a counting scan its counters)."""
+        return self.fallback and not bound.spec.stats
+
+    def _launcher(self, bound: Bound, queue: Any, launch: LaunchArgs, form: bool) -> Callable[..., None]:
+        """_launch, from ``bound.plan``, with what does not depend on the arrays looked up
+        once: ``go(src, dst, n, carry=None)`` of a plain scan (with the record a compiled
+        common call reads, ``go.launch_state``), else the form launcher's ``go`` (a tuple
+        value's Fields, the segments' array or row length: Variant.form_launcher)."""
+        b, plan, spec = bound.backend, bound.plan, bound.spec
         assert plan is not None  # bind() made it
         tile, slot, limit = plan.tile, plan.slot, plan.epoch_limit
         nbytes, tiles_in = plan.nbytes, plan.tiles_in
         next_epoch, carry_at, carry_bit = plan.next_epoch, plan.carry_at, plan.carry_bit
-        kind, stream_from = launch.kind_code, launch.stream_from(bound.spec)
+        kind, stream_from = launch.kind_code, launch.stream_from(spec)
         streaming = kind | plan.stream_bit
-        # the constants are the same on every launch: the launcher sets them once
-        fire = bound.program.launcher(plan, queue, b.buffer, constants(launch))
         lock = b.lock(queue)
         with lock:  # the backend's Scratch of the queue is made or grown under it
             scratch = b.scratch(0, queue, slot)  # the queue's one Scratch of this encoding
@@ -173,36 +185,93 @@ class Chained(Variant):
         # host, a quarter of this function's Python (experiments/host_path.py)
         acquire, release = lock.acquire, lock.release
 
-        def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
+        def begin(n: int, carry: Any) -> tuple[int, Any, int, int]:
+            """(tiles, scratch buffer, code, epoch) of a launch of ``n``, its carry written
+            before it in queue order (the lock held)."""
             nonlocal scratch, room
             tiles = -(-n // tile)
+            if tiles > room:
+                # the backend's Scratch of the queue, grown: once the backend has let this
+                # queue's entry go (its bound on queues), that is a new one, and the one
+                # held here would stay too small for the tiles
+                scratch = b.scratch(nbytes(tiles), queue, slot)
+                room = tiles_in(scratch.nbytes)
+            epoch = scratch.epoch + 1
+            if epoch > limit:  # the tags would overflow: the plan's rule zeroes the buffer
+                epoch = next_epoch(b, scratch, queue)
+            scratch.epoch = epoch
+            code = kind if n < stream_from else streaming
+            if carry is not None:
+                code |= carry_bit
+                put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes
+                put(scratch.buf, carry_at, carry, queue)
+            return tiles, scratch.buf, code, epoch
+
+        if not form:
+            # the constants are the same on every launch: the launcher sets them once
+            fire = bound.program.launcher(plan, queue, b.buffer, constants(launch))
+
+            def go(src: Any, dst: Any, n: int, carry: Any = None) -> None:
+                acquire()
+                try:
+                    tiles, buf, code, epoch = begin(n, carry)
+                    fire(tiles, src, dst, n, buf, code, epoch)
+                finally:
+                    release()
+
+            def launch_state() -> tuple:
+                # what a compiled common call needs to launch as go does, with go's scratch
+                # as it is now (CupyBackend.common_call, backends/_cuda_call.c)
+                return (lock, scratch, plan, kind, stream_from, fire)
+
+            go.launch_state = launch_state  # type: ignore[attr-defined]
+            return go
+        return self._form_go(bound, queue, launch, begin, acquire, release)
+
+    def _form_go(
+        self,
+        bound: Bound,
+        queue: Any,
+        launch: LaunchArgs,
+        begin: Callable,
+        acquire: Callable,
+        release: Callable,
+    ) -> Callable[..., None]:
+        """The form launcher's ``go`` over ``begin`` (_launcher): the segments' values as
+        ``segments.args`` gives them, packed behind the plan's constants."""
+        b, plan, mode = bound.backend, bound.plan, bound.spec.segmented
+        assert plan is not None
+        fire = bound.program.packer(plan, queue, constants(launch))
+        buffer, tile = b.buffer, plan.tile
+        alarm = b.alarm(queue) if mode == "offsets" else None
+        offsets_tail = segments.offsets_tail
+        record = bool(bound.spec.record)
+
+        def go(
+            src: Any, dst: Any, n: int, seg_array: Any = None, row_len: int = 0, carry: Any = None
+        ) -> None:
+            if record:
+                head = [*operands(b, src), *operands(b, dst)]
+            else:
+                head = [*buffer(src), *buffer(dst)]
             acquire()
             try:
-                if tiles > room:
-                    # the backend's Scratch of the queue, grown: once the backend has let
-                    # this queue's entry go (its bound on queues), that is a new one, and
-                    # the one held here would stay too small for the tiles
-                    scratch = b.scratch(nbytes(tiles), queue, slot)
-                    room = tiles_in(scratch.nbytes)
-                epoch = scratch.epoch + 1
-                if epoch > limit:  # the tags would overflow: the plan's rule zeroes the buffer
-                    epoch = next_epoch(b, scratch, queue)
-                scratch.epoch = epoch
-                code = kind if n < stream_from else streaming
-                if carry is not None:  # before the launch, in queue order
-                    code |= carry_bit
-                    put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes
-                    put(scratch.buf, carry_at, carry, queue)
-                fire(tiles, src, dst, n, scratch.buf, code, epoch)
+                tiles, buf, code, epoch = begin(n, carry)
+                head += (n, buf, code, epoch)
+                if mode == "offsets":
+                    fire(tiles, head, offsets_tail(bound, alarm, queue, seg_array, n, tiles))
+                elif mode == "flags":
+                    fire(tiles, head, (buffer(seg_array)[0], 0))
+                elif mode == "rows":
+                    first = getattr(src, "first", src)  # the row length's unused buffer
+                    fire(tiles, head, (buffer(first)[0], row_len))
+                elif row_len:  # rows of whole tiles: the plain program restarts at each
+                    fire(tiles, head, (), constants(launch, row_len // tile))
+                else:
+                    fire(tiles, head, ())
             finally:
                 release()
 
-        def launch_state() -> tuple:
-            # what a compiled common call needs to launch as go does, with go's scratch as
-            # it is now (CupyBackend.common_call, backends/_cuda_call.c)
-            return (lock, scratch, plan, kind, stream_from, fire)
-
-        go.launch_state = launch_state  # type: ignore[attr-defined]
         return go
 
     def run(

@@ -13,12 +13,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends.launch import ARG_FIRST, ARG_SEG, ARG_SEGN
+
 #: parameters appended per mode (the order of JS_SEG_PARAMS in kernels/dialect.py)
 PARAMS: dict[str, tuple[str, ...]] = {
     "": (),
     "flags": ("buf", "size"),  # head flags, row length 0
     "rows": ("buf", "size"),  # an unused buffer, the row length
     "offsets": ("buf", "buf", "size"),  # CSR offsets, each tile's first segment, nseg
+}
+#: what each of PARAMS holds, as a launch plan's slots (backends.launch): the values
+#: :func:`args` returns, in this order
+SLOTS: dict[str, tuple[int, ...]] = {
+    "": (),
+    "flags": (ARG_SEG, ARG_SEGN),
+    "rows": (ARG_SEG, ARG_SEGN),
+    "offsets": (ARG_SEG, ARG_FIRST, ARG_SEGN),
 }
 
 #: the pre-pass of "offsets": each tile's first segment (and the check of device offsets)
@@ -73,42 +83,53 @@ NONE = Segments()
 
 
 def args(bound: Any, queue: Any, seg: Segments, src: Any, tiles: int, n: int) -> list[Any]:
-    """The mode's kernel arguments for one call of ``tiles`` tiles; runs the offsets pre-pass first.
+    """The mode's kernel arguments for one call of ``tiles`` tiles (in :data:`SLOTS`
+    order); runs the offsets pre-pass first (:func:`offsets_tail`).
 
     ``bound`` is a variant's ``Bound`` (variants.base, which imports this module).
-
-    Offsets not ``checked`` are checked on the device there (or by ``js_check_offsets``
-    where no pre-pass runs), and the alarm is watched: the host learns of bad ones
-    without waiting for the device.
     """
     mode, backend = bound.spec.segmented, bound.backend
     if not mode:
         return []
     if mode == "offsets":
-        off_buf = backend.buffer(seg.offsets)[0]
-        nseg = seg.nseg
         alarm = backend.alarm(queue)
-        threads = bound.spec.threads
-        if bound.spec.searches_segments:  # the table is not read: the offsets stand in for it
-            if not seg.checked:
-                groups = -(-(nseg + 1) // threads)
-                bound.program.launch(CHECK_OFFSETS, groups, [off_buf, nseg, n, alarm.word, alarm.flag], queue)
-                alarm.watch()
-            return [off_buf, off_buf, nseg]
-        first = backend.scratch((tiles + 1) * 8, queue, "seg-first").buf
-        items = tiles if seg.checked else max(tiles, nseg)
-        groups = -(-(items + 1) // threads)
-        check = 0 if seg.checked else 1
-        bound.program.launch(
-            SEG_FIRST, groups, [off_buf, nseg, n, first, alarm.word, alarm.flag, check], queue
-        )
-        if check:
-            alarm.watch()
-        return [off_buf, first, nseg]
+        return offsets_tail(bound, alarm, queue, seg.offsets, n, tiles, seg.checked)
     # with row_len the heads buffer is never read; the input's will do
     if seg.heads is None:
         src = getattr(src, "first", src)  # a tuple value's first array (variants.base.Fields)
     return [backend.buffer(seg.heads if seg.heads is not None else src)[0], seg.row_len]
+
+
+def offsets_tail(
+    bound: Any, alarm: Any, queue: Any, offsets: Any, n: int, tiles: int, checked: bool = False
+) -> list[Any]:
+    """The arguments of a launch by ``offsets`` (in :data:`SLOTS` order), after the
+    pre-pass that finds each tile's first segment: enqueued here, on ``queue``.
+
+    Offsets not ``checked`` (on the host) are checked on the device there (or by
+    ``js_check_offsets`` where no pre-pass runs: tiles of one thread search the offsets
+    themselves), and ``alarm`` (the queue's) is watched: the host learns of bad ones
+    without waiting for the device.
+    """
+    backend, spec = bound.backend, bound.spec
+    off = backend.buffer(offsets)[0]
+    nseg = offsets.shape[0] - 1
+    threads = spec.threads
+    if spec.searches_segments:  # the table is not read: the offsets stand in for it
+        if not checked:
+            groups = -(-(nseg + 1) // threads)
+            bound.program.launch(CHECK_OFFSETS, groups, [off, nseg, n, alarm.word, alarm.flag], queue)
+            alarm.watch()
+        return [off, off, nseg]
+    first = backend.scratch((tiles + 1) * 8, queue, "seg-first").buf
+    items = tiles if checked else max(tiles, nseg)
+    groups = -(-(items + 1) // threads)
+    bound.program.launch(
+        SEG_FIRST, groups, [off, nseg, n, first, alarm.word, alarm.flag, 0 if checked else 1], queue
+    )
+    if not checked:
+        alarm.watch()
+    return [off, first, nseg]
 
 
 def offsets_error(word: int, n: int, earlier: bool) -> ValueError:

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The call forms' step on the lent GPU machine, from the repo root (carry .whl and .dev):
+#   experiments/gpu_forms.sh bench   build the compiled call, then the per-call bench of every
+#                                    form (int32) and segmented_reduce by variant at small sizes
+#   experiments/gpu_forms.sh tests   build, then the whole test suite on both backends
+set -uo pipefail
+what=${1:-bench}
+. .dev/gpu-env.sh
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 setup.py build_ext --inplace > "$OUT/build.txt" 2>&1 || tail -5 "$OUT/build.txt"
+python3 -c "import jitscan.backends.cupy as c; print('compiled call:', c._CommonCall is not None)"
+case "$what" in
+  bench)
+    timeout 300 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,20,24} \
+      --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
+    timeout 120 python3 experiments/seg_reduce_small.py 10,14,18,22 > "$OUT/seg_small.md" 2>&1
+    timeout 100 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10,20 \
+      --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
+    grep -E "host \||^\| 2|isolated \| (flat|seg|tuple|axis|init)" "$OUT/forms.md" | head -60
+    cat "$OUT/seg_small.md"; grep -E "host \|" "$OUT/ocl.md" ;;
+  tests)
+    timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
+      --timeout 300 > "$OUT/tests.txt" 2>&1
+    tail -25 "$OUT/tests.txt" ;;
+esac
