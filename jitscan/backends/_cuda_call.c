@@ -11,6 +11,13 @@
  * decides nothing Python does not decide too: it skips the interpreter on the path a loop
  * takes, where each Python step costs a fair part of CUDA's own launch.
  *
+ * With form=True it is the other forms' common call (FormCalls._form_python in plan/forms.py,
+ * its slow function): call(x, out, flags, offsets, row_len, carry) of a segmented scan by
+ * flags, by offsets (the offsets' pre-pass launched first, from a record of its own, and the
+ * call left to Python where the queue's alarm is set: Python raises what an earlier call's
+ * offsets did) or of rows (of whole tiles: the plain program, the row's tiles in its count
+ * slot), and a reduction by offsets. Tuple values stay Python's.
+ *
  * It knows no kernel: the record says what each 8-byte slot of the argument block holds
  * (one code a slot: an array's pointer, the element count, the scratch buffer, the
  * launch's code, the scratch's epoch, or a constant the launcher packed once), how big the
@@ -59,12 +66,26 @@ typedef struct {
     struct {
         Py_ssize_t at;
         int code;
-    } fill[ARG_CONST];
+    } fill[ARG_COUNT];
     int nfill;
     void *function, **params, *hstream;
     uint64_t *slots; /* the argument block, its constants packed by the launcher */
     unsigned threads;
+    /* a form call's (FormCalls in plan/forms.py): the segments' mode; rows: whether this is
+     * the launch of rows of whole tiles, and the whole-rows program's tile (0: none); by
+     * offsets: the Scratch of each tile's first segment, the pre-pass's launch (its block's
+     * first four slots the call's: offsets, their count, n, that buffer) and the queue
+     * alarm's flag in host memory */
+    int mode, whole;
+    Py_ssize_t rows_tile;
+    PyObject *first;
+    void *pre_function, **pre_params;
+    uint64_t *pre_slots;
+    unsigned pre_threads;
+    volatile const uint32_t *flag;
 } Launch;
+
+enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS };
 
 typedef struct {
     PyObject_HEAD
@@ -75,6 +96,8 @@ typedef struct {
     PyObject *loads;     /* dict: input dtype -> its programs' in_dtype name */
     PyObject *stream_of; /* cupy.cuda.get_current_stream */
     PyObject *slow;      /* the Python common call */
+    int form;            /* a form call: (x, out, flags, offsets, row_len, carry) */
+    PyObject *flag_types, *offset_types; /* tuples: the dtypes of flags, of offsets, by identity */
     Py_ssize_t osize;    /* bytes of an element of out */
     Py_ssize_t align;    /* the kernels' vector bytes: both arrays start on one */
     int one;             /* a reduction: out holds one element */
@@ -82,7 +105,8 @@ typedef struct {
     Launch last;
 } CommonCall;
 
-static PyObject *s_c_contiguous, *s_dtype, *s_size, *s_data, *s_ptr, *s_ndim, *s_nbytes, *s_epoch, *s_buf;
+static PyObject *s_c_contiguous, *s_dtype, *s_size, *s_data, *s_ptr, *s_ndim, *s_nbytes, *s_epoch, *s_buf,
+    *s_shape;
 
 static void forget(CommonCall *self)
 {
@@ -98,6 +122,8 @@ static int traverse(CommonCall *self, visitproc visit, void *arg)
     Py_VISIT(self->loads);
     Py_VISIT(self->stream_of);
     Py_VISIT(self->slow);
+    Py_VISIT(self->flag_types);
+    Py_VISIT(self->offset_types);
     Py_VISIT(self->last.record);
     return 0;
 }
@@ -109,6 +135,8 @@ static int clear(CommonCall *self)
     Py_CLEAR(self->loads);
     Py_CLEAR(self->stream_of);
     Py_CLEAR(self->slow);
+    Py_CLEAR(self->flag_types);
+    Py_CLEAR(self->offset_types);
     forget(self);
     return 0;
 }
@@ -156,9 +184,28 @@ static int truth_attr(PyObject *o, PyObject *name)
     return r;
 }
 
-/* out given: the scan's dtype, 1-D, m elements, contiguous, aligned, apart from x (at, n
- * elements); 1 with its pointer in *to, 0 not so, -1 an error */
-static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out, Py_ssize_t m, uintptr_t *to)
+/* whether a and b have equal shapes: 1, 0, or -1 an error */
+static int same_shape(PyObject *a, PyObject *b)
+{
+    PyObject *sa = PyObject_GetAttr(a, s_shape);
+    if (sa == NULL)
+        return -1;
+    PyObject *sb = PyObject_GetAttr(b, s_shape);
+    if (sb == NULL) {
+        Py_DECREF(sa);
+        return -1;
+    }
+    int r = PyObject_RichCompareBool(sa, sb, Py_EQ);
+    Py_DECREF(sa);
+    Py_DECREF(sb);
+    return r;
+}
+
+/* out given: the scan's dtype, m elements (1-D, or for a scan of rows x's shape),
+ * contiguous, aligned, apart from x (at) and from the segments' array (seg_at, seg_bytes
+ * bytes; none where 0); 1 with its pointer in *to, 0 not so, -1 an error */
+static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out, Py_ssize_t m, int rows,
+                      uintptr_t seg_at, Py_ssize_t seg_bytes, uintptr_t *to)
 {
     if (Py_TYPE(out) != (PyTypeObject *)self->ndarray)
         return 0;
@@ -169,8 +216,15 @@ static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out
     if (dt != self->dtype)
         return 0;
     Py_ssize_t v = ssize_attr(out, s_ndim);
-    if (v != 1)
-        return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v != 1) {
+        if (!rows)
+            return 0;
+        int same = same_shape(out, x);
+        if (same <= 0)
+            return same;
+    }
     v = ssize_attr(out, s_size);
     if (v != m)
         return (v == -1 && PyErr_Occurred()) ? -1 : 0;
@@ -185,15 +239,70 @@ static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out
     Py_ssize_t xbytes = ssize_attr(x, s_nbytes);
     if (xbytes == -1 && PyErr_Occurred())
         return -1;
-    return !(*to < at + (uintptr_t)xbytes && at < *to + (uintptr_t)(m * self->osize));
+    uintptr_t end = *to + (uintptr_t)(m * self->osize);
+    if (*to < at + (uintptr_t)xbytes && at < end)
+        return 0;
+    return !(seg_bytes && *to < seg_at + (uintptr_t)seg_bytes && seg_at < end);
+}
+
+/* the segments' array of a form call: an array of one of ``types`` (by identity), 1-D,
+ * contiguous; its element count (0: not so, -1: an error) and its pointer in *at */
+static Py_ssize_t segments_of(PyObject *self_ndarray, PyObject *types, PyObject *seg, uintptr_t *at)
+{
+    if (Py_TYPE(seg) != (PyTypeObject *)self_ndarray)
+        return 0;
+    PyObject *dt = PyObject_GetAttr(seg, s_dtype);
+    if (dt == NULL)
+        return -1;
+    Py_DECREF(dt); /* identity only: NumPy's built-in dtypes are singletons, as the tuple's */
+    int known = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(types); i++)
+        known |= PyTuple_GET_ITEM(types, i) == dt;
+    if (!known)
+        return 0;
+    Py_ssize_t v = ssize_attr(seg, s_ndim);
+    if (v != 1)
+        return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+    int flag = truth_attr(seg, s_c_contiguous);
+    if (flag <= 0)
+        return flag;
+    Py_ssize_t size = ssize_attr(seg, s_size);
+    if (size <= 0)
+        return (size == -1 && PyErr_Occurred()) ? -1 : 0;
+    *at = pointer_of(seg);
+    if (*at == 0)
+        return PyErr_Occurred() ? -1 : 0;
+    return size;
+}
+
+/* a Scratch's buffer where it holds ``need`` bytes: 1 with it in *buf, 0 not so, -1 an error */
+static int scratch_holds(PyObject *scratch, Py_ssize_t need, uint64_t *buf)
+{
+    Py_ssize_t room = ssize_attr(scratch, s_nbytes);
+    if (room == -1 && PyErr_Occurred())
+        return -1;
+    if (need > room)
+        return 0;
+    PyObject *b = PyObject_GetAttr(scratch, s_buf);
+    if (b == NULL)
+        return -1;
+    *buf = PyLong_AsUnsignedLongLong(b);
+    Py_DECREF(b);
+    return PyErr_Occurred() ? -1 : 1;
 }
 
 /* The launch ``l``, if this call is of its kind: its result (a new reference), or NULL:
- * with an exception set, an error; without, not this one's call (nothing done). */
-static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObject *out)
+ * with an exception set, an error; without, not this one's call (nothing done). A form
+ * call passes its segments' array (``seg``: flags or offsets as the mode takes, else
+ * NULL) and its row length. */
+static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObject *out, PyObject *seg,
+                           Py_ssize_t row_len)
 {
-    if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (out == Py_None && self->one))
+    int mode = l->mode;
+    if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (out == Py_None && self->one && mode == MODE_PLAIN))
         return NULL; /* a reduction's result without out is a 0-d view: Python's */
+    if (self->one && mode != MODE_PLAIN && mode != MODE_OFFSETS)
+        return NULL; /* a reduction by segments is by offsets */
     int flag = truth_attr(x, s_c_contiguous);
     if (flag <= 0)
         return NULL;
@@ -210,7 +319,37 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     uintptr_t at = pointer_of(x), to = 0;
     if (at == 0 || at % (uintptr_t)self->align)
         return NULL;
-    if (out != Py_None && usable_out(self, x, at, out, self->one ? 1 : n, &to) <= 0)
+
+    /* the segments, as the mode takes them: their array, and what the kernel's count slot holds */
+    Py_ssize_t m = self->one ? 1 : n; /* the result's length */
+    uintptr_t seg_at = 0;
+    Py_ssize_t seg_bytes = 0;
+    uint64_t segn = 0;
+    if (mode == MODE_FLAGS) {
+        Py_ssize_t k = segments_of(self->ndarray, self->flag_types, seg, &seg_at);
+        if (k != n) /* one flag a value (-1: an error, which stays set) */
+            return NULL;
+        seg_bytes = k;
+    } else if (mode == MODE_OFFSETS) {
+        Py_ssize_t k = segments_of(self->ndarray, self->offset_types, seg, &seg_at);
+        if (k <= 0)
+            return NULL;
+        seg_bytes = 8 * k;
+        segn = (uint64_t)(k - 1);
+        if (self->one && (m = k - 1) == 0)
+            return NULL; /* no segment: Python's empty result */
+        if (*l->flag)
+            return NULL; /* an earlier call's offsets were bad: Python raises it */
+    } else if (mode == MODE_ROWS) {
+        if (row_len <= 0 || n % row_len)
+            return NULL;
+        int whole = l->rows_tile > 0 && row_len % l->rows_tile == 0;
+        if (whole != l->whole)
+            return NULL;
+        segn = (uint64_t)(whole ? row_len / l->tile : row_len);
+        seg_at = at; /* the row length's unused buffer: the input's */
+    }
+    if (out != Py_None && usable_out(self, x, at, out, m, mode == MODE_ROWS, seg_at, seg_bytes, &to) <= 0)
         return NULL;
 
     /* the stream of the last call: the current one, by identity */
@@ -222,14 +361,18 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         return NULL;
 
     Py_ssize_t tiles = (n + l->tile - 1) / l->tile;
-    if ((size_t)tiles > UINT_MAX)
+    Py_ssize_t pre_groups = 0;
+    if (mode == MODE_OFFSETS)
+        pre_groups = ((tiles > (Py_ssize_t)segn ? tiles : (Py_ssize_t)segn) + 1 + l->pre_threads - 1) / l->pre_threads;
+    if ((size_t)tiles > UINT_MAX || (size_t)pre_groups > UINT_MAX)
         return NULL; /* more groups than a launch takes: Python's raises */
 
     /* the result, where out is not given: CuPy's constructor on the one GPU, as Python's,
-     * and before the lock, as Python's (what it runs may start a scan of its own) */
+     * and before the lock, as Python's (what it runs may start a scan of its own); a scan
+     * of rows in the input's shape */
     PyObject *dst = NULL;
     if (out == Py_None) {
-        PyObject *shape = Py_BuildValue("(n)", n);
+        PyObject *shape = mode == MODE_ROWS ? PyObject_GetAttr(x, s_shape) : Py_BuildValue("(n)", m);
         if (shape == NULL)
             return NULL;
         PyObject *args[2] = {shape, self->dtype};
@@ -254,12 +397,13 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         Py_XDECREF(dst);
         return NULL;
     }
-    PyObject *result = NULL, *e = NULL, *buf = NULL;
-    Py_ssize_t room = ssize_attr(l->scratch, s_nbytes);
-    if (room == -1 && PyErr_Occurred())
+    PyObject *result = NULL, *e = NULL;
+    uint64_t scratch = 0, first = 0;
+    /* a buffer to grow is Python's */
+    if (scratch_holds(l->scratch, l->header + tiles * l->per_tile, &scratch) <= 0)
         goto done;
-    if (l->header + tiles * l->per_tile > room)
-        goto done; /* the buffer grows: Python's */
+    if (mode == MODE_OFFSETS && scratch_holds(l->first, (tiles + 1) * 8, &first) <= 0)
+        goto done;
     e = PyObject_GetAttr(l->scratch, s_epoch);
     if (e == NULL)
         goto done;
@@ -267,12 +411,6 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     Py_CLEAR(e);
     if (PyErr_Occurred() || epoch > l->limit)
         goto done; /* past the limit the tags would overflow: Python zeroes the buffer */
-    buf = PyObject_GetAttr(l->scratch, s_buf);
-    if (buf == NULL)
-        goto done;
-    uint64_t scratch = PyLong_AsUnsignedLongLong(buf);
-    if (PyErr_Occurred())
-        goto done;
     e = PyLong_FromUnsignedLongLong(epoch);
     if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
         goto done;
@@ -288,23 +426,36 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         case ARG_N: *slot = (uint64_t)n; break;
         case ARG_SCRATCH: *slot = scratch; break;
         case ARG_CODE: *slot = code; break;
-        default: *slot = epoch; break; /* ARG_EPOCH: remember() let no other in */
+        case ARG_EPOCH: *slot = epoch; break;
+        case ARG_SEG: *slot = seg_at; break;
+        case ARG_FIRST: *slot = first; break;
+        default: *slot = segn; break; /* ARG_SEGN: remember() let no other in */
         }
+    }
+    if (mode == MODE_OFFSETS) { /* the pre-pass: its constants (the alarm, the check) packed once */
+        l->pre_slots[0] = seg_at;
+        l->pre_slots[1] = segn;
+        l->pre_slots[2] = (uint64_t)n;
+        l->pre_slots[3] = first;
     }
     /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
      * function in the stream may need the GIL to run. The argument block is the lock's, and
      * the record (held by fast()) keeps it alive. A launch that fails launches nothing:
      * Python's path then launches, or raises (a thread without a context binds one there);
-     * the epoch skipped is never reused. */
-    int status;
+     * the epoch skipped is never reused (a pre-pass launched before a failed launch is
+     * launched again: it writes what it wrote) */
+    int status = 0;
     Py_BEGIN_ALLOW_THREADS
-    status = self->launch(l->function, (unsigned)tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params, NULL);
+    if (mode == MODE_OFFSETS)
+        status = self->launch(l->pre_function, (unsigned)pre_groups, 1, 1, l->pre_threads, 1, 1, 0, l->hstream,
+                              l->pre_params, NULL);
+    if (status == 0)
+        status = self->launch(l->function, (unsigned)tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params, NULL);
     Py_END_ALLOW_THREADS
     if (status == 0)
         result = Py_NewRef(out == Py_None ? dst : out);
 done:
     Py_XDECREF(e);
-    Py_XDECREF(buf);
     Py_XDECREF(dst);
     {
         PyObject *type, *value, *trace; /* an error set meanwhile waits out the release */
@@ -331,7 +482,44 @@ static PyObject *fast(CommonCall *self, PyObject *x, PyObject *out)
         return NULL;
     Launch l = self->last;
     Py_INCREF(l.record);
-    PyObject *result = launch_as(self, &l, x, out);
+    PyObject *result = launch_as(self, &l, x, out, NULL, 0);
+    Py_DECREF(l.record);
+    return result;
+}
+
+/* a form call (x, out, flags, offsets, row_len) as the last launch's mode takes it: the
+ * others of flags, offsets and row_len None or 0, as FormCalls._form_common asks */
+static PyObject *fast_form(CommonCall *self, PyObject *const *args)
+{
+    if (self->last.record == NULL || !PyLong_CheckExact(args[4]))
+        return NULL;
+    Py_ssize_t row_len = PyLong_AsSsize_t(args[4]);
+    if (row_len == -1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* past a Py_ssize_t: Python's */
+        return NULL;
+    }
+    PyObject *flags = args[2], *offsets = args[3], *seg = NULL;
+    Launch l = self->last;
+    switch (l.mode) {
+    case MODE_FLAGS:
+        if (offsets != Py_None || row_len)
+            return NULL;
+        seg = flags;
+        break;
+    case MODE_OFFSETS:
+        if (flags != Py_None || row_len)
+            return NULL;
+        seg = offsets;
+        break;
+    case MODE_ROWS:
+        if (flags != Py_None || offsets != Py_None)
+            return NULL;
+        break;
+    default:
+        return NULL;
+    }
+    Py_INCREF(l.record);
+    PyObject *result = launch_as(self, &l, args[0], args[1], seg, row_len);
     Py_DECREF(l.record);
     return result;
 }
@@ -339,20 +527,22 @@ static PyObject *fast(CommonCall *self, PyObject *x, PyObject *out)
 static PyObject *call(CommonCall *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 3 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "a common call takes (x, out, carry)");
+    Py_ssize_t want = self->form ? 6 : 3;
+    if (nargs != want || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, self->form ? "a form call takes (x, out, flags, offsets, row_len, carry)"
+                                                    : "a common call takes (x, out, carry)");
         return NULL;
     }
     if (self->slow == NULL) { /* cleared by the collector, and called by a finalizer */
         PyErr_SetString(PyExc_ReferenceError, "a common call that was cleared");
         return NULL;
     }
-    if (args[2] == Py_None) { /* a carry is Python's */
-        PyObject *result = fast(self, args[0], args[1]);
+    if (args[want - 1] == Py_None) { /* a carry is Python's */
+        PyObject *result = self->form ? fast_form(self, args) : fast(self, args[0], args[1]);
         if (result != NULL || PyErr_Occurred())
             return result;
     }
-    return PyObject_Vectorcall(self->slow, args, 3, NULL);
+    return PyObject_Vectorcall(self->slow, args, (size_t)want, NULL);
 }
 
 static PyObject *remember(CommonCall *self, PyObject *record)
@@ -371,11 +561,31 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     unsigned long long lo, hi, limit, code, stream_code, function, params, slots, hstream;
     Py_ssize_t tile, header, per_tile, stream_from;
     unsigned threads;
-    PyObject *stream, *load, *acquire, *release, *scratch, *codes, *keep;
-    if (!PyArg_ParseTuple(record, "OKKOOOOnnnKKKnSKKKKIO:remember", &stream, &lo, &hi, &load, &acquire,
-                          &release, &scratch, &tile, &header, &per_tile, &limit, &code, &stream_code,
-                          &stream_from, &codes, &function, &params, &slots, &hstream, &threads, &keep))
+    PyObject *stream, *load, *acquire, *release, *scratch, *codes, *keep, *form = NULL;
+    if (!PyArg_ParseTuple(record, self->form ? "OKKOOOOnnnKKKnSKKKKIOO!:remember" : "OKKOOOOnnnKKKnSKKKKIO:remember",
+                          &stream, &lo, &hi, &load, &acquire, &release, &scratch, &tile, &header, &per_tile,
+                          &limit, &code, &stream_code, &stream_from, &codes, &function, &params, &slots, &hstream,
+                          &threads, &keep, &PyTuple_Type, &form))
         return NULL;
+    /* a form call's: (mode, whole, rows_tile, first, pre_function, pre_params, pre_slots,
+     * pre_threads, flag): see Launch */
+    int mode = MODE_PLAIN, whole = 0;
+    Py_ssize_t rows_tile = 0;
+    PyObject *first = NULL;
+    unsigned long long pre_function = 0, pre_params = 0, pre_slots = 0, flag = 0;
+    unsigned pre_threads = 0;
+    if (form != NULL) {
+        if (!PyArg_ParseTuple(form, "ipnOKKKIK:remember", &mode, &whole, &rows_tile, &first, &pre_function,
+                              &pre_params, &pre_slots, &pre_threads, &flag))
+            return NULL;
+        int offsets = mode == MODE_OFFSETS;
+        if (mode < MODE_FLAGS || mode > MODE_OFFSETS || rows_tile < 0 || (whole && rows_tile != tile) ||
+            (offsets && (!pre_function || !pre_params || !pre_slots || !pre_threads || !flag))) {
+            PyErr_SetString(PyExc_ValueError, "remember: a form of the segments' modes, whole rows of the "
+                                              "launch's tile, a pre-pass and alarm by offsets");
+            return NULL;
+        }
+    }
     if (tile <= 0 || per_tile <= 0 || lo >= hi || hi > (unsigned long long)PY_SSIZE_T_MAX || !function) {
         PyErr_SetString(PyExc_ValueError, "remember: a size class lo < n <= hi of tiles that take room");
         return NULL;
@@ -386,8 +596,13 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     Py_ssize_t nslots = PyBytes_GET_SIZE(codes);
     Launch l = {0};
     int seen[ARG_COUNT] = {0};
+    if (nslots > 255) {
+        PyErr_SetString(PyExc_ValueError, "remember: more slots than a kernel takes");
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < nslots; i++) {
-        if (c[i] > ARG_CONST || (c[i] != ARG_CONST && seen[c[i]]++)) {
+        int segs = c[i] > ARG_CONST && c[i] < ARG_COUNT && mode != MODE_PLAIN; /* a form's slots */
+        if ((c[i] > ARG_CONST && !segs) || (c[i] != ARG_CONST && seen[c[i]]++)) {
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
             return NULL;
         }
@@ -416,6 +631,15 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     l.hstream = (void *)(uintptr_t)hstream;
     l.slots = (uint64_t *)(uintptr_t)slots;
     l.threads = threads;
+    l.mode = mode;
+    l.whole = whole;
+    l.rows_tile = rows_tile;
+    l.first = first;
+    l.pre_function = (void *)(uintptr_t)pre_function;
+    l.pre_params = (void **)(uintptr_t)pre_params;
+    l.pre_slots = (uint64_t *)(uintptr_t)pre_slots;
+    l.pre_threads = pre_threads;
+    l.flag = (volatile const uint32_t *)(uintptr_t)flag;
     PyObject *old = self->last.record;
     self->last = l;
     Py_XDECREF(old); /* last: what it frees may run code, even another remember() */
@@ -424,14 +648,20 @@ static PyObject *remember(CommonCall *self, PyObject *record)
 
 static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *ndarray, *dtype, *loads, *stream_of, *slow;
+    PyObject *ndarray, *dtype, *loads, *stream_of, *slow, *flag_types = NULL, *offset_types = NULL;
     Py_ssize_t osize, align;
-    int one;
+    int one, form = 0;
     unsigned long long launch;
-    static char *names[] = {"ndarray", "dtype", "loads", "stream_of", "slow", "osize", "align", "one", "launch", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK:CommonCall", names, &ndarray, &dtype,
-                                     &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch))
+    static char *names[] = {"ndarray", "dtype",  "loads",      "stream_of",    "slow", "osize", "align",
+                            "one",     "launch", "form", "flag_types", "offset_types", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!:CommonCall", names, &ndarray, &dtype,
+                                     &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
+                                     &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types))
         return NULL;
+    if (form && (flag_types == NULL || offset_types == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "CommonCall: a form call names the dtypes of flags and offsets");
+        return NULL;
+    }
     if (!PyType_Check(ndarray) || align <= 0 || launch == 0) {
         PyErr_SetString(PyExc_ValueError, "CommonCall: ndarray is a type, align > 0, launch an address");
         return NULL;
@@ -445,6 +675,13 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->loads = Py_NewRef(loads);
     self->stream_of = Py_NewRef(stream_of);
     self->slow = Py_NewRef(slow);
+    self->form = form;
+    self->flag_types = form ? Py_NewRef(flag_types) : PyTuple_New(0);
+    self->offset_types = form ? Py_NewRef(offset_types) : PyTuple_New(0);
+    if (self->flag_types == NULL || self->offset_types == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->osize = osize;
     self->align = align;
     self->one = one;
@@ -466,7 +703,8 @@ static PyMethodDef methods[] = {
 static PyTypeObject CommonCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "jitscan.backends._cuda_call.CommonCall",
-    .tp_doc = "A prepared scan's common call on CUDA, compiled: call(x, out, carry).",
+    .tp_doc = "A prepared scan's common call on CUDA, compiled: call(x, out, carry), or with form=True "
+              "call(x, out, flags, offsets, row_len, carry).",
     .tp_basicsize = sizeof(CommonCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(CommonCall, vectorcall),
@@ -492,7 +730,7 @@ PyMODINIT_FUNC PyInit__cuda_call(void)
         const char *text;
     } names[] = {{&s_c_contiguous, "_c_contiguous"}, {&s_dtype, "dtype"}, {&s_size, "size"},
                  {&s_data, "data"}, {&s_ptr, "ptr"}, {&s_ndim, "ndim"}, {&s_nbytes, "nbytes"},
-                 {&s_epoch, "epoch"}, {&s_buf, "buf"}};
+                 {&s_epoch, "epoch"}, {&s_buf, "buf"}, {&s_shape, "shape"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -220,6 +220,17 @@ class Program(ABC):
 
         return fire
 
+    def fixed(self, entry: str, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
+        """``fire(groups, *head)``: :meth:`launch` of ``entry`` on one queue, its last
+        arguments ``constants`` (set once), ``head`` the others (arrays as the backend
+        passes them). As :meth:`launcher`'s ``fire``, it keeps its own argument storage."""
+        launch, held = self.launch, tuple(constants)
+
+        def fire(groups: int, *head: Any) -> None:
+            launch(entry, groups, [*head, *held], queue)
+
+        return fire
+
 
 class Once:
     """Values made once per key, however many threads ask at the same moment.
@@ -429,6 +440,20 @@ class Backend(ABC):
             return dst.reshape(()) if one and out is None else dst
 
         return call
+
+    def form_call(
+        self, slow: Callable[..., Any], dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
+    ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
+        """The other forms' common call (``plan/forms.py``) as one function, where the
+        backend has one: ``(call, remember)``. ``call(x, out, flags, offsets, row_len,
+        carry)`` launches a call like the last one that ``slow`` (the Python call of the
+        same arguments, which takes every other) launched, and ``remember(queue, lo, hi,
+        load, mode, whole, rows_tile, go)`` is what ``slow`` says after each launch of its
+        own: the queue, the size class ``lo < n <= hi``, the load, the segments' mode,
+        whether the call ran the program of rows of whole tiles (``rows_tile``: that
+        program's tile, 0 where there is none) and the launch function it called. Here
+        (no compiled call): ``(slow, None)``."""
+        return slow, None
 
     @abstractmethod
     def buffer(self, arr: Any) -> tuple[Any, int]:

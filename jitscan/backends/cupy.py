@@ -26,7 +26,7 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
 from .base import Backend, Build, DeviceInfo, Once, Program, build_failure
-from .launch import ARG_CONST, ARG_DST, ARG_SLOTS, ARG_SRC, FIRE_ORDER, Alarm, LaunchPlan, Scratch
+from .launch import ARG_CONST, ARG_DST, ARG_SEGN, ARG_SLOTS, ARG_SRC, FIRE_ORDER, Alarm, LaunchPlan, Scratch
 
 try:  # optional dependency
     import cupy
@@ -226,6 +226,31 @@ class _CudaProgram(Program):
                     _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
+        if only:  # the launch as a compiled form call makes it (_cuda_call.c)
+            fire.cuda = (_arg_codes(plan), e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
+        return fire
+
+    def fixed(self, entry: str, queue: CudaQueue, constants: Sequence[int] = ()) -> Callable[..., None]:
+        shared = self.kernels[entry]
+        if shared.nargs < len(constants):
+            return super().fixed(entry, queue, constants)
+        e = _Entry(shared.function, shared.nargs, constants)  # its own argument block: no lock
+        pack, view, ptr, threads, params = e.pack, e.view, e.ptr, self.threads, e.params_ptr
+        stream, device, thread, only = queue.ptr, self.device, _thread, self.only_device
+
+        def fire(groups: int, *head: Any) -> None:
+            if not getattr(thread, "has_context", False):
+                _bind_context()
+            pack(view, 0, *head)
+            if only or cupy.cuda.runtime.getDevice() == device:
+                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+            else:
+                with cupy.cuda.Device(device):
+                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+
+        fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
+        if only:  # the launch as a compiled form call makes it: (function, block's addresses, slots, threads)
+            fire.cuda = (e.ptr, params, e.slots.ctypes.data, threads)  # type: ignore[attr-defined]
         return fire
 
 
@@ -268,6 +293,48 @@ def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple |
         (stream, lo, hi, load, lock.acquire, lock.release, scratch)
         + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
         + (min(stream_from, sys.maxsize), *cuda, fire)  # inf: never
+    )
+
+
+#: the segments' modes as _cuda_call.c numbers them (MODE_*)
+_MODES = {"flags": 1, "rows": 2, "offsets": 3}
+#: the dtypes of flags and offsets the kernels read as they are (plan/forms.py's rules)
+_FLAG_TYPES = (np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8))
+_OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
+
+
+def _form_record(
+    stream: Any, lo: int, hi: int, load: str, mode: str, whole: bool, rows_tile: int, go: Any
+) -> tuple | None:
+    """What a compiled form call reuses of this call's launch (_cuda_call.c's remember()
+    with a form's part), or None where ``go`` is not a launch it can make.
+
+    ``go.launch_state()`` gives _launch_record's state, then the offsets' pre-pass
+    (variants.segments.Prepass, or None). A launch of rows of whole tiles passes the
+    row's tiles in the plain program's last constant: the count slot here.
+    """
+    state = getattr(go, "launch_state", None)
+    if state is None or mode not in _MODES:
+        return None
+    lock, scratch, plan, code, stream_from, fire, pre = state()
+    cuda = getattr(fire, "cuda", None)
+    if cuda is None:
+        return None
+    codes, function, params, slots, hstream, threads = cuda
+    if whole:
+        if codes[-1] != ARG_CONST:
+            return None
+        codes = codes[:-1] + bytes([ARG_SEGN])
+    form: tuple = (_MODES[mode], whole, rows_tile, None, 0, 0, 0, 0, 0)
+    if mode == "offsets":
+        pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
+        if pre_cuda is None or pre.searches:
+            return None
+        form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag)
+    return (
+        (stream, lo, hi, load, lock.acquire, lock.release, scratch)
+        + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
+        + (min(stream_from, sys.maxsize), codes, function, params, slots, hstream, threads, (fire, pre), form)
     )
 
 
@@ -533,6 +600,36 @@ class CupyBackend(Backend):
                 )
                 return compiled
             return call
+
+    def form_call(
+        self, slow: Callable[..., Any], dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
+    ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
+        # compiled as the plain common call is (one GPU, CUDA, a dict of loads)
+        one_gpu = self._devices == 1
+        address = _launch_address() if one_gpu and _CommonCall is not None and type(loads) is dict else 0
+        if not address:
+            return slow, None
+        compiled = _CommonCall(
+            ndarray=_ndarray,
+            dtype=dtype,
+            loads=loads,
+            stream_of=_current_stream,
+            slow=slow,
+            osize=dtype.itemsize,
+            align=VECTOR_BYTES,
+            one=one,
+            launch=address,
+            form=True,
+            flag_types=_FLAG_TYPES,
+            offset_types=_OFFSET_TYPES,
+        )
+
+        def remember(
+            queue: CudaQueue, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any
+        ) -> None:
+            compiled.remember(_form_record(queue.stream, lo, hi, load, mode, whole, tile, go))
+
+        return compiled, remember
 
     def buffer(self, arr: Any) -> tuple[int, int]:
         # kernels take raw device pointers (see _Entry); the array keeps the memory alive

@@ -16,6 +16,7 @@ check). Every other call returns None, having done nothing, and takes the genera
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
@@ -65,8 +66,10 @@ class FormCalls:
     ``_reduce``, ``_class_sizes``, ``_variant``, and calls ``bound`` and ``spec``.
     """
 
-    def _form_common(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: Any, carry: Any) -> Any:
-        """The call on device arrays the kernels take as they are, or None (see the module text)."""
+    def _form_python(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: Any, carry: Any) -> Any:
+        """The call on device arrays the kernels take as they are, or None (see the module
+        text): ``_form_common`` where the backend compiles none (Backend.form_call), else
+        what the compiled one leaves to Python, which it then tells what the call launched."""
         b = self.backend
         t = b.array_type
         if self._record:
@@ -114,11 +117,15 @@ class FormCalls:
         if dst is None:
             return None
         load = "" if self._record else self._loads[x.dtype]
-        key = (queue, bisect_left(self._class_sizes, n), load)
-        go = self._form_launchers.get(key)
+        cls = bisect_left(self._class_sizes, n)
+        go = self._form_launchers.get((queue, cls, load))
         if go is None:
             go = self._form_launcher(queue, n, load)
         go(src, dst, n, seg_array, row_len, carry)
+        if self._form_remember is not None and carry is None and not self._record:
+            sizes = self._class_sizes
+            lo, hi = sizes[cls - 1] if cls else 0, sizes[cls] if cls < len(sizes) else sys.maxsize
+            self._form_remember(queue, lo, hi, load, mode, *go.which(row_len))
         if self._record:
             res = tuple(dst.arrays[k] for k in self.outputs)
             if self._reduce and not mode and out is None:
@@ -189,6 +196,17 @@ class FormCalls:
                 made[rows] = got
             return got
 
+        def which(row_len: int) -> tuple[bool, int, Any]:
+            """What a call without a carry of ``row_len`` launches: whether rows of whole
+            tiles, their program's tile (0: none), the launch function (compiled calls)."""
+            if mode == "rows":
+                tile, whole = launcher_of(True)
+                if whole is not None:
+                    if row_len % tile == 0:
+                        return True, tile, whole
+                    return False, tile, launcher_of(False)[1]
+            return False, 0, launcher_of(False)[1]
+
         if mode == "offsets":
             alarm = b.alarm(queue)
             rung = alarm.rung
@@ -210,8 +228,11 @@ class FormCalls:
                 launcher_of(False)[1](src, dst, n, None, row_len, carry)
 
         else:
-            go = launcher_of(False)[1]
 
+            def go(src: Any, dst: Any, n: int, seg_array: Any, row_len: int, carry: Any) -> None:
+                launcher_of(False)[1](src, dst, n, seg_array, row_len, carry)
+
+        go.which = which  # type: ignore[attr-defined]
         make_room(self._form_launchers)
         self._form_launchers[(queue, cls, load)] = go
         return go

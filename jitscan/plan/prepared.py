@@ -186,8 +186,16 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         )
         #: the common call (Backend.common_call), once a Python operator is verified
         self.common = _long_way if self._unverified else self._common
-        #: the other forms' common call (FormCalls._form_common: segments, tuple values,
-        #: rows), once a Python operator is verified; it never takes a carry
+        #: the other forms' common call (FormCalls: segments, tuple values, rows), compiled
+        #: where the backend compiles one (Backend.form_call: not for tuple values, nor
+        #: offsets checked at the call), which remembers what the Python call launched
+        self._form_common: Any = self._form_python
+        self._form_remember: Any = None
+        if not self._plain and not self._record and knobs.get("check") != "now":
+            self._form_common, self._form_remember = self.backend.form_call(
+                self._form_python, self._np, self._reduce, self._loads
+            )
+        #: the other forms' common call, once a Python operator is verified
         self.form_common = _no_form if self._unverified or self._plain else self._form_common
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
         self._largest = self.backend.largest_buffer(self._queue)

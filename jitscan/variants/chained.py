@@ -226,7 +226,11 @@ class Chained(Variant):
 
             go.launch_state = launch_state  # type: ignore[attr-defined]
             return go
-        return self._form_go(bound, queue, launch, begin, acquire, release)
+
+        def state() -> tuple:
+            return (lock, scratch, plan, kind, stream_from)
+
+        return self._form_go(bound, queue, launch, begin, acquire, release, state)
 
     def _form_go(
         self,
@@ -236,15 +240,18 @@ class Chained(Variant):
         begin: Callable,
         acquire: Callable,
         release: Callable,
+        state: Callable[[], tuple],
     ) -> Callable[..., None]:
         """The form launcher's ``go`` over ``begin`` (_launcher): the segments' values as
-        ``segments.args`` gives them, packed behind the plan's constants."""
+        ``segments.args`` gives them, packed behind the plan's constants; ``go.launch_state``
+        is ``state()`` (the lock, scratch, plan, code and streaming size of _launcher), the
+        launcher and the offsets' pre-pass (a compiled form call's, as the plain one's)."""
         b, plan, mode = bound.backend, bound.plan, bound.spec.segmented
         assert plan is not None
         fire = bound.program.packer(plan, queue, constants(launch))
         buffer, tile = b.buffer, plan.tile
-        alarm = b.alarm(queue) if mode == "offsets" else None
-        offsets_tail = segments.offsets_tail
+        with b.lock(queue):  # its scratch is the queue's, made under it
+            pre = segments.prepass(bound, queue) if mode == "offsets" else None
         record = bool(bound.spec.record)
 
         def go(
@@ -259,7 +266,7 @@ class Chained(Variant):
                 tiles, buf, code, epoch = begin(n, carry)
                 head += (n, buf, code, epoch)
                 if mode == "offsets":
-                    fire(tiles, head, offsets_tail(bound, alarm, queue, seg_array, n, tiles))
+                    fire(tiles, head, pre(seg_array, n, tiles))  # type: ignore[misc]
                 elif mode == "flags":
                     fire(tiles, head, (buffer(seg_array)[0], 0))
                 elif mode == "rows":
@@ -272,6 +279,7 @@ class Chained(Variant):
             finally:
                 release()
 
+        go.launch_state = lambda: (*state(), fire, pre)  # type: ignore[attr-defined]
         return go
 
     def run(

@@ -84,7 +84,7 @@ NONE = Segments()
 
 def args(bound: Any, queue: Any, seg: Segments, src: Any, tiles: int, n: int) -> list[Any]:
     """The mode's kernel arguments for one call of ``tiles`` tiles (in :data:`SLOTS`
-    order); runs the offsets pre-pass first (:func:`offsets_tail`).
+    order); runs the offsets pre-pass first (:class:`Prepass`).
 
     ``bound`` is a variant's ``Bound`` (variants.base, which imports this module).
     """
@@ -92,44 +92,78 @@ def args(bound: Any, queue: Any, seg: Segments, src: Any, tiles: int, n: int) ->
     if not mode:
         return []
     if mode == "offsets":
-        alarm = backend.alarm(queue)
-        return offsets_tail(bound, alarm, queue, seg.offsets, n, tiles, seg.checked)
+        return prepass(bound, queue)(seg.offsets, n, tiles, seg.checked)
     # with row_len the heads buffer is never read; the input's will do
     if seg.heads is None:
         src = getattr(src, "first", src)  # a tuple value's first array (variants.base.Fields)
     return [backend.buffer(seg.heads if seg.heads is not None else src)[0], seg.row_len]
 
 
-def offsets_tail(
-    bound: Any, alarm: Any, queue: Any, offsets: Any, n: int, tiles: int, checked: bool = False
-) -> list[Any]:
-    """The arguments of a launch by ``offsets`` (in :data:`SLOTS` order), after the
-    pre-pass that finds each tile's first segment: enqueued here, on ``queue``.
+class Prepass:
+    """What a launch by offsets runs first on one queue: the pre-pass that finds each tile's
+    first segment (``js_seg_first``) and checks the offsets, or the check alone
+    (``js_check_offsets``) where tiles of one thread search the offsets themselves.
 
-    Offsets not ``checked`` (on the host) are checked on the device there (or by
-    ``js_check_offsets`` where no pre-pass runs: tiles of one thread search the offsets
-    themselves), and ``alarm`` (the queue's) is watched: the host learns of bad ones
-    without waiting for the device.
+    Called as ``prepass(offsets, n, tiles, checked=False)``, it enqueues that launch and
+    returns the arguments of the launch by these offsets (in :data:`SLOTS` order). Offsets
+    not ``checked`` (on the host) are checked on the device, and the queue's alarm is
+    watched: the host learns of bad ones without waiting for the device. Made once per
+    program and queue (:func:`prepass`); its calls hold the queue's lock.
     """
-    backend, spec = bound.backend, bound.spec
-    off = backend.buffer(offsets)[0]
-    nseg = offsets.shape[0] - 1
-    threads = spec.threads
-    if spec.searches_segments:  # the table is not read: the offsets stand in for it
-        if not checked:
-            groups = -(-(nseg + 1) // threads)
-            bound.program.launch(CHECK_OFFSETS, groups, [off, nseg, n, alarm.word, alarm.flag], queue)
-            alarm.watch()
-        return [off, off, nseg]
-    first = backend.scratch((tiles + 1) * 8, queue, "seg-first").buf
-    items = tiles if checked else max(tiles, nseg)
-    groups = -(-(items + 1) // threads)
-    bound.program.launch(
-        SEG_FIRST, groups, [off, nseg, n, first, alarm.word, alarm.flag, 0 if checked else 1], queue
-    )
-    if not checked:
-        alarm.watch()
-    return [off, first, nseg]
+
+    def __init__(self, bound: Any, queue: Any) -> None:
+        b, spec = bound.backend, bound.spec
+        self.backend, self.queue, self.threads = b, queue, spec.threads
+        self.alarm = b.alarm(queue)
+        self.searches = spec.searches_segments  # the table is not read: the offsets stand in for it
+        entry = CHECK_OFFSETS if self.searches else SEG_FIRST
+        alarm = self.alarm
+        self.fire = bound.program.fixed(
+            entry, queue, (alarm.word, alarm.flag) + (() if self.searches else (1,))
+        )
+        self._checked: Any = None  # the pre-pass of offsets checked on the host: made on first use
+        self._program = bound.program
+        #: each tile's first segment, a Scratch of the queue (it only grows)
+        self.first = b.scratch(0, queue, "seg-first")
+
+    def __call__(self, offsets: Any, n: int, tiles: int, checked: bool = False) -> list[Any]:
+        off = self.backend.buffer(offsets)[0]
+        nseg = offsets.shape[0] - 1
+        threads = self.threads
+        if self.searches:
+            if not checked:
+                self.fire(-(-(nseg + 1) // threads), off, nseg, n)
+                self.alarm.watch()
+            return [off, off, nseg]
+        first = self.first
+        if first.nbytes < (tiles + 1) * 8:
+            first = self.first = self.backend.scratch((tiles + 1) * 8, self.queue, "seg-first")
+        if checked:
+            if self._checked is None:
+                alarm = self.alarm
+                self._checked = self._program.fixed(SEG_FIRST, self.queue, (alarm.word, alarm.flag, 0))
+            self._checked(-(-(tiles + 1) // threads), off, nseg, n, first.buf)
+            return [off, first.buf, nseg]
+        self.fire(-(-(max(tiles, nseg) + 1) // threads), off, nseg, n, first.buf)
+        self.alarm.watch()
+        return [off, first.buf, nseg]
+
+
+#: Prepass by (program, queue): at most _PREPASSES of them, the oldest dropped first
+_prepasses: dict[tuple, Prepass] = {}
+_PREPASSES = 64
+
+
+def prepass(bound: Any, queue: Any) -> Prepass:
+    """The :class:`Prepass` of ``bound``'s program on ``queue`` (made on first use; the
+    queue's lock held, which guards its scratch)."""
+    key = (bound.program, queue)
+    got = _prepasses.get(key)
+    if got is None:
+        while len(_prepasses) >= _PREPASSES:
+            del _prepasses[next(iter(_prepasses))]
+        got = _prepasses[key] = Prepass(bound, queue)
+    return got
 
 
 def offsets_error(word: int, n: int, earlier: bool) -> ValueError:

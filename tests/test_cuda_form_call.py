@@ -1,0 +1,327 @@
+"""The compiled form call on CUDA (_cuda_call.c with ``form=True``), on any machine.
+
+Segmented scans by flags, by offsets (the pre-pass, then the scan) and of rows launch as
+the Python form call (plan/forms.py) would have, or leave the call to it. As in
+test_cuda_call.py, arrays are stand-ins with CuPy's fields and the launch records what it
+was given; tests/test_segmented.py and test_api.py run the real thing on a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from jitscan.backends.launch import (
+    ARG_CODE,
+    ARG_CONST,
+    ARG_DST,
+    ARG_EPOCH,
+    ARG_FIRST,
+    ARG_N,
+    ARG_SCRATCH,
+    ARG_SEG,
+    ARG_SEGN,
+    ARG_SRC,
+    Scratch,
+)
+
+_cuda_call = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+
+TILE, HEADER, PER_TILE, LIMIT, THREADS, PRE_THREADS = 512, 64, 16, 1000, 256, 128
+KIND, STREAM_BIT = 3, 1 << 8
+MAIN, PRE = 0xF00, 0xBEE  # the kernels' function handles
+SCRATCH, FIRST, NEW = 0xABC000, 0xF1F000, 0x700000
+#: the chained kernel's block: the arrays (pointer, offset), n, scratch, code, epoch, four constants
+HEAD = bytes([ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH]) + bytes(
+    [ARG_CONST] * 4
+)
+TAILS = {
+    "flags": bytes([ARG_SEG, ARG_SEGN]),
+    "offsets": bytes([ARG_SEG, ARG_FIRST, ARG_SEGN]),
+    "rows": bytes([ARG_SEG, ARG_SEGN]),
+}
+MODES = {"flags": 1, "rows": 2, "offsets": 3}
+CONSTS = [11, 12, 13, 14]  # what the launcher packed once
+
+
+class _Memory:
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+class Arr:
+    """What the compiled call reads of a cupy.ndarray; ``Arr(shape, dtype)`` is a new one
+    (at ``NEW``), as the call makes a result."""
+
+    def __init__(self, ptr, size=None, dtype="int32", contiguous: bool = True, shape=None):
+        if isinstance(ptr, tuple):  # the constructor's (shape, dtype)
+            ptr, shape, dtype = NEW, ptr, size
+            size = math.prod(shape)
+        self.shape = tuple(shape) if shape is not None else (size,)
+        self.data = _Memory(ptr)
+        self.size = size
+        self.dtype = np.dtype(dtype)
+        self._c_contiguous = contiguous
+        self.ndim = len(self.shape)
+        self.nbytes = size * self.dtype.itemsize
+
+
+_PROTOTYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    *[ctypes.c_uint] * 7,
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_void_p,
+)
+
+
+class FormRig:
+    """A compiled form call of one mode, a recording launch, and a Python call behind it."""
+
+    def __init__(self, mode: str, one: bool = False, whole: bool = False, rows_tile: int = 0, status=0):
+        self.mode, self.whole, self.rows_tile = mode, whole, rows_tile
+        self.codes = HEAD[:-1] + bytes([ARG_SEGN]) if whole else HEAD + TAILS[mode]
+        self.slots = np.zeros(len(self.codes), np.uint64)
+        self.slots[8:12] = CONSTS
+        self.params = (ctypes.c_void_p * len(self.codes))(
+            *(self.slots.ctypes.data + 8 * k for k in range(len(self.codes)))
+        )
+        self.pre_slots = np.array([0, 0, 0, 0, 0xA1, 0xA2, 1], np.uint64)  # the alarm's words, check
+        self.pre_params = (ctypes.c_void_p * 7)(*(self.pre_slots.ctypes.data + 8 * k for k in range(7)))
+        self.flag = np.zeros(1, np.uint32)
+        self.launches: list[dict] = []
+        self.slow_calls: list[tuple] = []
+        self.status = status
+        self.stream = object()
+        self.current = self.stream
+        self.lock = threading.RLock()
+        self.scratch = Scratch()
+        self.scratch.replace(SCRATCH, HEADER + 64 * PER_TILE)
+        self.first = Scratch()
+        self.first.replace(FIRST, 8 * 65)
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            count = 7 if function == PRE else len(self.codes)
+            words = [int(ctypes.c_uint64.from_address(params[k]).value) for k in range(count)]
+            self.launches.append(dict(function=function, groups=gx, threads=bx, stream=stream, args=words))
+            return self.status
+
+        self._launch = _PROTOTYPE(launch)
+        self.loads = {np.dtype(np.int32): ""}
+
+        def slow(*args):
+            self.slow_calls.append(args)
+            return "python"
+
+        self.call = _cuda_call.CommonCall(
+            ndarray=Arr,
+            dtype=np.dtype(np.int32),
+            loads=self.loads,
+            stream_of=lambda: self.current,
+            slow=slow,
+            osize=4,
+            align=16,
+            one=one,
+            launch=ctypes.cast(self._launch, ctypes.c_void_p).value,
+            form=True,
+            flag_types=(np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)),
+            offset_types=(np.dtype(np.int64), np.dtype(np.uint64)),
+        )
+
+    def form(self) -> tuple:
+        if self.mode == "offsets":
+            pre = (PRE, ctypes.addressof(self.pre_params), self.pre_slots.ctypes.data, PRE_THREADS)
+            return (MODES["offsets"], False, 0, self.first, *pre, self.flag.ctypes.data)
+        return (MODES[self.mode], self.whole, self.rows_tile, None, 0, 0, 0, 0, 0)
+
+    def remember(self, lo: int = 0, hi: int = 1 << 20, form: tuple | None = None) -> None:
+        self.call.remember(
+            (self.stream, lo, hi, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, self.codes, MAIN)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, self.slots)
+            + (self.form() if form is None else form,)
+        )
+
+
+def test_a_scan_by_flags_passes_the_flags_and_a_row_length_of_zero_behind_the_constants():
+    rig = FormRig("flags")
+    rig.remember()
+    x, y, f = Arr(0x10000, 3000), Arr(0x20000, 3000), Arr(0x30000, 3000, "uint8")
+    rig.scratch.epoch = 4
+    assert rig.call(x, y, f, None, 0, None) is y and not rig.slow_calls
+    (got,) = rig.launches
+    assert (got["function"], got["groups"], got["threads"]) == (MAIN, 6, THREADS)
+    assert got["args"] == [0x10000, 0, 0x20000, 0, 3000, SCRATCH, KIND, 5, *CONSTS, 0x30000, 0]
+
+
+def test_a_scan_by_offsets_runs_the_pre_pass_then_the_scan_with_each_tiles_first_segment():
+    rig = FormRig("offsets")
+    rig.remember()
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")  # 300 segments over 6 tiles
+    y = rig.call(x, None, None, o, 0, None)
+    assert isinstance(y, Arr) and y.shape == (3000,)
+    pre, main = rig.launches
+    # every segment or tile (the more of them) a work-item, one more for the check's end
+    assert (pre["function"], pre["groups"], pre["threads"]) == (PRE, -(-301 // PRE_THREADS), PRE_THREADS)
+    assert pre["args"] == [0x40000, 300, 3000, FIRST, 0xA1, 0xA2, 1]
+    assert main["args"] == [0x10000, 0, NEW, 0, 3000, SCRATCH, KIND, 1, *CONSTS, 0x40000, FIRST, 300]
+
+
+def test_a_reduction_by_offsets_makes_one_value_a_segment_and_leaves_no_segment_to_python():
+    rig = FormRig("offsets", one=True)
+    rig.remember()
+    x = Arr(0x10000, 3000)
+    r = rig.call(x, None, None, Arr(0x40000, 11, "uint64"), 0, None)
+    assert isinstance(r, Arr) and r.shape == (10,) and len(rig.launches) == 2
+    out = Arr(0x90000, 10)
+    assert rig.call(x, out, None, Arr(0x40000, 11, "uint64"), 0, None) is out
+    assert rig.call(x, None, None, Arr(0x40000, 1, "int64"), 0, None) == "python"  # no segment
+    assert rig.call(x, Arr(0x90000, 3000), None, Arr(0x40000, 11, "int64"), 0, None) == "python"
+    assert len(rig.launches) == 4
+
+
+def test_an_earlier_calls_bad_offsets_leave_the_call_to_python_which_raises_them():
+    rig = FormRig("offsets")
+    rig.remember()
+    rig.flag[0] = 1  # the queue's alarm, as a kernel sets it
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")
+    assert rig.call(x, None, None, o, 0, None) == "python" and not rig.launches
+    rig.flag[0] = 0
+    rig.call(x, None, None, o, 0, None)
+    assert len(rig.launches) == 2
+
+
+def test_rows_pass_the_row_length_and_make_a_result_in_the_inputs_shape():
+    rig = FormRig("rows", rows_tile=1024)
+    rig.remember()
+    x = Arr(0x10000, 3000, shape=(10, 300))
+    y = rig.call(x, None, None, None, 300, None)
+    assert isinstance(y, Arr) and y.shape == (10, 300)
+    assert rig.launches[0]["args"][-2:] == [0x10000, 300]
+    out2d, flat = Arr(0x20000, 3000, shape=(10, 300)), Arr(0x20000, 3000)
+    assert rig.call(x, out2d, None, None, 300, None) is out2d
+    assert rig.call(x, flat, None, None, 300, None) is flat
+    assert rig.call(x, Arr(0x20000, 3000, shape=(300, 10)), None, None, 300, None) == "python"
+    assert rig.call(x, None, None, None, 1024 * 3, None) == "python"  # whole tiles: another launch
+    assert len(rig.launches) == 3
+
+
+def test_rows_of_whole_tiles_pass_the_rows_tiles_in_the_plain_programs_last_constant():
+    rig = FormRig("rows", whole=True, rows_tile=TILE)
+    rig.remember()
+    x = Arr(0x10000, 4 * 2 * TILE, shape=(4, 2 * TILE))
+    rig.call(x, None, None, None, 2 * TILE, None)
+    (got,) = rig.launches
+    assert got["args"][8:] == [*CONSTS[:3], 2]
+    assert rig.call(x, None, None, None, 300, None) == "python"  # not whole: another launch
+
+
+@pytest.mark.parametrize(
+    "mode, case",
+    [
+        ("flags", "flags of another length"),
+        ("flags", "flags of four bytes"),
+        ("flags", "flags not contiguous"),
+        ("flags", "offsets given too"),
+        ("flags", "a row length given too"),
+        ("flags", "out over the flags"),
+        ("flags", "a carry"),
+        ("offsets", "offsets of int32"),
+        ("offsets", "offsets 2-D"),
+        ("offsets", "offsets empty"),
+        ("offsets", "flags given too"),
+        ("offsets", "first segments' buffer too small"),
+        ("offsets", "out over the offsets"),
+        ("offsets", "another stream"),
+        ("offsets", "pre-pass failed"),
+        ("rows", "a row length that does not divide"),
+        ("rows", "a row length not an int"),
+        ("rows", "a row length of 0"),
+        ("rows", "flags given too"),
+    ],
+)
+def test_every_other_form_call_goes_to_python_having_launched_nothing(mode, case):
+    rig = FormRig(mode, status=201 if case == "pre-pass failed" else 0)
+    rig.remember()
+    n = 3000
+    x, y = Arr(0x10000, n), Arr(0x20000, n)
+    flags = Arr(0x30000, n, "uint8") if mode == "flags" else None
+    offsets = Arr(0x40000, 301, "int64") if mode == "offsets" else None
+    row_len: object = 300 if mode == "rows" else 0
+    carry = None
+    if case == "flags of another length":
+        flags = Arr(0x30000, n - 1, "uint8")
+    elif case == "flags of four bytes":
+        flags = Arr(0x30000, n, "int32")
+    elif case == "flags not contiguous":
+        flags = Arr(0x30000, n, "uint8", contiguous=False)
+    elif case == "offsets given too":
+        offsets = Arr(0x40000, 301, "int64")
+    elif case == "a row length given too":
+        row_len = 300
+    elif case == "out over the flags":
+        y = Arr(0x30000 + 64, n)
+    elif case == "a carry":
+        carry = b"\0\0\0\0"
+    elif case == "offsets of int32":
+        offsets = Arr(0x40000, 301, "int32")
+    elif case == "offsets 2-D":
+        offsets = Arr(0x40000, 302, "int64", shape=(2, 151))
+    elif case == "offsets empty":
+        offsets = Arr(0x40000, 0, "int64")
+    elif case == "flags given too":
+        flags = Arr(0x30000, n, "uint8")
+    elif case == "first segments' buffer too small":
+        rig.first.replace(FIRST, 8 * 6)
+    elif case == "out over the offsets":
+        y = Arr(0x40000 - 16, n)
+    elif case == "another stream":
+        rig.current = object()
+    elif case == "a row length that does not divide":
+        row_len = 299
+    elif case == "a row length not an int":
+        row_len = np.int64(300)
+    elif case == "a row length of 0":
+        row_len = 0
+    epoch = rig.scratch.epoch
+    assert rig.call(x, y, flags, offsets, row_len, carry) == "python"
+    assert rig.slow_calls == [(x, y, flags, offsets, row_len, carry)]
+    if case == "pre-pass failed":  # tried once, nothing after it; the epoch is skipped
+        assert [g["function"] for g in rig.launches] == [PRE] and rig.scratch.epoch == epoch + 1
+    else:
+        assert not rig.launches and rig.scratch.epoch == epoch
+    assert rig.lock.acquire(blocking=False)
+    rig.lock.release()
+
+
+def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
+    rig = FormRig("offsets")
+    with pytest.raises(TypeError, match="form call"):
+        rig.call(Arr(0, 1), None, None)
+    with pytest.raises(ValueError, match="form"):
+        rig.remember(form=(7, False, 0, None, 0, 0, 0, 0, 0))  # no such mode
+    with pytest.raises(ValueError, match="pre-pass"):
+        rig.remember(form=(MODES["offsets"], False, 0, rig.first, 0, 0, 0, 0, 0))  # none given
+    with pytest.raises(ValueError, match="whole rows"):
+        rig.remember(form=(MODES["rows"], True, TILE * 2, None, 0, 0, 0, 0, 0))
+    with pytest.raises(TypeError):
+        rig.call.remember(rig.form())  # the plain record is missing
+    plain = FormRig("flags")
+    with pytest.raises(ValueError, match="slot code"):  # a form's slots in a plain call's record
+        _cuda_call.CommonCall(
+            ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=object, slow=print, osize=4, align=16,
+            one=False, launch=1,
+        ).remember(
+            (plain.stream, 0, 10, "", plain.lock.acquire, plain.lock.release, plain.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, KIND, 1, plain.codes, MAIN, 1, 1, 1, THREADS, None)
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="flags and offsets"):
+        _cuda_call.CommonCall(
+            ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=object, slow=print, osize=4, align=16,
+            one=False, launch=1, form=True,
+        )  # fmt: skip
