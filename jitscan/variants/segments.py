@@ -123,8 +123,9 @@ class Prepass:
         )
         self._checked: Any = None  # the pre-pass of offsets checked on the host: made on first use
         self._program = bound.program
-        #: each tile's first segment, a Scratch of the queue (it only grows)
-        self.first = b.scratch(0, queue, "seg-first")
+        #: each tile's first segment, a Scratch of the queue (it only grows; none where
+        #: tiles search the offsets)
+        self.first = None if self.searches else b.scratch(0, queue, "seg-first")
 
     def __call__(self, offsets: Any, n: int, tiles: int, checked: bool = False) -> list[Any]:
         off = self.backend.buffer(offsets)[0]
