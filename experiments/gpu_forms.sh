@@ -15,7 +15,7 @@ case "$what" in
   bench)
     timeout 300 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,20,24} \
       --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
-    timeout 120 python3 experiments/seg_reduce_small.py 10,14,18,22 > "$OUT/seg_small.md" 2>&1
+    timeout 150 python3 experiments/seg_reduce_small.py ${SEG_SIZES:-10,14,18,22} > "$OUT/seg_small.md" 2>&1
     timeout 100 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10,20 \
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
     grep -E "host \||^\| 2|isolated \| (flat|seg|tuple|axis|init)" "$OUT/forms.md" | head -60

@@ -652,6 +652,26 @@ def test_a_reduction_given_no_variant_reduces_large_inputs_on_a_gpu_in_rts_two_p
     assert scan.variant_for(edge + 1, initial=True) == "fallback"
 
 
+def test_a_reduction_by_offsets_given_no_variant_launches_twice_up_to_its_bound_then_runs_rts(registered):
+    # below tuning.RTS_SEG_REDUCE_BYTES on a GPU launches, not memory, take the time: the
+    # chained scan's pre-pass and one pass, not rts's four launches
+    rb = registered
+    edge = tuning.RTS_SEG_REDUCE_BYTES // 4
+    scan = jitscan.plan("int32", kind="reduce", segmented="offsets", backend="recording")
+
+    def entries(n: int) -> list[str]:
+        rb.clear()
+        offsets = Array((3,), np.int64)
+        scan(Array((n,), np.int32), Array((2,), np.int32), offsets=offsets)
+        return [launch.entry for launch in rb.launches()]
+
+    assert entries(edge) == [segments.SEG_FIRST, chained.KERNEL]
+    assert entries(edge + 1)[1:] == [REDUCE, SPINE, FIXUP]
+    assert scan.variant_for(edge) == "fallback" and scan.variant_for(edge + 1) == "rts"
+    asked = jitscan.plan("int32", kind="reduce", segmented="offsets", variant="rts", backend="recording")
+    assert asked.variant_for(edge) == "rts"
+
+
 def test_on_a_cpu_outputs_as_large_as_the_cache_are_stored_around_it(monkeypatch):
     # an ordinary store first reads each line it writes: past the cache, a third pass
     # over memory (tuning.launch_for, JS_STREAM_BIT); the kind argument says which

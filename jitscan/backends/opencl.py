@@ -7,6 +7,7 @@ import os
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -51,6 +52,10 @@ POLL_BYTES = 1 << 20
 POLL_SECONDS = 1e-3
 #: gives the core to another thread between two looks (Windows has no sched_yield)
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
+
+
+#: write_bytes' copies held at once (their events keep the host bytes alive)
+_WRITES_HELD = 256
 
 
 class HostArray:
@@ -113,6 +118,9 @@ class OpenCLBackend(Backend):
         self._siblings: dict[int, Any] = {}
         #: (queue pointer) -> (the queue, its Alarm), bounded like _scratch
         self._alarms: dict[int, tuple[Any, Any]] = {}
+        #: the last writes of write_bytes, each a NannyEvent that keeps its host bytes alive
+        #: (and waits for its copy when let go: only the oldest of _WRITES_HELD queued ones)
+        self._writes: deque = deque(maxlen=_WRITES_HELD)
         #: threads meeting a fresh backend at once make one default queue, one device info
         #: (a probe build on NVIDIA), one build of each program, one pool and sibling a queue
         self._once = Once()
@@ -541,7 +549,10 @@ class OpenCLBackend(Backend):
         return host
 
     def write_bytes(self, buf: Any, offset: int, data: bytes, queue: Any) -> None:
-        cl.enqueue_copy(queue, buf, np.frombuffer(data, np.uint8), dst_offset=offset, is_blocking=True)
+        # without waiting: the copy runs in queue order, its event holds the bytes (a blocking
+        # write would wait for everything queued before it)
+        host = np.frombuffer(data, np.uint8)
+        self._writes.append(cl.enqueue_copy(queue, buf, host, dst_offset=offset, is_blocking=False))
 
     def copy_bytes(self, buf: Any, offset: int, src: Any, queue: Any) -> None:
         if src.queue is not None and src.queue is not queue:

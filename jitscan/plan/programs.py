@@ -38,7 +38,8 @@ class Programs:
 
     def _size_classes(self, info: DeviceInfo, auto_rts: bool, det_segmented: bool = False) -> None:
         """Sets the size classes; ``auto_rts``: a reduction (plain or by offsets) given no
-        variant or chained knob, which runs rts on GPUs over RTS_REDUCE_BYTES (no tile
+        variant or chained knob, which runs rts on GPUs over RTS_REDUCE_BYTES (by offsets:
+        RTS_SEG_REDUCE_BYTES; no tile
         waits on another, and the total is deterministic as it is; below, the chained
         scan's one pass, or pre-pass and pass, cost fewer launches: experiments/
         seg_reduce_small.py), and by offsets on CPUs at every size. Classes from
@@ -53,8 +54,9 @@ class Programs:
         #: (tuning.RTS_REDUCE_BYTES): the one the registry picks for reductions
         self._reducer = variants.for_reductions()
         if auto_rts and info.is_gpu:
-            bounds = tuple(sorted({*bounds, tuning.RTS_REDUCE_BYTES}))
-            self._rts_class = bounds.index(tuning.RTS_REDUCE_BYTES) + 1
+            split = tuning.RTS_SEG_REDUCE_BYTES if self.segmented else tuning.RTS_REDUCE_BYTES
+            bounds = tuple(sorted({*bounds, split}))
+            self._rts_class = bounds.index(split) + 1
         elif auto_rts and self.segmented:
             # a reduction by offsets on a CPU: rts at every size (its tiles store whole
             # segments without waiting on another)

@@ -97,7 +97,7 @@ def choose(name: str | None, *needs: str, reduction: bool = False) -> str | None
     """The name of the variant a call runs: ``name`` checked for ``needs`` (:func:`require`),
     or where it is None the default; with ``reduction`` (a reduction by segments) None
     stays None: the prepared scan picks by size (the default below
-    ``tuning.RTS_REDUCE_BYTES`` on GPUs, :func:`for_reductions` from there and on CPUs)."""
+    ``tuning.RTS_SEG_REDUCE_BYTES`` on GPUs, :func:`for_reductions` from there and on CPUs)."""
     if name is None and reduction:
         return None
     return require(name, *needs).name
