@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from jitscan.backends.launch import (
+    ARG_CARRY,
     ARG_CODE,
     ARG_CONST,
     ARG_DST,
@@ -111,12 +112,19 @@ class Rig:
             launch=address,
         )
 
-    def remember(self, lo: int = 0, hi: int = 1 << 20, load: str | None = None, codes: bytes = CODES) -> None:
+    def remember(
+        self,
+        lo: int = 0,
+        hi: int = 1 << 20,
+        load: str | None = None,
+        codes: bytes = CODES,
+        carry_code: int = 0,
+    ) -> None:
         load = self.loads[np.dtype(np.int32)] if load is None else load
         self.call.remember(
             (self.stream, lo, hi, load, self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
             + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, STREAM_FROM, codes, 0xF00)
-            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, self.slots)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, carry_code, self.slots)
         )
 
 
@@ -169,6 +177,27 @@ def test_a_reduction_takes_one_element_out_and_leaves_a_call_without_out_to_pyth
     assert rig.call(FakeArray(0x10000, 1000), FakeArray(0x90000, 1000), None) == "python"
     assert rig.call(FakeArray(0x10000, 1000), None, None) == "python"  # its result is 0-d
     assert len(rig.launches) == 1
+
+
+#: a block with a carry's four words after the arrays, n, scratch, code and epoch
+CARRIED = CODES + bytes([ARG_CARRY] * 4)
+CARRY_CODE = 4 | 16  # the carry's bit and the bit of a carry in the launch's words
+
+
+def test_a_carry_the_host_knows_goes_in_the_launchs_words_with_its_bits():
+    rig = Rig()
+    rig.remember(codes=CARRIED, carry_code=CARRY_CODE)
+    x, y = FakeArray(0x10000, 3000), FakeArray(0x20000, 3000)
+    assert rig.call(x, y, (7).to_bytes(4, "little") + (9).to_bytes(4, "little")) is y and not rig.slow_calls
+    words = [int(v) for v in rig.slots[8:12]]
+    assert rig.launches[0]["args"][6] == KIND | CARRY_CODE and words == [7 | 9 << 32, 0, 0, 0]
+    assert rig.call(x, y, None) is y  # then none: the code without the carry's bits
+    assert rig.launches[1]["args"][6] == KIND
+    # past the words, on the device, or a launch that takes none there: Python's
+    assert rig.call(x, y, bytes(33)) == "python"
+    assert rig.call(x, y, FakeArray(0x30000, 1)) == "python"
+    rig.remember(codes=CARRIED)
+    assert rig.call(x, y, bytes(4)) == "python" and len(rig.launches) == 2
 
 
 def test_before_anything_is_remembered_every_call_is_the_pythons():

@@ -143,7 +143,7 @@ class FormRig:
         self.call.remember(
             (self.stream, lo, hi, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
             + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, self.codes, MAIN)
-            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, self.slots)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
             + (self.form() if form is None else form,)
         )
 
@@ -318,7 +318,7 @@ def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
             one=False, launch=1,
         ).remember(
             (plain.stream, 0, 10, "", plain.lock.acquire, plain.lock.release, plain.scratch, TILE, HEADER)
-            + (PER_TILE, LIMIT, KIND, KIND, 1, plain.codes, MAIN, 1, 1, 1, THREADS, None)
+            + (PER_TILE, LIMIT, KIND, KIND, 1, plain.codes, MAIN, 1, 1, 1, THREADS, 0, None)
         )  # fmt: skip
     with pytest.raises(ValueError, match="flags and offsets"):
         _cuda_call.CommonCall(

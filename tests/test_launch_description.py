@@ -24,6 +24,7 @@ from jitscan import variants
 from jitscan.backends import cupy as cupy_backend
 from jitscan.backends.base import Program
 from jitscan.backends.launch import (
+    ARG_CARRY,
     ARG_CODE,
     ARG_CONST,
     ARG_DST,
@@ -33,18 +34,19 @@ from jitscan.backends.launch import (
     ARG_SLOTS,
     ARG_SRC,
     FIRE_ORDER,
+    NO_CARRY,
     LaunchPlan,
 )
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
-from jitscan.kernels.spec import KIND_CARRY, KIND_CODES, KIND_STREAM, LaunchArgs, ScanSpec
+from jitscan.kernels.spec import KIND_CARRY, KIND_CARRY_ARGS, KIND_CODES, KIND_STREAM, LaunchArgs, ScanSpec
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants import chained
 from jitscan.variants.segments import NONE, Segments
 
 #: the argument kind (Chained.signatures) each slot code stands for
-KIND_OF = {ARG_SRC: "src", ARG_DST: "dst", ARG_N: "size", ARG_SCRATCH: "buf"}
+KIND_OF = {ARG_SRC: "src", ARG_DST: "dst", ARG_N: "size", ARG_SCRATCH: "buf", ARG_CARRY: "size"}
 #: where the compiled call's arrays and scratch lie
 X_AT, OUT_AT, SCRATCH_AT = 0x10000, 0x900000, 0xABC000
 
@@ -180,11 +182,11 @@ def test_the_general_and_the_common_path_launch_the_same_arguments_and_epochs(in
         assert common == general
         assert general.args[7] == epoch and case.scratch.epoch == epoch
         assert general.args[6] == KIND_CODES[kind] | (KIND_STREAM if streams else 0)
-        assert general.args[8:] == chained.constants(case.launch)
+        assert general.args[8:12] == chained.constants(case.launch) and general.args[12:] == NO_CARRY
 
 
 @pytest.mark.parametrize("carry", [b"\x05\0\0\0", "device"])
-def test_a_carry_is_written_at_the_plans_offset_and_sets_its_bit_on_both_paths(carry):
+def test_a_carry_is_passed_in_the_launch_or_copied_at_the_plans_offset_and_sets_its_bits_on_both_paths(carry):
     case = Case()
     if carry == "device":
         carry = Array((1,), np.int32)
@@ -194,8 +196,12 @@ def test_a_carry_is_written_at_the_plans_offset_and_sets_its_bit_on_both_paths(c
     common = case.common(carry)
     assert common == general and general.args[6] & KIND_CARRY
     assert [e for e in case.rb.log if e[0] in ("write_bytes", "copy_bytes")] == written
+    if isinstance(carry, bytes):  # a value the host knows: in the carry words, no copy queued
+        assert not written and general.args[6] & KIND_CARRY_ARGS and general.args[12:] == (5, 0, 0, 0)
+        return
     (event,) = written
     assert event[2] == case.plan.carry_at and event[1] is case.scratch.buf
+    assert not general.args[6] & KIND_CARRY_ARGS
 
 
 @pytest.mark.parametrize("start", ["new", "below the limit", "at the limit"])
@@ -242,7 +248,7 @@ class CudaLikeProgram(RecordingProgram):
     def launcher(self, plan, queue, buffer, constants=()):
         fire = super().launcher(plan, queue, buffer, constants)
         codes = cupy_backend._arg_codes(plan)
-        e = cupy_backend._Entry(_Function(), len(codes), constants)
+        e = cupy_backend._Entry(_Function(), len(codes), (*constants, *NO_CARRY[: plan.ncarry]))
         fire.entry = e
         fire.cuda = (codes, e.ptr, e.params_ptr, e.slots.ctypes.data, 0x5EA, 128)
         return fire
@@ -313,7 +319,7 @@ def test_the_compiled_call_fills_the_argument_block_as_the_general_and_the_commo
     assert case.scratch.epoch == 5 and [int(v) for v in rig.block] == expected
 
 
-def test_the_compiled_call_takes_the_queues_lock_and_leaves_a_wrap_a_growth_and_a_carry_to_python():
+def test_the_compiled_call_takes_the_queues_lock_and_leaves_a_wrap_a_growth_and_a_device_carry_to_python():
     case, rig = compiled_case()
     as_pointer(case)
     lock = case.rb.lock(case.queue)
@@ -322,10 +328,24 @@ def test_the_compiled_call_takes_the_queues_lock_and_leaves_a_wrap_a_growth_and_
     case.scratch.epoch = case.plan.epoch_limit  # the next would wrap: the plan's rule, Python's
     assert rig.call(x, out, None) == "python" and not rig.launches
     case.scratch.epoch = 0
-    assert rig.call(x, out, b"\0\0\0\0") == "python" and not rig.launches
+    assert rig.call(x, out, rig.FakeArray(X_AT * 8, 1)) == "python" and not rig.launches  # on the device
     big = case.plan.tiles_in(case.scratch.nbytes) * case.spec.tile + 1
     assert rig.call(rig.FakeArray(X_AT, big), rig.FakeArray(OUT_AT * 64, big), None) == "python"
     assert not rig.launches and case.scratch.epoch == 0
+
+
+def test_the_compiled_call_passes_a_carry_the_host_knows_as_the_general_path_does():
+    case, rig = compiled_case()
+    carry = (5).to_bytes(4, "little")
+    case.scratch.epoch = 2
+    general = case.general(carry)  # the same call on the general path
+    pointer = {id(case.src.buf): X_AT, id(case.dst.buf): OUT_AT, id(case.scratch.buf): SCRATCH_AT}
+    expected = [a if isinstance(a, int) else pointer[id(a)] for a in general.args]
+    as_pointer(case)
+    case.scratch.epoch = 2
+    x, out = rig.FakeArray(X_AT, case.n), rig.FakeArray(OUT_AT, case.n)
+    assert rig.call(x, out, carry) is out and not rig.slow and len(rig.launches) == 1
+    assert [int(v) for v in rig.block] == expected and expected[6] & KIND_CARRY_ARGS
 
 
 def test_the_compiled_call_fills_slots_of_any_order_by_their_codes():
@@ -362,16 +382,15 @@ def test_the_compiled_call_refuses_a_record_of_codes_it_does_not_know_or_a_slot_
 
 def test_the_extension_names_the_slot_codes_as_the_plan_does():
     ext = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
-    assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == 3
+    assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == 4
     if not os.environ.get("JITSCAN_NO_EXTENSION"):  # so cupy.py uses it
         assert cupy_backend._CommonCall is ext.CommonCall
 
 
 def test_cudas_codes_give_each_array_its_pointer_and_a_constant_offset():
     plan = chained.launch_plan(spec_of())
-    assert cupy_backend._arg_codes(plan) == bytes(
-        [ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4]
-    )
+    head = [ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH]
+    assert cupy_backend._arg_codes(plan) == bytes([*head, *[ARG_CONST] * 4, *[ARG_CARRY] * len(NO_CARRY)])
 
 
 # -- one lock per queue --------------------------------------------------------------------

@@ -16,9 +16,18 @@ from recording import CPU, GPU, Array, Buffer, Launch, RecordingBackend
 
 import jitscan
 from jitscan import backends, variants
+from jitscan.backends.launch import NO_CARRY
 from jitscan.dtypes import lookup
 from jitscan.kernels import tile_state
-from jitscan.kernels.spec import KIND_CARRY, KIND_CODES, KIND_STREAM, KINDS, LaunchArgs, ScanSpec
+from jitscan.kernels.spec import (
+    KIND_CARRY,
+    KIND_CARRY_ARGS,
+    KIND_CODES,
+    KIND_STREAM,
+    KINDS,
+    LaunchArgs,
+    ScanSpec,
+)
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.variants import CHAINED, chained, segments
@@ -246,6 +255,7 @@ def test_chained_scan_is_one_launch_over_the_tiles_with_the_launch_arguments(rb,
         wait,
         block_every,
         0,
+        *NO_CARRY,  # no carry: zeros in its words
     )
     assert rb.launches() == [Launch(chained.KERNEL, 8, args)]
     assert [e[:2] for e in rb.events("scratch")] == [(spec.tile_state, tile_state.of_spec(spec).nbytes(8))]
@@ -393,12 +403,12 @@ def test_fallback_without_stats_never_synchronizes(rb, check):
 
 
 @pytest.mark.parametrize("variant", CHAINED)
-def test_row_tiles_reach_the_chained_kernel_as_its_last_argument(rb, variant):
+def test_row_tiles_reach_the_chained_kernel_as_its_last_constant(rb, variant):
     spec = spec_of(variant, row_tiles=True)
     p = Plan(rb, spec, 12 * spec.tile)
     p(seg=Segments(row_tiles=4), check=False)
     p(check=False)
-    assert [launch.args[-1] for launch in rb.launches()] == [4, 0]
+    assert [launch.args[11] for launch in rb.launches()] == [4, 0]
 
 
 # -- segmented modes -----------------------------------------------------------------
@@ -696,7 +706,7 @@ def test_on_a_cpu_outputs_as_large_as_the_cache_are_stored_around_it(monkeypatch
     # exclusive scans and scans from a value too; the bits stay apart
     exclusive = jitscan.plan("int32", kind="exclusive", backend="recording")
     assert kinds(exclusive, (edge,)) == [KIND_CODES["exclusive"] | KIND_STREAM]
-    assert kinds(scan, (edge,), initial=3) == [KIND_STREAM | KIND_CARRY]
+    assert kinds(scan, (edge,), initial=3) == [KIND_STREAM | KIND_CARRY | KIND_CARRY_ARGS]
     # so do rows of whole tiles, plain scans; segmented scans and reductions store no tile
     # in lanes, and GPUs never stream
     rows = jitscan.plan("int32", segmented="rows", backend="recording")
@@ -869,7 +879,7 @@ def test_rows_of_whole_tiles_run_the_plain_chained_program_that_restarts_at_each
     assert (plain.key.row_tiles, plain.key.segmented) == (True, "")
     assert (by_rows.key.row_tiles, by_rows.key.segmented) == (False, "rows")
     whole, partial = rb.launches()
-    assert whole.args[-1] == 3
+    assert whole.args[11] == 3 and whole.args[12:] == NO_CARRY  # row_tiles, the last constant
     assert partial.args[-3:] == (0, y.buf, 3 * tile + 8)
 
 

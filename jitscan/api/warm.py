@@ -63,7 +63,9 @@ def _scan(x: Any, call: Call, long: Long) -> Warm | None:
     if p is None:
         return None
     if call.initial is not None:
-        return lambda x, out, flags, offsets, initial: p(x, out, initial=initial)
+        if type(x) is np.ndarray:
+            return lambda x, out, flags, offsets, initial: p(x, out, initial=initial)
+        return _common_from(p)
     if type(x) is np.ndarray:
         return lambda x, out, flags, offsets, initial: p(x, out)  # p's host path
     return _common(p)
@@ -79,6 +81,20 @@ def _common(p: PreparedScan) -> Warm:
         except Exception as exc:  # an allocation that failed, named (free until it catches)
             p.reraise(exc, x)
         return p(x, out) if result is None else result
+
+    return go
+
+
+def _common_from(p: PreparedScan) -> Warm:
+    """As :func:`_common`, from ``initial=`` (a Python number's carry goes in the launch's
+    arguments: the compiled call takes it on CUDA)."""
+
+    def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
+        try:
+            result = p.common(x, out, p.carry_of(initial))
+        except Exception as exc:  # an allocation that failed, named (free until it catches)
+            p.reraise(exc, x)
+        return p(x, out, initial=initial) if result is None else result
 
     return go
 

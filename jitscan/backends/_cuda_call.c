@@ -4,8 +4,9 @@
  * the calls that the Python function it stands for would launch at once: device arrays on
  * the stream, size class and input dtype of the call before, with out= or (scans, not
  * reductions) a result it makes, of a launch that Python set up from a LaunchPlan
- * (backends/base.py: the launch function's launch_state, turned into a record by cupy.py's
- * _launch_record). Everything else -- the first call, another stream, a carry, a scratch
+ * (backends/launch.py: the launch function's launch_state, turned into a record by cupy.py's
+ * _launch_record), from a carry the host knows too (bytes: in the launch's carry words).
+ * Everything else -- the first call, another stream, a carry on the device, a scratch
  * buffer to grow, an epoch to wrap, a launch that failed -- goes to that Python function,
  * which then tells this one what the next call may reuse (remember()). So this file
  * decides nothing Python does not decide too: it skips the interpreter on the path a loop
@@ -39,13 +40,17 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
-#define LAYOUT 3
+#define LAYOUT 4
 
 /* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which cupy.py compares with it) */
-enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN, ARG_COUNT };
+enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN,
+       ARG_CARRY, ARG_COUNT };
 static const char *const slot_names[ARG_COUNT] = {"src", "dst", "n", "scratch", "code", "epoch",
-                                                  "const", "seg", "first", "segn"};
+                                                  "const", "seg", "first", "segn", "carry"};
+
+/* the 8-byte words of a carry in a launch's arguments (launch.py's CARRY_WORDS) */
+#define CARRY_WORDS 4
 
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -61,6 +66,11 @@ typedef struct {
     PyObject *acquire, *release, *scratch;
     Py_ssize_t tile, header, per_tile, stream_from;
     unsigned long long limit, code, stream_code; /* the code below stream_from elements, and from it */
+    /* a carry the host knows (bytes, up to 8 * CARRY_WORDS): OR-ed into the code, and
+     * where its words go (carry_code 0: the launch takes none) */
+    unsigned long long carry_code;
+    Py_ssize_t carry_at[CARRY_WORDS];
+    int ncarry;
     /* the slots a call fills in (the record's codes but the constants, which the launcher
      * packed once): where each is and what it holds, each code at most once */
     struct {
@@ -296,9 +306,18 @@ static int scratch_holds(PyObject *scratch, Py_ssize_t need, uint64_t *buf)
  * call passes its segments' array (``seg``: flags or offsets as the mode takes, else
  * NULL) and its row length. */
 static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObject *out, PyObject *seg,
-                           Py_ssize_t row_len)
+                           Py_ssize_t row_len, PyObject *carry)
 {
     int mode = l->mode;
+    /* a carry the host knows, in the launch's words; none in rows of whole tiles (the
+     * plain program takes none there: Python's runs the other) */
+    uint64_t words[CARRY_WORDS] = {0};
+    if (carry != NULL) {
+        Py_ssize_t len = PyBytes_GET_SIZE(carry);
+        if (!l->carry_code || l->ncarry != CARRY_WORDS || len > 8 * CARRY_WORDS || (mode == MODE_ROWS && l->whole))
+            return NULL;
+        memcpy(words, PyBytes_AS_STRING(carry), (size_t)len); /* little-endian, as launch.py packs */
+    }
     if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (out == Py_None && self->one && mode == MODE_PLAIN))
         return NULL; /* a reduction's result without out is a 0-d view: Python's */
     if (self->one && mode != MODE_PLAIN && mode != MODE_OFFSETS)
@@ -418,6 +437,11 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
      * lock, as everything written here) */
     uint64_t *a = l->slots;
     uint64_t code = n < l->stream_from ? l->code : l->stream_code;
+    if (carry != NULL) {
+        code |= l->carry_code;
+        for (int k = 0; k < CARRY_WORDS; k++)
+            a[l->carry_at[k]] = words[k];
+    }
     for (int k = 0; k < l->nfill; k++) {
         uint64_t *slot = a + l->fill[k].at;
         switch (l->fill[k].code) {
@@ -476,20 +500,20 @@ done:
 
 /* launch_as() with the last launch; a copy of it, since the Python calls made meanwhile
  * (the stream, the lock, the result) may let another thread remember another */
-static PyObject *fast(CommonCall *self, PyObject *x, PyObject *out)
+static PyObject *fast(CommonCall *self, PyObject *x, PyObject *out, PyObject *carry)
 {
     if (self->last.record == NULL)
         return NULL;
     Launch l = self->last;
     Py_INCREF(l.record);
-    PyObject *result = launch_as(self, &l, x, out, NULL, 0);
+    PyObject *result = launch_as(self, &l, x, out, NULL, 0, carry);
     Py_DECREF(l.record);
     return result;
 }
 
 /* a form call (x, out, flags, offsets, row_len) as the last launch's mode takes it: the
  * others of flags, offsets and row_len None or 0, as FormCalls._form_common asks */
-static PyObject *fast_form(CommonCall *self, PyObject *const *args)
+static PyObject *fast_form(CommonCall *self, PyObject *const *args, PyObject *carry)
 {
     if (self->last.record == NULL || !PyLong_CheckExact(args[4]))
         return NULL;
@@ -519,7 +543,7 @@ static PyObject *fast_form(CommonCall *self, PyObject *const *args)
         return NULL;
     }
     Py_INCREF(l.record);
-    PyObject *result = launch_as(self, &l, args[0], args[1], seg, row_len);
+    PyObject *result = launch_as(self, &l, args[0], args[1], seg, row_len, carry);
     Py_DECREF(l.record);
     return result;
 }
@@ -537,8 +561,10 @@ static PyObject *call(CommonCall *self, PyObject *const *args, size_t nargsf, Py
         PyErr_SetString(PyExc_ReferenceError, "a common call that was cleared");
         return NULL;
     }
-    if (args[want - 1] == Py_None) { /* a carry is Python's */
-        PyObject *result = self->form ? fast_form(self, args) : fast(self, args[0], args[1]);
+    PyObject *carry = args[want - 1];
+    if (carry == Py_None || PyBytes_CheckExact(carry)) { /* a carry on the device is Python's */
+        carry = carry == Py_None ? NULL : carry;
+        PyObject *result = self->form ? fast_form(self, args, carry) : fast(self, args[0], args[1], carry);
         if (result != NULL || PyErr_Occurred())
             return result;
     }
@@ -549,23 +575,24 @@ static PyObject *remember(CommonCall *self, PyObject *record)
 {
     /* record: None, or (stream, lo, hi, load, acquire, release, scratch, tile, header,
      * per_tile, limit, code, stream_code, stream_from, codes, function, params, slots,
-     * hstream, threads, keep): the size class, the lock's methods, the Scratch, the plan's
+     * hstream, threads, carry_code, keep): the size class, the lock's methods, the Scratch, the plan's
      * tiles and scratch bytes (header + tiles * per_tile) and largest epoch, the launch's
      * code below and from stream_from elements, a byte per slot of the argument block
-     * saying what it holds, and the launcher's function, block and stream; keep holds
+     * saying what it holds, the launcher's function, block and stream, and the bits a carry
+     * in the launch's words sets (0: none goes there); keep holds
      * what the addresses point into */
     if (record == Py_None) {
         forget(self);
         Py_RETURN_NONE;
     }
-    unsigned long long lo, hi, limit, code, stream_code, function, params, slots, hstream;
+    unsigned long long lo, hi, limit, code, stream_code, function, params, slots, hstream, carry_code;
     Py_ssize_t tile, header, per_tile, stream_from;
     unsigned threads;
     PyObject *stream, *load, *acquire, *release, *scratch, *codes, *keep, *form = NULL;
-    if (!PyArg_ParseTuple(record, self->form ? "OKKOOOOnnnKKKnSKKKKIOO!:remember" : "OKKOOOOnnnKKKnSKKKKIO:remember",
+    if (!PyArg_ParseTuple(record, self->form ? "OKKOOOOnnnKKKnSKKKKIKOO!:remember" : "OKKOOOOnnnKKKnSKKKKIKO:remember",
                           &stream, &lo, &hi, &load, &acquire, &release, &scratch, &tile, &header, &per_tile,
                           &limit, &code, &stream_code, &stream_from, &codes, &function, &params, &slots, &hstream,
-                          &threads, &keep, &PyTuple_Type, &form))
+                          &threads, &carry_code, &keep, &PyTuple_Type, &form))
         return NULL;
     /* a form call's: (mode, whole, rows_tile, first, pre_function, pre_params, pre_slots,
      * pre_threads, flag): see Launch */
@@ -601,12 +628,21 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nslots; i++) {
-        int segs = c[i] > ARG_CONST && c[i] < ARG_COUNT && mode != MODE_PLAIN; /* a form's slots */
-        if ((c[i] > ARG_CONST && !segs) || (c[i] != ARG_CONST && seen[c[i]]++)) {
+        /* a carry's words stay as the launcher packed them, as constants do: a launch
+         * without JS_CARRY_ARGS_BIT reads none of them (a carry is Python's) */
+        int kept = c[i] == ARG_CONST || c[i] == ARG_CARRY;
+        int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN; /* a form's slots */
+        if (c[i] >= ARG_COUNT || (c[i] > ARG_CONST && !segs && !kept) || (!kept && seen[c[i]]++)) {
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
             return NULL;
         }
-        if (c[i] != ARG_CONST) {
+        if (c[i] == ARG_CARRY && l.ncarry < CARRY_WORDS)
+            l.carry_at[l.ncarry++] = i;
+        else if (c[i] == ARG_CARRY) {
+            PyErr_SetString(PyExc_ValueError, "remember: more carry words than a launch takes");
+            return NULL;
+        }
+        if (!kept) {
             l.fill[l.nfill].at = i;
             l.fill[l.nfill++].code = c[i];
         }
@@ -626,6 +662,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     l.limit = limit;
     l.code = code;
     l.stream_code = stream_code;
+    l.carry_code = carry_code;
     l.function = (void *)(uintptr_t)function;
     l.params = (void **)(uintptr_t)params;
     l.hstream = (void *)(uintptr_t)hstream;

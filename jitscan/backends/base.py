@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .launch import Alarm, LaunchPlan, Scratch
+from .launch import NO_CARRY, Alarm, LaunchPlan, Scratch
 
 #: argument kinds of kernel entry points: a buffer, a 64-bit unsigned js_size, a js_u32
 ARG_KINDS = ("buf", "size", "u32")
@@ -177,8 +177,9 @@ class Program(ABC):
         buffer: Callable[[Any], tuple[Any, int]],
         constants: Sequence[int] = (),
     ) -> Callable[..., None]:
-        """``fire(groups, src, dst, n, scratch, code, epoch)``: :meth:`launch` of ``plan``'s
-        entry point on one queue, set up once.
+        """``fire(groups, src, dst, n, scratch, code, epoch, carry=None)``: :meth:`launch`
+        of ``plan``'s entry point on one queue, set up once; ``carry``: a carry's words
+        (:meth:`LaunchPlan.carry_words`; none: zeros, which a launch then does not read).
 
         ``fire`` places its arguments where ``plan.slots`` says, the two arrays as
         ``buffer`` (the backend's :meth:`Backend.buffer`) makes them and ``constants``
@@ -192,31 +193,38 @@ class Program(ABC):
         if len(constants) != plan.nconst:
             raise ValueError(f"{entry} takes {plan.nconst} constants, got {len(constants)}")
 
-        def fire(groups: int, src: Any, dst: Any, n: int, scratch: Any, code: int, epoch: int) -> None:
-            launch(
-                entry, groups, arguments(buffer(src), buffer(dst), n, scratch, code, epoch, constants), queue
-            )
+        def fire(
+            groups: int, src: Any, dst: Any, n: int, scratch: Any, code: int, epoch: int, carry: Any = None
+        ) -> None:
+            words = NO_CARRY if carry is None else carry
+            args = arguments(buffer(src), buffer(dst), n, scratch, code, epoch, constants, (), words)
+            launch(entry, groups, args, queue)
 
         return fire
 
     def packer(self, plan: LaunchPlan, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
-        """``fire(groups, head, tail, constants=None)``: :meth:`launch` of ``plan``'s entry
-        point on one queue, for plans with a :attr:`LaunchPlan.tail` (segmented ones).
+        """``fire(groups, head, tail, constants=None, carry=None)``: :meth:`launch` of
+        ``plan``'s entry point on one queue, for plans with a :attr:`LaunchPlan.tail`
+        (segmented ones, tuple values).
 
         ``head`` holds the values of the :data:`FIRE_ORDER` slots, each array as the
         backend passes it (:meth:`Backend.buffer`; a tuple value's several arrays in
         turn), ``tail`` the segments' values; ``constants`` are set once, or replaced by
-        the call's where it passes them (a scan of rows of whole tiles: its row's tiles).
-        As :meth:`launcher`'s ``fire``, it keeps its own argument storage.
+        the call's where it passes them (a scan of rows of whole tiles: its row's tiles);
+        ``carry`` as :meth:`launcher`'s. As that ``fire``, it keeps its own argument storage.
         """
         if plan.tail is None:
             raise ValueError(f"{plan.entry}: its slots are not the packed layout ({plan.slots})")
         launch, entry, held = self.launch, plan.entry, tuple(constants)
         if len(held) != plan.nconst:
             raise ValueError(f"{entry} takes {plan.nconst} constants, got {len(held)}")
+        zeros = NO_CARRY[: plan.ncarry]
 
-        def fire(groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None) -> None:
-            launch(entry, groups, [*head, *(held if constants is None else constants), *tail], queue)
+        def fire(
+            groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None, carry: Any = None
+        ) -> None:
+            consts = held if constants is None else constants
+            launch(entry, groups, [*head, *consts, *(zeros if carry is None else carry), *tail], queue)
 
         return fire
 

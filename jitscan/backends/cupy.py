@@ -26,7 +26,18 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
 from .base import Backend, Build, DeviceInfo, Once, Program, build_failure
-from .launch import ARG_CONST, ARG_DST, ARG_SEGN, ARG_SLOTS, ARG_SRC, FIRE_ORDER, Alarm, LaunchPlan, Scratch
+from .launch import (
+    ARG_CONST,
+    ARG_DST,
+    ARG_SEGN,
+    ARG_SLOTS,
+    ARG_SRC,
+    FIRE_ORDER,
+    NO_CARRY,
+    Alarm,
+    LaunchPlan,
+    Scratch,
+)
 
 try:  # optional dependency
     import cupy
@@ -54,7 +65,7 @@ try:  # the common call compiled (setup.py builds it where a C compiler is; opti
 
     # a build of another record or other slot codes (an editable install's stale build) is
     # left unused
-    _same = getattr(_cuda_call, "LAYOUT", 0) == 3 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
+    _same = getattr(_cuda_call, "LAYOUT", 0) == 4 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
     _CommonCall = _cuda_call.CommonCall if _same else None
 except ImportError:  # pragma: no cover - depends on the install
     _CommonCall = None
@@ -156,16 +167,30 @@ class _CudaProgram(Program):
         constants: Sequence[int] = (),
     ) -> Callable[..., None]:
         shared = self.kernels[plan.entry]
-        if not plan.fire_order or shared.nargs != len(_arg_codes(plan)):
+        if not plan.fire_order or shared.nargs != len(_arg_codes(plan)) or len(constants) != plan.nconst:
             return super().launcher(plan, queue, buffer, constants)
-        e = _Entry(shared.function, shared.nargs, constants)  # its own argument block: no lock
+        # its own argument block (no lock): the constants and a carry's words (zeros) at its end
+        e = _Entry(shared.function, shared.nargs, (*constants, *NO_CARRY[: plan.ncarry]))
         pack, view, ptr, threads, params = e.pack, e.view, e.ptr, self.threads, e.params_ptr
         stream, device, thread = queue.ptr, self.device, _thread
+        pack_carry = struct.Struct(f"<{plan.ncarry}Q").pack_into
+        at_carry = 8 * (shared.nargs - plan.ncarry)
         # the arrays' device pointers, as CupyBackend.buffer gives them (offset 0), without the call
         if self.only_device:
 
-            def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
-                pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, *args)
+            def fire(
+                groups: int,
+                src: Any,
+                dst: Any,
+                n: int,
+                scratch: Any,
+                code: int,
+                epoch: int,
+                carry: Any = None,
+            ) -> None:
+                pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, n, scratch, code, epoch)
+                if carry is not None:  # stays in the block: a launch without JS_CARRY_ARGS_BIT reads none
+                    pack_carry(view, at_carry, *carry)
                 try:
                     _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
                 except _DriverError:
@@ -179,10 +204,21 @@ class _CudaProgram(Program):
 
         else:
 
-            def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            def fire(
+                groups: int,
+                src: Any,
+                dst: Any,
+                n: int,
+                scratch: Any,
+                code: int,
+                epoch: int,
+                carry: Any = None,
+            ) -> None:
                 if not getattr(thread, "has_context", False):
                     _bind_context()
-                pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, *args)
+                pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, n, scratch, code, epoch)
+                if carry is not None:
+                    pack_carry(view, at_carry, *carry)
                 if cupy.cuda.runtime.getDevice() == device:
                     _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
                 else:
@@ -200,25 +236,31 @@ class _CudaProgram(Program):
     ) -> Callable[..., None]:
         shared = self.kernels[plan.entry]
         tail = plan.tail
-        head = shared.nargs - plan.nconst - (len(tail) if tail is not None else 0)
+        head = shared.nargs - plan.nconst - plan.ncarry - (len(tail) if tail is not None else 0)
         if tail is None or head < len(FIRE_ORDER) or len(constants) != plan.nconst:
             return super().packer(plan, queue, constants)
-        e = _Entry(shared.function, shared.nargs)  # its own argument block: no lock
+        e = _Entry(shared.function, shared.nargs)  # its own argument block (no lock): zeros
         view, ptr, threads, params = e.view, e.ptr, self.threads, e.params_ptr
         pack_head = struct.Struct(f"<{head}Q").pack_into
         consts = struct.Struct(f"<{plan.nconst}Q")
         consts.pack_into(view, 8 * head, *constants)
         pack_consts, at_consts = consts.pack_into, 8 * head
-        pack_tail, at_tail = struct.Struct(f"<{len(tail)}Q").pack_into, 8 * (head + plan.nconst)
+        pack_carry, at_carry = struct.Struct(f"<{plan.ncarry}Q").pack_into, 8 * (head + plan.nconst)
+        at_tail = 8 * (head + plan.nconst + plan.ncarry)
+        pack_tail = struct.Struct(f"<{len(tail)}Q").pack_into
         stream, device, thread, only = queue.ptr, self.device, _thread, self.only_device
 
-        def fire(groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None) -> None:
+        def fire(
+            groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None, carry: Any = None
+        ) -> None:
             if not getattr(thread, "has_context", False):
                 _bind_context()
             pack_head(view, 0, *head)
             pack_tail(view, at_tail, *tail)
             if constants is not None:
                 pack_consts(view, at_consts, *constants)
+            if carry is not None:  # stays in the block: a launch without JS_CARRY_ARGS_BIT reads none
+                pack_carry(view, at_carry, *carry)
             if only or cupy.cuda.runtime.getDevice() == device:
                 _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
             else:
@@ -292,8 +334,13 @@ def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple |
     return (
         (stream, lo, hi, load, lock.acquire, lock.release, scratch)
         + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
-        + (min(stream_from, sys.maxsize), *cuda, fire)  # inf: never
+        + (min(stream_from, sys.maxsize), *cuda, _carry_code(plan), fire)  # inf: never
     )
+
+
+def _carry_code(plan: LaunchPlan) -> int:
+    """The bits a carry in the launch's words sets in its code (0: the plan takes none there)."""
+    return plan.carry_bit | plan.carry_args_bit if plan.ncarry else 0
 
 
 #: the segments' modes as _cuda_call.c numbers them (MODE_*)
@@ -321,10 +368,11 @@ def _form_record(
     if cuda is None:
         return None
     codes, function, params, slots, hstream, threads = cuda
-    if whole:
-        if codes[-1] != ARG_CONST:
+    if whole:  # row_tiles, the plain program's last constant
+        at = codes.rfind(bytes([ARG_CONST]))
+        if at < 0:
             return None
-        codes = codes[:-1] + bytes([ARG_SEGN])
+        codes = codes[:at] + bytes([ARG_SEGN]) + codes[at + 1 :]
     form: tuple = (_MODES[mode], whole, rows_tile, None, 0, 0, 0, 0, 0)
     if mode == "offsets":
         pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
@@ -334,7 +382,8 @@ def _form_record(
     return (
         (stream, lo, hi, load, lock.acquire, lock.release, scratch)
         + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
-        + (min(stream_from, sys.maxsize), codes, function, params, slots, hstream, threads, (fire, pre), form)
+        + (min(stream_from, sys.maxsize), codes, function, params, slots, hstream, threads, _carry_code(plan))
+        + ((fire, pre), form)
     )
 
 

@@ -7,6 +7,7 @@ words mean is the variant's (``variants/``) or the plan's (``plan/forms.py``).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,14 +17,33 @@ import numpy as np
 #: what each argument of a planned launch holds (:attr:`LaunchPlan.slots`), by code: the
 #: input and the result array (each as many arguments as the backend passes an array: a
 #: buffer and an offset), the element count, the scratch buffer, the launch's code, the
-#: scratch's epoch, a constant (set once per launcher), and the segments' three: their
+#: scratch's epoch, a constant (set once per launcher), the segments' three: their
 #: array (head flags or offsets: one buffer), each tile's first segment (a buffer) and
-#: their count (the row length of rows). ``_cuda_call.c`` reads the same codes, and says
-#: so (its ``SLOTS``, which cupy.py compares with these names).
-ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn")
-(ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN) = range(
-    len(ARG_SLOTS)
-)
+#: their count (the row length of rows), and a word of a carry's bits (a launch from a
+#: value the host knows: :data:`CARRY_WORDS` of them, 0 where there is none).
+#: ``_cuda_call.c`` reads the same codes, and says so (its ``SLOTS``, which cupy.py
+#: compares with these names).
+ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry")
+(
+    ARG_SRC,
+    ARG_DST,
+    ARG_N,
+    ARG_SCRATCH,
+    ARG_CODE,
+    ARG_EPOCH,
+    ARG_CONST,
+    ARG_SEG,
+    ARG_FIRST,
+    ARG_SEGN,
+    ARG_CARRY,
+) = range(len(ARG_SLOTS))
+#: the 8-byte words of a carry passed in a launch's arguments (its bits, then zeros)
+CARRY_WORDS = 4
+#: a launch without a carry in its arguments
+NO_CARRY = (0,) * CARRY_WORDS
+#: slots that may repeat: the constants, the carry's words
+_REPEATED = (ARG_CONST, ARG_CARRY)
+_WORDS = struct.Struct(f"<{CARRY_WORDS}Q")
 #: the per-call slots in the order a launcher's ``fire`` takes them after the groups
 FIRE_ORDER = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH)
 #: the segments' slots, in the order a segmented launch passes them (its ``tail``)
@@ -141,6 +161,9 @@ class LaunchPlan:
     carry_at, carry_bit : int
         A launch from a value: the value's byte offset in the scratch, and the bit OR-ed
         into its code.
+    carry_args_bit : int
+        OR-ed into the code of a launch from a value passed in its carry words (the
+        :data:`ARG_CARRY` slots), not in the scratch; 0: the plan has none.
     """
 
     entry: str
@@ -153,35 +176,39 @@ class LaunchPlan:
     stream_bit: int = 0
     carry_at: int = 0
     carry_bit: int = 0
+    carry_args_bit: int = 0
 
     #: how many of its arguments are constants
     nconst: int = field(init=False, repr=False)
+    #: how many are a carry's words (0 or :data:`CARRY_WORDS`)
+    ncarry: int = field(init=False, repr=False)
     #: whether its per-call arguments come first, in the order ``fire`` takes them, then
-    #: its constants: the layout that launchers pack without rearranging anything
+    #: its constants, then its carry's words: the layout that launchers pack without
+    #: rearranging anything
     fire_order: bool = field(init=False, repr=False)
-    #: the segments' slots after the constants (in :data:`SEG_ORDER`), where the layout is
+    #: the segments' slots after those (in :data:`SEG_ORDER`), where the layout is
     #: :attr:`fire_order`'s and then these: what :meth:`Program.packer` packs as they are
     tail: tuple[int, ...] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        per_call = [s for s in self.slots if s != ARG_CONST]
+        per_call = [s for s in self.slots if s not in _REPEATED]
         if len(per_call) != len(set(per_call)) or not all(0 <= s < len(ARG_SLOTS) for s in self.slots):
-            raise ValueError(f"a launch plan's slots are ARG_* codes, each but ARG_CONST once: {self.slots}")
+            raise ValueError(
+                f"a launch plan's slots are ARG_* codes, each but ARG_CONST and ARG_CARRY once: {self.slots}"
+            )
         if self.tile <= 0 or self.per_tile <= 0 or self.header < 0 or self.epoch_limit < 1:
             raise ValueError(
                 "a launch plan's tile, per_tile and epoch_limit are positive, its header not negative"
             )
-        head = len(per_call)
-        object.__setattr__(self, "nconst", len(self.slots) - head)
-        in_order = self.slots[:head] == FIRE_ORDER and all(s == ARG_CONST for s in self.slots[head:])
-        object.__setattr__(self, "fire_order", in_order)
-        k = len(FIRE_ORDER)
-        rest = self.slots[k + self.nconst :]
-        packed = (
-            self.slots[:k] == FIRE_ORDER
-            and all(s == ARG_CONST for s in self.slots[k : k + self.nconst])
-            and rest == tuple(s for s in SEG_ORDER if s in rest)
-        )
+        nconst, ncarry = self.slots.count(ARG_CONST), self.slots.count(ARG_CARRY)
+        if ncarry not in (0, CARRY_WORDS) or bool(ncarry) != bool(self.carry_args_bit):
+            raise ValueError(f"a launch plan has {CARRY_WORDS} carry words and their bit, or neither")
+        object.__setattr__(self, "nconst", nconst)
+        object.__setattr__(self, "ncarry", ncarry)
+        fixed = FIRE_ORDER + (ARG_CONST,) * nconst + (ARG_CARRY,) * ncarry
+        object.__setattr__(self, "fire_order", self.slots == fixed)
+        rest = self.slots[len(fixed) :]
+        packed = self.slots[: len(fixed)] == fixed and rest == tuple(s for s in SEG_ORDER if s in rest)
         object.__setattr__(self, "tail", rest if packed else None)
 
     def nbytes(self, tiles: int) -> int:
@@ -219,25 +246,34 @@ class LaunchPlan:
         epoch: int,
         constants: Sequence[int],
         tail: Sequence[Any] = (),
+        carry: Sequence[int] = NO_CARRY,
     ) -> list[Any]:
         """The arguments of a launch, in :attr:`slots` order: ``src`` and ``dst`` as the
         backend passes arrays (:meth:`Backend.buffer`), ``constants`` the constants in
         order, ``tail`` the segments' values of the plan's segment slots, in
-        :data:`SEG_ORDER` (``segments.args``)."""
-        if self.fire_order:  # the layout written out: a general launch asks this on every call
-            return [*src, *dst, n, scratch, code, epoch, *constants]
-        if self.tail is not None:
-            return [*src, *dst, n, scratch, code, epoch, *constants, *tail]
+        :data:`SEG_ORDER` (``segments.args``), ``carry`` the carry's words."""
+        words = carry if self.ncarry else ()
+        if self.tail is not None:  # the layout written out: a general launch asks this on every call
+            return [*src, *dst, n, scratch, code, epoch, *constants, *words, *tail]
         seg = dict(zip((s for s in SEG_ORDER if s in self.slots), tail, strict=True))
         per_call = (src, dst, (n,), (scratch,), (code,), (epoch,))
         out: list[Any] = []
-        k = 0
+        k = c = 0
         for s in self.slots:
             if s == ARG_CONST:
                 out.append(constants[k])
                 k += 1
+            elif s == ARG_CARRY:
+                out.append(words[c])
+                c += 1
             elif s in seg:
                 out.append(seg[s])
             else:
                 out += per_call[s]
         return out
+
+    def carry_words(self, carry: bytes) -> tuple[int, ...]:
+        """A carry's bits as the plan's carry words (little-endian, zeros after them)."""
+        if len(carry) > 8 * CARRY_WORDS:
+            raise ValueError(f"a carry of {len(carry)} bytes: at most {8 * CARRY_WORDS} go in a launch")
+        return _WORDS.unpack(carry.ljust(8 * CARRY_WORDS, b"\0"))

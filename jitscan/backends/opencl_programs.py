@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CompileError
 from .base import Build, Program, build_failure
-from .launch import LaunchPlan
+from .launch import NO_CARRY, LaunchPlan
 
 try:
     import pyopencl as cl
@@ -104,11 +104,12 @@ class CLProgram(Program):
         kernel = self._kernel(plan.entry)  # a kernel object of its own: its arguments are its own
         local = self.local
         width = local[0]
-        tail = tuple(constants)
+        consts = tuple(constants)
+        tail = (*consts, *NO_CARRY[: plan.ncarry])  # the carry's words: zeros but for a carry
         signature = self._signatures[plan.entry]
         if len(signature) != 8 + len(tail):  # two arrays of two arguments each, n, scratch, code, epoch
             raise ValueError(
-                f"{plan.entry} takes {len(signature)} arguments, not 8 and {len(tail)} constants"
+                f"{plan.entry} takes {len(signature)} arguments, not 8 and {len(tail)} constants and words"
             )
         last = len(signature) - len(tail) - 1  # the last argument a call passes: the epoch
         # PyOpenCL's own setters, which its generated invokers call: its public
@@ -117,10 +118,20 @@ class CLProgram(Program):
         set_packed = getattr(kernel, "_set_arg_buf_pack_multi", None)
         if set_buffers is None or set_packed is None or signature[last] is None:
 
-            def fire(groups: int, src: Any, dst: Any, *args: Any) -> None:
+            def fire(
+                groups: int,
+                src: Any,
+                dst: Any,
+                n: int,
+                scratch: Any,
+                code: int,
+                epoch: int,
+                carry: Any = None,
+            ) -> None:
                 s, s_off = buffer(src)
                 d, d_off = buffer(dst)
-                kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
+                rest = tail if carry is None else (*consts, *carry)
+                kernel(queue, (groups * width,), local, s, s_off, d, d_off, n, scratch, code, epoch, *rest)
 
             return fire
 
@@ -128,22 +139,26 @@ class CLProgram(Program):
         enqueue = cl.enqueue_nd_range_kernel
         held: tuple | None = None  # the arguments set, but the arrays and the last one
 
-        def fire_changed(groups: int, src: Any, dst: Any, *args: Any) -> None:
+        def fire_changed(
+            groups: int, src: Any, dst: Any, n: int, scratch: Any, code: int, epoch: int, carry: Any = None
+        ) -> None:
             nonlocal held
             s, s_off = buffer(src)
             d, d_off = buffer(dst)
-            rest = (s_off, d_off, *args[:-1])
-            if rest == held:
+            rest = (s_off, d_off, n, scratch, code)
+            if carry is None and rest == held:
                 # a kernel keeps its arguments from one enqueue to the next: a call in a loop
                 # sets its arrays (not held here, so that they may be freed) and the last
                 # argument it passes, the epoch, which changes on every call
                 set_buffers((0, s, 2, d))
-                set_packed((last, last_type, args[-1]))
+                set_packed((last, last_type, epoch))
                 enqueue(queue, kernel, (groups * width,), local)
             else:
                 held = None  # a call that fails part way leaves arguments of both calls
-                kernel(queue, (groups * width,), local, s, s_off, d, d_off, *args, *tail)
-                held = rest
+                words = tail if carry is None else (*consts, *carry)
+                kernel(queue, (groups * width,), local, s, s_off, d, d_off, n, scratch, code, epoch, *words)
+                # a carry's words stay set: the next call sets them again (held is not kept)
+                held = rest if carry is None else None
 
         return fire_changed
 
@@ -154,9 +169,14 @@ class CLProgram(Program):
         local = self.local
         width = local[0]
         held = tuple(constants)
+        zeros = NO_CARRY[: plan.ncarry]
 
-        def fire(groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None) -> None:
-            kernel(queue, (groups * width,), local, *head, *(held if constants is None else constants), *tail)
+        def fire(
+            groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None, carry: Any = None
+        ) -> None:
+            consts = held if constants is None else constants
+            words = zeros if carry is None else carry
+            kernel(queue, (groups * width,), local, *head, *consts, *words, *tail)
 
         return fire
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dtypes import INPUTS, VECTOR_BYTES, DType
 from . import lanes, ptx, storage, tile_state
-from .spec import KIND_CARRY, KIND_CODES, KIND_STREAM, ScanSpec
+from .spec import KIND_CARRY, KIND_CARRY_ARGS, KIND_CODES, KIND_STREAM, ScanSpec
 from .values import ValueSpelling
 
 #: an OpenCL vector's components, up to its 16
@@ -163,9 +163,11 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             f"#define JS_SG {spec.subgroup}",
             f"#define JS_HAS_SHUFFLE {int(spec.shuffle)}",
             *(f"#define JS_KIND_{kind.upper()} {code}" for kind, code in KIND_CODES.items()),
-            "/* or'ed into a chained launch's kind: a scan from a carry, stores around the cache */",
+            "/* or'ed into a chained launch's kind: a scan from a carry, stores around the cache, the"
+            " carry in the arguments */",
             f"#define JS_CARRY_BIT {KIND_CARRY}u",
             f"#define JS_STREAM_BIT {KIND_STREAM}u",
+            f"#define JS_CARRY_ARGS_BIT {KIND_CARRY_ARGS}u",
             f"#define JS_LB_W {spec.lookback_width}",
             f"#define JS_STATS {int(spec.stats)}",
             f"#define JS_ROW_TILES {int(spec.row_tiles)}",

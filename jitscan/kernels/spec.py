@@ -35,6 +35,9 @@ KIND_CODES = {"inclusive": 0, "exclusive": 1, "reduce": 2}
 KIND_CARRY = 4
 #: or'ed into it where one-thread tiles store around the cache (JS_STREAM_BIT, rendered by the dialect)
 KIND_STREAM = 8
+#: or'ed into a carried launch's kind where the carry's bits come in its arguments (the
+#: chained kernel's carry words), not in the scratch's carry words (JS_CARRY_ARGS_BIT)
+KIND_CARRY_ARGS = 16
 #: the largest carry: 8 control words (from tile_state.CTRL_CARRY)
 CARRY_BYTES = 32
 TILE_STATES = ("packed", "split")

@@ -44,6 +44,11 @@ class Carries:
             self._carries[key] = made
         return made
 
+    def carry_of(self, initial: Any) -> bytes | Any:
+        """``initial=`` as :attr:`common` takes it (``common(x, out, carry_of(initial))``):
+        see :meth:`_carry_of`; raises what the call with ``initial=`` raises."""
+        return self._carry_of(initial)
+
     def _carry_made(self, initial: Any) -> bytes | Any:
         if not self._variant.takes_carry(self.knobs.get("deterministic")):
             raise variants.lacking(self._variant, "carry", self.knobs.get("deterministic"))

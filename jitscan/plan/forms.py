@@ -122,7 +122,7 @@ class FormCalls:
         if go is None:
             go = self._form_launcher(queue, n, load)
         go(src, dst, n, seg_array, row_len, carry)
-        if self._form_remember is not None and carry is None and not self._record:
+        if self._form_remember is not None and (carry is None or type(carry) is bytes) and not self._record:
             sizes = self._class_sizes
             lo, hi = sizes[cls - 1] if cls else 0, sizes[cls] if cls < len(sizes) else sys.maxsize
             self._form_remember(queue, lo, hi, load, mode, *go.which(row_len))

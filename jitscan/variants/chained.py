@@ -19,10 +19,22 @@ from typing import Any
 
 from ..backends import clock
 from ..backends.base import Backend, DeviceInfo
-from ..backends.launch import ARG_CODE, ARG_CONST, ARG_DST, ARG_EPOCH, ARG_N, ARG_SCRATCH, ARG_SRC, LaunchPlan
+from ..backends.launch import (
+    ARG_CARRY,
+    ARG_CODE,
+    ARG_CONST,
+    ARG_DST,
+    ARG_EPOCH,
+    ARG_N,
+    ARG_SCRATCH,
+    ARG_SRC,
+    CARRY_WORDS,
+    NO_CARRY,
+    LaunchPlan,
+)
 from ..errors import DeadlockError
 from ..kernels import tile_state
-from ..kernels.spec import KIND_CARRY, KIND_STREAM, LaunchArgs, ScanSpec
+from ..kernels.spec import KIND_CARRY, KIND_CARRY_ARGS, KIND_STREAM, LaunchArgs, ScanSpec
 from . import segments
 from .base import Bound, Capabilities, Variant, operands
 
@@ -51,8 +63,19 @@ LOOKBACK_TIMEOUT = 1.0
 CHAINED_CAPS = Capabilities(carry=True, tile_state=True, deterministic="form")
 
 #: what js_chained's arguments hold (Chained.signatures, before the segments' arguments):
-#: the arrays, n, the scratch, kind, epoch, then the constants() of a launch
-SLOTS = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4)
+#: the arrays, n, the scratch, kind, epoch, then the constants() of a launch, then the
+#: words of a carry the host knows (JS_CARRY_ARGS_BIT: no copy into the scratch before the
+#: launch)
+SLOTS = (
+    ARG_SRC,
+    ARG_DST,
+    ARG_N,
+    ARG_SCRATCH,
+    ARG_CODE,
+    ARG_EPOCH,
+    *[ARG_CONST] * 4,
+    *[ARG_CARRY] * CARRY_WORDS,
+)
 
 
 @cache
@@ -71,6 +94,7 @@ def launch_plan(spec: ScanSpec) -> LaunchPlan:
         stream_bit=KIND_STREAM,
         carry_at=tile_state.CTRL_CARRY * 4,
         carry_bit=KIND_CARRY,
+        carry_args_bit=KIND_CARRY_ARGS,
     )
 
 
@@ -92,7 +116,7 @@ class Chained(Variant):
         "deterministic.h",
         "chained.c",
     )
-    signatures = {KERNEL: ("src", "dst", "size", "buf", "u32", "u32", "u32", "u32", "u32", "u32")}
+    signatures = {KERNEL: ("src", "dst", "size", "buf", *["u32"] * 6, *["size"] * CARRY_WORDS)}
     segmented_entries = (KERNEL,)
     rows_ok = True
     lane_tiles = True
@@ -141,12 +165,14 @@ class Chained(Variant):
         ctrl = scratch.buf
         if bound.spec.stats:
             b.zero(ctrl, tile_state.CTRL_CARRY * 4, queue)  # the counters only
-        if launch.carry_from is not None:
-            b.copy_bytes(ctrl, plan.carry_at, launch.carry_from, queue)
-        elif launch.carry:
-            b.write_bytes(ctrl, plan.carry_at, launch.carry, queue)
         code = launch.kind_code | (plan.stream_bit if n >= launch.stream_from(bound.spec) else 0)
-        args = plan.arguments(ins, outs, n, ctrl, code, epoch, constants(launch, seg.row_tiles), extra)
+        words = NO_CARRY
+        if launch.carry_from is not None:  # a value on the device: copied into the control words
+            b.copy_bytes(ctrl, plan.carry_at, launch.carry_from, queue)
+        elif launch.carry:  # one the host knows: in the launch's arguments
+            words = plan.carry_words(launch.carry)
+            code |= plan.carry_args_bit
+        args = plan.arguments(ins, outs, n, ctrl, code, epoch, constants(launch, seg.row_tiles), extra, words)
         bound.program.launch(plan.entry, tiles, args, queue)
         return ctrl, epoch
 
@@ -175,6 +201,7 @@ class Chained(Variant):
         tile, slot, limit = plan.tile, plan.slot, plan.epoch_limit
         nbytes, tiles_in = plan.nbytes, plan.tiles_in
         next_epoch, carry_at, carry_bit = plan.next_epoch, plan.carry_at, plan.carry_bit
+        carry_args_bit, carry_words = plan.carry_args_bit, plan.carry_words
         kind, stream_from = launch.kind_code, launch.stream_from(spec)
         streaming = kind | plan.stream_bit
         lock = b.lock(queue)
@@ -186,8 +213,9 @@ class Chained(Variant):
         acquire, release = lock.acquire, lock.release
 
         def begin(n: int, carry: Any) -> tuple[int, Any, int, int]:
-            """(tiles, scratch buffer, code, epoch) of a launch of ``n``, its carry written
-            before it in queue order (the lock held)."""
+            """(tiles, scratch buffer, code, epoch) of a launch of ``n``, a carry on the
+            device copied before it in queue order (the lock held); one the host knows
+            (bytes) goes in the launch's arguments (carry_words)."""
             nonlocal scratch, room
             tiles = -(-n // tile)
             if tiles > room:
@@ -202,9 +230,11 @@ class Chained(Variant):
             scratch.epoch = epoch
             code = kind if n < stream_from else streaming
             if carry is not None:
-                code |= carry_bit
-                put = b.write_bytes if isinstance(carry, bytes) else b.copy_bytes
-                put(scratch.buf, carry_at, carry, queue)
+                if type(carry) is bytes:
+                    code |= carry_bit | carry_args_bit
+                else:
+                    code |= carry_bit
+                    b.copy_bytes(scratch.buf, carry_at, carry, queue)
             return tiles, scratch.buf, code, epoch
 
         if not form:
@@ -215,7 +245,10 @@ class Chained(Variant):
                 acquire()
                 try:
                     tiles, buf, code, epoch = begin(n, carry)
-                    fire(tiles, src, dst, n, buf, code, epoch)
+                    if type(carry) is bytes:
+                        fire(tiles, src, dst, n, buf, code, epoch, carry_words(carry))
+                    else:
+                        fire(tiles, src, dst, n, buf, code, epoch)
                 finally:
                     release()
 
@@ -230,7 +263,7 @@ class Chained(Variant):
         def state() -> tuple:
             return (lock, scratch, plan, kind, stream_from)
 
-        return self._form_go(bound, queue, launch, begin, acquire, release, state)
+        return self._form_go(bound, queue, launch, begin, acquire, release, state, carry_words)
 
     def _form_go(
         self,
@@ -241,6 +274,7 @@ class Chained(Variant):
         acquire: Callable,
         release: Callable,
         state: Callable[[], tuple],
+        carry_words: Callable[[bytes], tuple[int, ...]],
     ) -> Callable[..., None]:
         """The form launcher's ``go`` over ``begin`` (_launcher): the segments' values as
         ``segments.args`` gives them, packed behind the plan's constants; ``go.launch_state``
@@ -265,17 +299,20 @@ class Chained(Variant):
             try:
                 tiles, buf, code, epoch = begin(n, carry)
                 head += (n, buf, code, epoch)
+                words = carry_words(carry) if type(carry) is bytes else None  # in the arguments
+                consts = None
                 if mode == "offsets":
-                    fire(tiles, head, pre(seg_array, n, tiles))  # type: ignore[misc]
+                    tail = pre(seg_array, n, tiles)  # type: ignore[misc]
                 elif mode == "flags":
-                    fire(tiles, head, (buffer(seg_array)[0], 0))
+                    tail = (buffer(seg_array)[0], 0)
                 elif mode == "rows":
                     first = getattr(src, "first", src)  # the row length's unused buffer
-                    fire(tiles, head, (buffer(first)[0], row_len))
-                elif row_len:  # rows of whole tiles: the plain program restarts at each
-                    fire(tiles, head, (), constants(launch, row_len // tile))
+                    tail = (buffer(first)[0], row_len)
                 else:
-                    fire(tiles, head, ())
+                    tail = ()
+                    if row_len:  # rows of whole tiles: the plain program restarts at each
+                        consts = constants(launch, row_len // tile)
+                fire(tiles, head, tail, consts, words)
             finally:
                 release()
 

@@ -34,7 +34,7 @@ JS_STATIC_ASSERT(js_chained_storage_size, sizeof(js_chained_storage) == JS_CHAIN
 JS_STATIC_ASSERT(js_park_size, sizeof(js_val[JS_PARK][JS_V][JS_T]) + sizeof(T[JS_PARK][JS_T]) == JS_PARK_BYTES);
 #endif
 
-JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 wait_limit, js_u32 block_every, js_u32 row_tiles JS_SEG_PARAMS)
+JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_u32* ctrl, js_u32 kind, js_u32 epoch, js_u32 spin_limit, js_u32 wait_limit, js_u32 block_every, js_u32 row_tiles, js_size carry0, js_size carry1, js_size carry2, js_size carry3 JS_SEG_PARAMS)
 {
     JS_LOCAL_DECL js_chained_storage sh;
 #if JS_PARK
@@ -84,11 +84,15 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #endif
     /* a scan from a carry (deterministic and row scans take none: the host says so) */
     int carry = (kind & JS_CARRY_BIT) != 0u;
+    /* its bits: in carry0..3 (a value the host knows), else in the control words */
+    int carry_args = (kind & JS_CARRY_ARGS_BIT) != 0u;
+#define JS_CARRY_VALUE js_carry(ctrl, carry_args, carry0, carry1, carry2, carry3)
+    (void)carry_args;  /* a deterministic scan takes no carry */
 #if JS_LANES && !JS_SEGMENTED
     /* whole one-thread tiles store around the cache where the host asks */
     int stream = (kind & JS_STREAM_BIT) != 0u;
 #endif
-    kind &= ~(JS_CARRY_BIT | JS_STREAM_BIT);
+    kind &= ~(JS_CARRY_BIT | JS_STREAM_BIT | JS_CARRY_ARGS_BIT);
     js_walk w = {JS_IDENTITY, 0, 0u, spin_limit, (js_i64)row_first, 0u, wait_limit, epoch, tile == row_first};
     js_i64 cur = (js_i64)tile - 1;
 #if JS_DETERMINISTIC
@@ -125,7 +129,7 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
 #endif
 
     /* what this tile posts: its aggregate, or the first tile's inclusive prefix from a carry */
-#define JS_OWN_POST(a) (carry && tile == row_first ? js_op(js_carry(ctrl), (a)) : (a))
+#define JS_OWN_POST(a) (carry && tile == row_first ? js_op(JS_CARRY_VALUE, (a)) : (a))
 
 #if JS_PARK && JS_ONE_SCAN_SITE
 #error "parked vectors need the own tile scanned before the protocol loop"
@@ -253,7 +257,7 @@ JS_UNROLL
             js_post(state, epoch, tile, JS_INCLUSIVE, tile > row_first ? js_op(sh.lb.prefix, agg) : agg);
 #else
         if (carry && w.bottom)  /* the walk reached the first tile: the carry goes first */
-            w.prefix = tile == row_first ? js_carry(ctrl) : js_op(js_carry(ctrl), w.prefix);
+            w.prefix = tile == row_first ? JS_CARRY_VALUE : js_op(JS_CARRY_VALUE, w.prefix);
         if (posts && tile > row_first && !serial)
             js_post(state, epoch, tile, JS_INCLUSIVE, js_op(w.prefix, agg));
         sh.lb.prefix = w.prefix;

@@ -101,10 +101,26 @@ JS_DEVICE_FN int js_insert(JS_GLOBAL js_sw* state, js_u32 epoch, js_u32 tile, T 
 }
 
 /* The carry of a scan from a value: it goes on the left of everything, and of a segmented
- * scan up to its first head (as a pair without a head, the lifted operator does that). */
-JS_DEVICE_FN T js_carry(JS_GLOBAL js_u32* ctrl)
+ * scan up to its first head (as a pair without a head, the lifted operator does that). Its
+ * bits come in the launch's arguments (``in_args``: a value the host knows, with no copy
+ * queued before the launch) or in the control words (a value on the device, copied there). */
+JS_STATIC_ASSERT(js_carry_fits, sizeof(js_val) <= 4 * sizeof(js_u64));
+JS_DEVICE_FN T js_carry(JS_GLOBAL js_u32* ctrl, int in_args, js_u64 w0, js_u64 w1, js_u64 w2, js_u64 w3)
 {
-    js_val v = *(JS_GLOBAL const js_val*)(ctrl + JS_CTRL_CARRY);
+    js_val v;
+    if (in_args) {
+        union {
+            js_u64 w[4];
+            js_val v;
+        } u;
+        u.w[0] = w0;
+        u.w[1] = w1;
+        u.w[2] = w2;
+        u.w[3] = w3;
+        v = u.v;
+    } else {
+        v = *(JS_GLOBAL const js_val*)(ctrl + JS_CTRL_CARRY);
+    }
 #if JS_SEGMENTED
     return js_pair(0u, v);
 #else
