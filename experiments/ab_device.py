@@ -42,6 +42,7 @@ def cases(js: ModuleType, log2n: int) -> dict[str, Callable[[], object]]:
     off = cupy.asarray(np.r_[0, cuts[cuts > 0], n].astype(np.int64))
     flags = cupy.zeros(n, np.uint8)
     flags[off[:-1]] = 1
+    out["scan int32 initial=1"] = lambda: js.scan(x, initial=1, out=y)
     out["segmented offsets int32"] = lambda: js.segmented_cumsum(x, offsets=off, out=y)
     out["segmented flags int32"] = lambda: js.segmented_cumsum(x, flags=flags, out=y)
     out["segmented_reduce int32"] = lambda: js.segmented_reduce(x, offsets=off)

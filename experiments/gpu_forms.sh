@@ -3,6 +3,7 @@
 #   experiments/gpu_forms.sh bench   build the compiled call, then the per-call bench of every
 #                                    form (int32) and segmented_reduce by variant at small sizes
 #   experiments/gpu_forms.sh tests   build, then the whole test suite on both backends
+#   experiments/gpu_forms.sh ab      build, then device time against the tree in .dev/base, in turns
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -20,6 +21,9 @@ case "$what" in
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
     grep -E "host \||^\| 2|isolated \| (flat|seg|tuple|axis|init)" "$OUT/forms.md" | head -60
     cat "$OUT/seg_small.md"; grep -E "host \|" "$OUT/ocl.md" ;;
+  ab)  # device time against the tree in .dev/base (ab_device.py's BASE), sizes ${AB:-20,24,28}
+    PYTHONPATH=$PWD/.dev/base:$PYTHONPATH BASE=.dev/base timeout 300 python3 experiments/ab_device.py ${AB:-20,24,28} \
+      > "$OUT/ab.md" 2>&1; cat "$OUT/ab.md" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
