@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import backends, variants
+from ..backends import targets
 from ..dtypes import lookup
 from ..kernels.spec import KINDS, SEGMENTED, check_choice
 from ..operators import Monoid, resolve
@@ -312,6 +313,7 @@ def source(
     variant: str | None = None,
     backend: str | None = None,
     segmented: str = "",
+    device: str | None = None,
     **knobs: Any,
 ) -> str:
     """The generated kernel source for a scan of large inputs, as the backend would compile it.
@@ -320,6 +322,10 @@ def source(
     of that backend (a 32-lane GPU for CUDA, a CPU for OpenCL). The launch arguments
     (kind, spin limit, simulated blocking) head the text as comments. ``segmented``
     ("flags", "offsets" or "rows", as in :func:`jitscan.plan`) gives a segmented scan's.
+    ``device`` names a GPU target to render for instead, as its compiler names it:
+    "gfx90a", "gfx942", "gfx1100" (AMD, for ROCm's HIP), "sm_80", "sm_90", "sm_100"
+    (NVIDIA); the backend is then "cupy" (CUDA C, which is also HIP). The program
+    stops its own compile for a target of another subgroup width.
     """
     check_knobs(knobs)
     check_choice("kind", kind, KINDS)
@@ -328,8 +334,14 @@ def source(
     v = variants.require(variant)
     check_form(kind, v.name, segmented)  # what plan() refuses has no source either
     monoid = resolve(op)
-    b = backends.get(backend) if backend is not None else backends.default()
-    info = b.device_info(b.queue_for(None)) if b.available() else backends.typical_device(b.name)
+    if device is not None:
+        if backend not in (None, "cupy"):
+            raise ValueError(f"device={device!r} is a CUDA or HIP target: its programs are backend='cupy''s")
+        b = backends.get("cupy")
+        info = targets.target(device)
+    else:
+        b = backends.get(backend) if backend is not None else backends.default()
+        info = b.device_info(b.queue_for(None)) if b.available() else backends.typical_device(b.name)
     program_knobs = {k: val for k, val in knobs.items() if k not in LAUNCH_KNOBS}
     spec = tuning.spec_for(
         info,

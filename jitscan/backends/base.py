@@ -87,6 +87,10 @@ class DeviceInfo:
         Bytes of the vectors the device prefers (OpenCL's preferred vector width of int,
         times 4): a CPU's vector registers, 64 with AVX-512, 32 with AVX2, 16 with SSE or
         NEON. 16 where unknown.
+    arch : str
+        The GPU architecture programs are compiled for, as its compiler names it: an AMD
+        target ("gfx90a", "gfx942", "gfx1100": ROCm's, whose defaults are their own) or an
+        NVIDIA one ("sm_90"); "" where unknown (``backends.targets`` describes them).
     """
 
     name: str
@@ -105,6 +109,12 @@ class DeviceInfo:
     cache_bytes: int = 0
     partial_windows: bool = True
     vector_bytes: int = 16
+    arch: str = ""
+
+    @property
+    def amd(self) -> bool:
+        """Whether it is an AMD GPU (ROCm's HIP): defaults of their own (tuning.geometry)."""
+        return self.arch.startswith("gfx")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ where a kernel can read a clock, the watchdog also stops a wait that has lasted
     The time-stamp counter of an x86-64 host whose counter is invariant (``constant_tsc``
     and ``nonstop_tsc``): read by PoCL's kernels, which run on the host's own cores. Its
     rate is measured once per process against :func:`time.perf_counter`.
+``wall_clock64``
+    HIP's constant-rate counter on AMD GPUs, at the rate ROCm documents for its
+    Instinct and RDNA parts, 100 MHz (``hipDeviceAttributeWallClockRate``). A device whose
+    counter ran at another rate would bound a wait by a proportionally other time.
 
 Other devices have no clock jitscan can read (OpenCL C has none); there only the spin
 limit bounds a wait.
@@ -25,6 +29,7 @@ import time
 from functools import cache
 
 GLOBALTIMER_HZ = 1e9
+WALL_CLOCK_HZ = 1e8
 
 
 @cache
@@ -69,6 +74,8 @@ def ticks_per_second(clock: str) -> float:
     """How many ticks of ``clock`` make a second."""
     if clock == "globaltimer":
         return GLOBALTIMER_HZ
+    if clock == "wall_clock64":
+        return WALL_CLOCK_HZ
     if clock == "tsc":
         tsc = _tsc_reader()
         tsc()  # compiled before the clock starts

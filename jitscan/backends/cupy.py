@@ -5,8 +5,8 @@ cached in memory per (program, device) and on disk by CuPy itself (``RawModule``
 compiles through CuPy's kernel cache, ``$CUPY_CACHE_DIR``, default
 ``~/.cupy/kernel_cache``), so a new process loads a program it built before instead
 of running NVRTC again. The source is also valid HIP: the warp size comes from the
-device, and every intrinsic sits behind the dialect's macros (ROCm is untested here:
-no AMD GPU was available).
+device, and every intrinsic sits behind the dialect's macros. CI compiles the programs for
+ROCm's targets (tests/test_target_compile.py); none has run on AMD hardware.
 """
 
 from __future__ import annotations
@@ -507,6 +507,10 @@ class CupyBackend(Backend):
             props = cupy.cuda.runtime.getDeviceProperties(dev)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else str(name)
+            hip = cupy.cuda.runtime.is_hip
+            # the compiler's name of the target: ROCm's gcnArchName ("gfx90a:sramecc+:xnack-")
+            arch = props.get("gcnArchName", b"") if hip else f"sm_{props['major']}{props['minor']}"
+            arch = (arch.decode() if isinstance(arch, bytes) else str(arch)).split(":")[0]
             self._info[dev] = DeviceInfo(
                 name=name,
                 backend=self.name,
@@ -516,14 +520,15 @@ class CupyBackend(Backend):
                 int64_atomics=True,
                 fp64=True,
                 local_memory=int(props["sharedMemPerBlock"]),  # the static limit, 48 KiB
-                # PTX's %globaltimer; HIP's wall clock is not read yet: spins alone there
-                clock="" if cupy.cuda.runtime.is_hip else "globaltimer",
+                # PTX's %globaltimer; HIP's constant-rate wall clock (backends.clock)
+                clock="wall_clock64" if hip else "globaltimer",
                 registers=int(props["regsPerBlock"]),
                 # PTX caps a thread at 255 registers (CUDA's programming guide, "Technical
                 # Specifications"); HIP's cap depends on the wave size: not checked
-                thread_registers=None if cupy.cuda.runtime.is_hip else 255,
+                thread_registers=None if hip else 255,
                 driver=str(cupy.cuda.runtime.driverGetVersion()),
                 compute_units=int(props["multiProcessorCount"]),
+                arch=arch,
             )
         return self._info[dev]
 

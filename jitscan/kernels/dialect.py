@@ -138,6 +138,8 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
             "globaltimer": "js_clock_ptx()",
             # the host CPU's invariant time-stamp counter: a CPU device runs on the host
             "tsc": "__builtin_readcyclecounter()",
+            # HIP's constant-rate counter on AMD GPUs (ROCm: hipDeviceAttributeWallClockRate)
+            "wall_clock64": "wall_clock64()",
         }[spec.clock]
         lines = ["#define JS_HAVE_CLOCK 1", f"#define JS_CLOCK() ((js_u64){read})"]
         if spec.clock == "globaltimer":
@@ -460,8 +462,28 @@ class CUDADialect(Dialect):
     """CUDA C++ for NVRTC; the same text compiles as HIP for ROCm (hipRTC).
 
     The subgroup is the warp (wavefront), its size read from the device and baked
-    in as JS_SG; shuffles go through the intrinsics both toolchains provide.
+    in as JS_SG; shuffles go through the intrinsics both toolchains provide. A program
+    compiled for a target whose subgroup is another width stops the compile (epilogue).
     """
+
+    def epilogue(self, spec: ScanSpec) -> str:
+        # a scan rendered for another width would compile and give wrong results: the
+        # compiler's own width decides (HIP: the target's wavefront; CUDA: the warp is 32)
+        sg = spec.subgroup
+        fix = "render it for this device (jitscan.source(..., device=TARGET))"
+        hip = f"this program was rendered for subgroups of {sg} lanes, but this target's wavefront is not"
+        cuda = f"this program was rendered for subgroups of {sg} lanes, but CUDA's warps are 32 lanes"
+        return (
+            "#if defined(__HIP_DEVICE_COMPILE__)\n"
+            "#if __AMDGCN_WAVEFRONT_SIZE != JS_SG\n"
+            f'#error "jitscan: {hip} {sg} lanes wide: {fix}"\n'
+            "#endif\n"
+            "#elif defined(__CUDA_ARCH__)\n"
+            "#if JS_SG != 32\n"
+            f'#error "jitscan: {cuda} wide: {fix}"\n'
+            "#endif\n"
+            "#endif\n"
+        )
 
     name = "cuda"
     u64_suffix = "ULL"

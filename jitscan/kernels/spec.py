@@ -42,7 +42,7 @@ KIND_CARRY_ARGS = 16
 CARRY_BYTES = 32
 TILE_STATES = ("packed", "split")
 #: device clocks a kernel can read (backends.clock): none, NVIDIA's %globaltimer, an x86 TSC
-CLOCKS = ("", "globaltimer", "tsc")
+CLOCKS = ("", "globaltimer", "tsc", "wall_clock64")
 #: shared memory a workgroup may give its parked vectors (ScanSpec.parked_vectors); the
 #: default segmented tiles park 6-8 KiB
 PARK_BYTES = 16 << 10

@@ -192,6 +192,15 @@ def geometry(
             # heads, 430 chained segmented_reduce; shapes with more registers per
             # thread reached 160-275 on flags
             threads, vectors, min_blocks, window = 128, 4, 8, 0
+        if info.amd:
+            # ROCm: no H100 occupancy bound (clang then spilled to meet it: the int32
+            # scan's 168 VGPRs with 224 bytes of scratch a lane for gfx90a). Unbounded,
+            # as its compiler reports them (experiments/amd_shapes.md, int32 and float64):
+            # 256 x 8 holds 116-142 VGPRs, no spill, 3-4 waves a SIMD on gfx90a and gfx942
+            # and 10-12 on gfx1100; segmented 256 x 4 holds 92-127, no spill, 3-5 and 12-16
+            # (128 x 16 and segmented 256 x 8 spill on gfx1100 or run 1-2 waves). Not
+            # measured on AMD hardware: chosen to compile without spills at a fair occupancy
+            threads, vectors, min_blocks = 256, (4 if segmented or nbytes <= 1 << 19 else 8), 0
     elif info.is_gpu:
         threads, vectors = 128, 8
     else:
@@ -432,6 +441,9 @@ def spec_for(
             if deterministic:
                 wide = seg_window if segmented else deterministic_window(n, dtype, geo["threads"], kind)
             width = lookback_window(info, geo["threads"], wide)
+    if info.amd and min_blocks is None:
+        # no occupancy bound measured on NVIDIA reaches ROCm (geometry: clang spills to meet it)
+        geo["min_blocks"] = 0
     spec = ScanSpec(
         variant=variant,
         dtype=dtype.name,

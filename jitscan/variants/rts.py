@@ -37,7 +37,13 @@ class ReduceThenScan(Variant):
     caps = Capabilities(deterministic="always", reductions=True)
 
     def shape(self, info: DeviceInfo, segmented: str, kind: str) -> dict[str, int]:
-        if info.is_gpu and info.shuffle_width and segmented == "offsets" and kind == "reduce":
+        if (
+            info.is_gpu
+            and info.shuffle_width
+            and not info.amd
+            and segmented == "offsets"
+            and kind == "reduce"
+        ):
             # no tile waits on another here, so registers buy loads in flight: 128 x 16
             # with 4 blocks per SM measured best (539 Ge/s at mean length 1000, against
             # 522-529 for 256 x 8 and 478 for 256 x 4)

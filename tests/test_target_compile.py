@@ -1,0 +1,294 @@
+"""Every program a user can get, compiled for the GPUs jitscan describes (backends.targets).
+
+ROCm: clang-19 compiles the CUDA dialect's text as HIP for gfx90a, gfx942 and gfx1100,
+with ROCm's HIP headers and device libraries (Debian's clang-19, libamdhip64-dev and
+rocm-device-libs; .ci/run installs them). Debian's device libraries stop at gfx940, so
+the one-constant ISA-version libraries of gfx942 and gfx1100 are built here from LLVM IR,
+in a temporary directory. Each program must compile without a warning, and its kernels
+must not spill (clang's kernel-resource-usage remarks: no scratch, no spilled VGPR). A
+program rendered for another wavefront stops its own compile.
+
+NVIDIA: nvcc, where installed, compiles the same programs for sm_80, sm_90 and sm_100.
+
+These compile without a GPU; they say nothing of how the programs run on one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import jitscan
+from jitscan import variants
+from jitscan.backends import targets
+from jitscan.dtypes import lookup, value_type
+from jitscan.operators import resolve
+from jitscan.plan import tuning
+
+CLANG = shutil.which("clang-19")
+HIP_HEADER = Path("/usr/include/hip/hip_runtime.h")
+DEVICE_LIBS = Path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
+NVCC = shutil.which("nvcc")
+AMD = ("gfx90a", "gfx942", "gfx1100")
+NVIDIA = ("sm_80", "sm_90", "sm_100")
+#: the ISA versions Debian's device libraries lack (the value of __oclc_ISA_version)
+MISSING_ISA = {"942": 9402, "1100": 11000}
+
+needs_rocm = pytest.mark.skipif(
+    not (CLANG and HIP_HEADER.exists() and (DEVICE_LIBS / "ocml.bc").exists()),
+    reason="clang-19, ROCm's HIP headers and device libraries are not installed "
+    "(apt-get install clang-19 lld-19 libamdhip64-dev rocm-device-libs)",
+)
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+
+
+def programs(target: str) -> dict[str, str]:
+    """Every program a user can get for ``target``, by a name saying which: each variant,
+    kind, segmented mode and tile-state encoding, at the sizes whose shapes differ, for
+    32- and 64-bit integers and floats (int32 and float64 in every form); conversions as
+    they load; deterministic forms; a Python operator; tuple values."""
+    info = targets.target(target)
+    out: dict[str, str] = {}
+
+    def add(name: str, variant: str, **kw: object) -> None:
+        try:
+            spec = tuning.spec_for(info, variant=variant, **kw)  # type: ignore[arg-type]
+            variants.get(variant).check(spec)
+        except ValueError:
+            return  # not a program a call can get
+        out[name] = variants.get(variant).source(spec, "cuda")
+
+    add_ = resolve("add")
+    for variant in ("fallback", "lookback", "rts"):
+        for kind in ("inclusive", "exclusive", "reduce"):
+            for seg in ("", "flags", "rows", "offsets"):
+                for dt in ("int32", "float64"):
+                    for n in (1 << 16, 1 << 22, None):  # small, middle and large shapes
+                        tag = f"{variant} {kind} {seg or 'flat'} {dt} n={n}"
+                        add(tag, variant, kind=kind, dtype=lookup(dt), monoid=add_, segmented=seg, n=n)
+    for dt in ("int64", "float32", "uint32"):
+        add(f"fallback inclusive flat {dt}", "fallback", kind="inclusive", dtype=lookup(dt), monoid=add_)
+    for op in ("max", "min", "mul", "xor"):
+        add(
+            f"fallback inclusive flat int32 {op}",
+            "fallback",
+            kind="inclusive",
+            dtype=lookup("int32"),
+            monoid=resolve(op),
+        )
+    add(
+        "fallback split tile state",
+        "fallback",
+        kind="inclusive",
+        dtype=lookup("int32"),
+        monoid=add_,
+        tile_state="split",
+    )
+    add(
+        "fallback int8 loaded as int32",
+        "fallback",
+        kind="inclusive",
+        dtype=lookup("int32"),
+        monoid=add_,
+        in_dtype="int8",
+    )
+    add(
+        "fallback rows of whole tiles",
+        "fallback",
+        kind="inclusive",
+        dtype=lookup("int32"),
+        monoid=add_,
+        row_tiles=True,
+    )
+    for seg in ("", "flags"):
+        for n in (1 << 16, 1 << 22, None):
+            f32 = lookup("float32")
+            tag = f"deterministic {seg or 'flat'} float32 n={n}"
+            add(
+                tag,
+                "fallback",
+                kind="inclusive",
+                dtype=f32,
+                monoid=add_,
+                segmented=seg,
+                n=n,
+                deterministic=True,
+            )
+    add("memcpy", "memcpy", kind="inclusive", dtype=lookup("int32"), monoid=add_)
+    python_add = jitscan.operator(lambda a, b: a + b, identity=0.0, name="py_add")
+    add(
+        "fallback Python operator float32",
+        "fallback",
+        kind="inclusive",
+        dtype=lookup("float32"),
+        monoid=python_add,
+    )
+    argmax = jitscan.operator(
+        lambda a, b: (b[0], b[1]) if b[0] > a[0] else (a[0], a[1]), identity=(-1e30, 0), name="argmax_t"
+    )
+    pair = value_type(("float32", "int64"))
+    for n in (1 << 16, None):
+        add(
+            f"tuple argmax n={n}",
+            "fallback",
+            kind="inclusive",
+            dtype=pair,
+            monoid=argmax,
+            n=n,
+            index_fields=(1,),
+        )
+        add(
+            f"tuple argmax reduce n={n}",
+            "fallback",
+            kind="reduce",
+            dtype=pair,
+            monoid=argmax,
+            n=n,
+            index_fields=(1,),
+        )
+    affine = jitscan.operator(
+        lambda p, q: (p[0] * q[0], p[1] * q[0] + q[1]), identity=(1.0, 0.0), name="affine_t"
+    )
+    for n in (1 << 16, None):
+        add(f"tuple affine n={n}", "fallback", kind="inclusive", dtype=value_type(("float32", "float32")),
+            monoid=affine, n=n, outputs=(1,))  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def device_libs():
+    """A directory of ROCm's device libraries with the ISA versions Debian's lack, built here."""
+    with tempfile.TemporaryDirectory(prefix="jitscan-rocm-") as d:
+        root = Path(d)
+        for lib in DEVICE_LIBS.glob("*.bc"):
+            (root / lib.name).symlink_to(lib)
+        for name, version in MISSING_ISA.items():
+            ll = root / f"isa_{name}.ll"
+            ll.write_text(
+                'target triple = "amdgcn-amd-amdhsa"\n'
+                "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) "
+                f"constant i32 {version}, align 4\n"
+            )
+            run = subprocess.run(
+                [CLANG, "--target=amdgcn-amd-amdhsa", "-nogpulib", "-c", "-emit-llvm", str(ll), "-o",
+                 str(root / f"oclc_isa_version_{name}.bc")],
+                capture_output=True, text=True,
+            )  # fmt: skip
+            assert run.returncode == 0, run.stderr
+        yield root
+
+
+REMARK = re.compile(
+    r"remark: +(Function Name|VGPRs Spill|ScratchSize \[bytes/lane\]|Occupancy \[waves/SIMD\]): (\S+)"
+)
+
+
+def hip_compile(source: str, arch: str, libs: Path, work: Path) -> tuple[int, str, dict[str, dict[str, str]]]:
+    """(exit status, the compiler's other output, each kernel's resource remarks)."""
+    src = work / "p.cu"
+    src.write_text(source)
+    run = subprocess.run(
+        [CLANG, "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "--no-gpu-bundle-output", "-O3",
+         "-std=c++17", "--rocm-path=/usr", f"--rocm-device-lib-path={libs}", "-include", "hip/hip_runtime.h",
+         "-Rpass-analysis=kernel-resource-usage", "-c", str(src), "-o", str(work / "p.co")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    kernels: dict[str, dict[str, str]] = {}
+    name = ""
+    for m in REMARK.finditer(run.stderr):
+        if m.group(1) == "Function Name":
+            name = m.group(2)
+            kernels[name] = {}
+        else:
+            kernels[name][m.group(1)] = m.group(2)
+    # the remarks echo their source line: what counts is a warning or an error
+    other = "\n".join(line for line in run.stderr.splitlines() if "warning:" in line or "error:" in line)
+    return run.returncode, other, kernels
+
+
+def compile_all(target: str, compile_one) -> list[str]:
+    """What is wrong with each program of ``target``, compiled on every core."""
+    progs = programs(target)
+    assert len(progs) > 150, f"{target}: only {len(progs)} programs"  # the matrix stays whole
+    names: dict[str, list[str]] = {}  # each text once: sizes of one shape render alike
+    for name, source in progs.items():
+        names.setdefault(source, []).append(name)
+
+    def one(item: tuple[str, list[str]]) -> str | None:
+        with tempfile.TemporaryDirectory() as d:
+            return compile_one(" / ".join(item[1]), item[0], Path(d))
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return [e for e in pool.map(one, names.items()) if e]
+
+
+@needs_rocm
+@pytest.mark.parametrize("arch", AMD)
+def test_every_program_compiles_for_rocm_without_a_warning_or_a_spill(arch, device_libs):
+    def check(name: str, source: str, work: Path) -> str | None:
+        rc, other, kernels = hip_compile(source, arch, device_libs, work)
+        if rc or other:
+            return f"{name}: exit {rc}: {other[:400]}"
+        if not kernels:
+            return f"{name}: no kernel's resources reported"
+        for kernel, use in kernels.items():
+            scratch, spill = int(use["ScratchSize [bytes/lane]"]), int(use["VGPRs Spill"])
+            if scratch or spill:
+                return f"{name}: {kernel} spills ({spill} VGPRs, {scratch} bytes of scratch a lane)"
+        return None
+
+    wrong = compile_all(arch, check)
+    assert not wrong, "\n".join(wrong)
+
+
+@needs_rocm
+def test_a_program_rendered_for_another_wavefront_stops_its_own_compile(device_libs, tmp_path):
+    wave32 = jitscan.source("int32", device="gfx1100")  # 32 lanes
+    rc, other, _ = hip_compile(wave32, "gfx942", device_libs, tmp_path)  # a 64-lane target
+    assert rc != 0 and "rendered for subgroups of 32 lanes" in other and "device=TARGET" in other
+    rc, other, _ = hip_compile(jitscan.source("int32", device="gfx942"), "gfx942", device_libs, tmp_path)
+    assert rc == 0 and not other
+
+
+def test_amd_targets_take_their_own_wavefront_clock_and_no_nvidia_occupancy_bound():
+    for arch, lanes in (("gfx90a", 64), ("gfx942", 64), ("gfx1100", 32)):
+        src = jitscan.source("int32", device=arch, variant="lookback")
+        assert f"#define JS_SG {lanes}" in src and "wall_clock64()" in src
+        assert "__launch_bounds__(256)" in src  # the threads alone: no blocks-per-CU bound
+    info = targets.target("gfx942")
+    for n in (1 << 10, 1 << 22, 1 << 28):
+        for seg in ("", "flags", "offsets"):
+            assert tuning.geometry(info, lookup("int32"), n, seg)["min_blocks"] == 0
+    assert "%globaltimer" in jitscan.source("int32", device="sm_90", variant="lookback")
+    with pytest.raises(ValueError, match="targets: gfx90a"):
+        jitscan.source("int32", device="gfx803")
+    with pytest.raises(ValueError, match="backend='cupy'"):
+        jitscan.source("int32", device="gfx942", backend="opencl")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", NVIDIA)
+def test_every_program_compiles_for_nvidia_without_a_warning(arch):
+    def check(name: str, source: str, work: Path) -> str | None:
+        src = work / "p.cu"
+        src.write_text(source)
+        run = subprocess.run(
+            # 177: a static function declared but not called; the headers hold some that a
+            # given kernel does not call (NVRTC, which CuPy compiles with, says nothing)
+            [NVCC, f"-arch={arch}", "-std=c++17", "--fmad=false", "-diag-suppress", "177", "-c", str(src),
+             "-o", str(work / "p.o")],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if run.returncode or "warning" in run.stderr:
+            return f"{name}: exit {run.returncode}: {run.stderr[:400]}"
+        return None
+
+    wrong = compile_all(arch, check)
+    assert not wrong, "\n".join(wrong)
