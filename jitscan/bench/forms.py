@@ -27,8 +27,8 @@ The segments (offsets and flags describe the same ones) have geometric lengths o
 ``torch.cumsum(x2d, dim=1, out=)`` and ``torch.sum(x2d, dim=1, out=)``; on OpenCL,
 PyOpenCL's scans (:mod:`jitscan.bench.peers`) and a segmented ``GenericScanKernel`` on
 the same flags. :data:`REFERENCES` names the row each form's ratios are taken to: on
-CUDA CUB's flat scan of the same element count for the flat and segmented scans (the
-target of issue 47 for a segmented scan), CUB's segmented reduction for a segmented
+CUDA CUB's flat scan of the same element count for the flat and segmented scans (what a
+segmented scan is held to), CUB's segmented reduction for a segmented
 reduction, torch for the axis forms, jitscan's own flat ``cumsum(x, out=y)`` for the
 tuple scan; on OpenCL jitscan's flat ``cumsum(x, out=y)`` for every other form.
 
