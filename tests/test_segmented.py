@@ -445,6 +445,26 @@ def test_device_offsets_stay_on_the_device(backend, rng):
         np.testing.assert_array_equal(b.to_host(red), seg_reduce_reference(x, off, "add"))
 
 
+def test_float_sums_by_offsets_of_device_arrays_give_numpys_zero_without_the_host_waiting(
+    backend, monkeypatch
+):
+    # a sum of negative zeros is +0.0 in NumPy: made so on the device, never by reading back
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    x = b.to_device(-np.zeros(64, np.float32), q)
+    x2 = b.to_device(-np.zeros((4, 16), np.float64), q)
+    d_off = b.to_device(np.array([0, 16, 16, 64], np.int64), q)
+    for _ in range(2):  # the first call and the warm one
+        with monkeypatch.context() as m:
+            for read in ("to_host", "read_u32"):
+                m.setattr(b, read, lambda *a, **k: pytest.fail("a read back to the host"))
+            red = jitscan.segmented_reduce(x, offsets=d_off)
+            lanes = jitscan.reduce(x2, axis=1)
+        for got, n in ((red, 3), (lanes, 4)):
+            host = b.to_host(got)
+            assert host.shape == (n,) and not np.signbit(host).any()
+
+
 @pytest.mark.parametrize(
     ("offsets", "message"),
     [

@@ -543,6 +543,11 @@ class Backend(ABC):
     def replace_nan(self, arr: Any, value: float) -> Any:
         """A copy of a float array with every NaN replaced by ``value``."""
 
+    def plus_zero(self, arr: Any) -> Any:
+        """``arr + 0.0`` of a float array, on the device and without the host waiting: a
+        sum's zeros as NumPy's (+0.0, where -0.0 + +0.0 is +0.0), every other value kept."""
+        return arr + arr.dtype.type(0)
+
     @abstractmethod
     def copy(self, dst: Any, src: Any) -> None:
         """Device-to-device copy of equal-sized contiguous arrays."""

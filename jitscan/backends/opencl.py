@@ -24,12 +24,14 @@ from .opencl_programs import GATHER, CLProgram, build_program, compile_program
 try:  # optional dependency
     import pyopencl as cl
     import pyopencl.array as cl_array
+    import pyopencl.elementwise as cl_elementwise
     import pyopencl.tools as cl_tools
 
     _IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - depends on the machine
     cl = None
     cl_array = None
+    cl_elementwise = None
     cl_tools = None
     _IMPORT_ERROR = (
         f'pyopencl is not installed ({exc}); pip install "pyopencl[pocl]" (PoCL gives a CPU '
@@ -54,6 +56,8 @@ POLL_SECONDS = 1e-3
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 
+#: the OpenCL C types of the float dtypes plus_zero takes
+_CL_FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 #: write_bytes' copies held at once (their events keep the host bytes alive)
 _WRITES_HELD = 256
 
@@ -121,6 +125,8 @@ class OpenCLBackend(Backend):
         #: the last writes of write_bytes, each a NannyEvent that keeps its host bytes alive
         #: (and waits for its copy when let go: only the oldest of _WRITES_HELD queued ones)
         self._writes: deque = deque(maxlen=_WRITES_HELD)
+        #: plus_zero's kernel by context and dtype
+        self._plus_zero: dict[tuple, Any] = {}
         #: threads meeting a fresh backend at once make one default queue, one device info
         #: (a probe build on NVIDIA), one build of each program, one pool and sibling a queue
         self._once = Once()
@@ -577,6 +583,21 @@ class OpenCLBackend(Backend):
         with _ELEMENTWISE:
             fill = cl_array.empty_like(arr).fill(arr.dtype.type(value))
             return cl_array.if_positive(arr == arr, arr, fill)
+
+    def plus_zero(self, arr: Any) -> Any:
+        # PyOpenCL makes x + 0 a copy of x, -0.0 and all: a kernel of its own (one launch)
+        key = (arr.context.int_ptr, arr.dtype)
+        add = self._plus_zero.get(key)
+        if add is None:
+            with _ELEMENTWISE:
+                add = self._plus_zero[key] = cl_elementwise.ElementwiseKernel(
+                    arr.context, f"{_CL_FLOATS[arr.dtype]} *y, const {_CL_FLOATS[arr.dtype]} *x",
+                    f"y[i] = x[i] + ({_CL_FLOATS[arr.dtype]})0", "js_plus_zero",
+                )  # fmt: skip
+        out = cl_array.empty_like(arr)
+        with _ELEMENTWISE:
+            add(out, arr, queue=arr.queue)
+        return out
 
     def astype(self, arr: Any, dtype: np.dtype) -> Any:
         if any(d.kind == "b" or d.name == "float16" for d in (np.dtype(arr.dtype), np.dtype(dtype))):
