@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..variants.base import Fields
-from ..variants.segments import offsets_error
+from ..variants.segments import Segments, offsets_error
 from . import arrays
 from .programs import make_room
 
@@ -63,8 +63,42 @@ class FormCalls:
 
     It reads the prepared scan's ``backend``, ``segmented``, ``dtype``, ``outputs``,
     ``index_fields``, ``launch_args``, ``knobs`` and its ``_loads``, ``_np``, ``_record``,
+    ``_plain``, ``_host_queue_for``,
     ``_reduce``, ``_class_sizes``, ``_variant``, and calls ``bound`` and ``spec``.
     """
+
+    def _form_calls(self) -> None:
+        """Sets ``_form_common``, the other forms' common call: compiled where the backend
+        compiles one (Backend.form_call: not for tuple values, nor offsets checked at the
+        call), which ``_form_remember`` tells what the Python call launched; else
+        :meth:`_form_python` itself."""
+        self._form_common: Any = self._form_python
+        self._form_remember: Any = None
+        if not self._plain and not self._record and self.knobs.get("check") != "now":
+            self._form_common, self._form_remember = self.backend.form_call(
+                self._form_python, self._np, self._reduce, self._loads
+            )
+
+    def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
+        """The common segmented call on a CPU device: a scan by offsets of NumPy arrays the
+        kernels read and write in place, without the general path's moves; None where
+        ``x`` or ``out`` are not such arrays (the general path then takes the call)."""
+        loads = self._loads
+        if x.dtype not in loads:
+            return None
+        n = x.size
+        queue = self._host_queue_for(n)
+        common = self.backend.host_operands(x, out, self._np, False, queue, loads) if n else None
+        if common is None:
+            return None
+        src, dst, result = common
+        # checked on the host and read in place, as the general path's offsets
+        inp = arrays.Input(self.backend, queue, False, src, n, self.dtype, x)
+        dev, _ = arrays.device_offsets(offsets, inp)
+        heed_alarm(self.backend, queue, n)  # an earlier call's bad device offsets, on this queue
+        self.launch(src, dst, n, Segments(offsets=dev, checked=True), queue=queue, loads=loads[x.dtype])
+        self.backend.host_done(dst, queue, x.nbytes)
+        return result
 
     def _form_python(self, x: Any, out: Any, flags: Any, offsets: Any, row_len: Any, carry: Any) -> Any:
         """The call on device arrays the kernels take as they are, or None (see the module

@@ -186,15 +186,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         )
         #: the common call (Backend.common_call), once a Python operator is verified
         self.common = _long_way if self._unverified else self._common
-        #: the other forms' common call (FormCalls: segments, tuple values, rows), compiled
-        #: where the backend compiles one (Backend.form_call: not for tuple values, nor
-        #: offsets checked at the call), which remembers what the Python call launched
-        self._form_common: Any = self._form_python
-        self._form_remember: Any = None
-        if not self._plain and not self._record and knobs.get("check") != "now":
-            self._form_common, self._form_remember = self.backend.form_call(
-                self._form_python, self._np, self._reduce, self._loads
-            )
+        self._form_calls()  # the other forms' common call (FormCalls)
         #: the other forms' common call, once a Python operator is verified
         self.form_common = _no_form if self._unverified or self._plain else self._form_common
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
@@ -325,27 +317,6 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         if error is None:
             raise exc
         raise error from exc
-
-    def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
-        """The common segmented call on a CPU device: a scan by offsets of NumPy arrays the
-        kernels read and write in place, without the general path's moves; None where
-        ``x`` or ``out`` are not such arrays (the general path then takes the call)."""
-        loads = self._loads
-        if x.dtype not in loads:
-            return None
-        n = x.size
-        queue = self._host_queue_for(n)
-        common = self.backend.host_operands(x, out, self._np, False, queue, loads) if n else None
-        if common is None:
-            return None
-        src, dst, result = common
-        # checked on the host and read in place, as the general path's offsets
-        inp = arrays.Input(self.backend, queue, False, src, n, self.dtype, x)
-        dev, _ = arrays.device_offsets(offsets, inp)
-        heed_alarm(self.backend, queue, n)  # an earlier call's bad device offsets, on this queue
-        self.launch(src, dst, n, Segments(offsets=dev, checked=True), queue=queue, loads=loads[x.dtype])
-        self.backend.host_done(dst, queue, x.nbytes)
-        return result
 
     def verify(self, x: Any) -> None:
         """Check a Python operator's identity and associativity on values of ``x``.
