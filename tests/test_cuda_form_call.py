@@ -30,6 +30,7 @@ from jitscan.backends.launch import (
 )
 
 _cuda_call = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+from test_cuda_call import _PROTOTYPE, _Memory  # noqa: E402 - the plain call's stand-ins, after the skip
 
 TILE, HEADER, PER_TILE, LIMIT, THREADS, PRE_THREADS = 512, 64, 16, 1000, 256, 128
 KIND, STREAM_BIT = 3, 1 << 8
@@ -48,11 +49,6 @@ MODES = {"flags": 1, "rows": 2, "offsets": 3}
 CONSTS = [11, 12, 13, 14]  # what the launcher packed once
 
 
-class _Memory:
-    def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
-
-
 class Arr:
     """What the compiled call reads of a cupy.ndarray; ``Arr(shape, dtype)`` is a new one
     (at ``NEW``), as the call makes a result."""
@@ -68,16 +64,6 @@ class Arr:
         self._c_contiguous = contiguous
         self.ndim = len(self.shape)
         self.nbytes = size * self.dtype.itemsize
-
-
-_PROTOTYPE = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
-    *[ctypes.c_uint] * 7,
-    ctypes.c_void_p,
-    ctypes.POINTER(ctypes.c_void_p),
-    ctypes.c_void_p,
-)
 
 
 class FormRig:

@@ -62,39 +62,28 @@ def _scan(x: Any, call: Call, long: Long) -> Warm | None:
     p = shortcut_for(x, call.op, call.kind, call.rule, call.dtype, call.out, *_picks(call))
     if p is None:
         return None
-    if call.initial is not None:
-        if type(x) is np.ndarray:
+    if type(x) is np.ndarray:  # p's host path
+        if call.initial is not None:
             return lambda x, out, flags, offsets, initial: p(x, out, initial=initial)
-        return _common_from(p)
-    if type(x) is np.ndarray:
-        return lambda x, out, flags, offsets, initial: p(x, out)  # p's host path
-    return _common(p)
+        return lambda x, out, flags, offsets, initial: p(x, out)
+    return _common(p, call.initial is not None)
 
 
-def _common(p: PreparedScan) -> Warm:
+def _common(p: PreparedScan, carried: bool = False) -> Warm:
     """The plain call of device arrays: the prepared scan's common call, whole in one
-    function (compiled on CUDA); its general path where that declines the arrays."""
+    function (compiled on CUDA), from ``initial=`` where ``carried`` (a Python number's
+    carry goes in the launch's arguments, which the compiled call takes too); its general
+    path where that declines the arrays."""
 
     def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
         try:
-            result = p.common(x, out, None)  # an attribute, not bound here: verify() replaces it
+            # an attribute, not bound here: verify() replaces it
+            result = p.common(x, out, p.carry_of(initial) if carried else None)
         except Exception as exc:  # an allocation that failed, named (free until it catches)
             p.reraise(exc, x)
-        return p(x, out) if result is None else result
-
-    return go
-
-
-def _common_from(p: PreparedScan) -> Warm:
-    """As :func:`_common`, from ``initial=`` (a Python number's carry goes in the launch's
-    arguments: the compiled call takes it on CUDA)."""
-
-    def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
-        try:
-            result = p.common(x, out, p.carry_of(initial))
-        except Exception as exc:  # an allocation that failed, named (free until it catches)
-            p.reraise(exc, x)
-        return p(x, out, initial=initial) if result is None else result
+        if result is not None:
+            return result
+        return p(x, out, initial=initial) if carried else p(x, out)
 
     return go
 

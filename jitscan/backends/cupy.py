@@ -135,6 +135,25 @@ def _bind_context() -> None:
     _thread.has_context = True
 
 
+def _enqueuer(
+    ptr: int, params: int, threads: int, stream: int, device: int, only: bool
+) -> Callable[[int], None]:
+    """``enqueue(groups)``: cuLaunchKernel of one argument block on a stream, on its device
+    (the current one where the machine has one GPU), binding a thread's context first."""
+    thread = _thread
+
+    def enqueue(groups: int) -> None:
+        if not getattr(thread, "has_context", False):
+            _bind_context()
+        if only or cupy.cuda.runtime.getDevice() == device:
+            _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+        else:
+            with cupy.cuda.Device(device):
+                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+
+    return enqueue
+
+
 class _CudaProgram(Program):
     def __init__(self, module: Any, build: Build, device: int, only_device: bool) -> None:
         self.module = module
@@ -203,6 +222,7 @@ class _CudaProgram(Program):
                     _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
 
         else:
+            enqueue = _enqueuer(ptr, params, threads, stream, device, False)
 
             def fire(
                 groups: int,
@@ -214,16 +234,10 @@ class _CudaProgram(Program):
                 epoch: int,
                 carry: Any = None,
             ) -> None:
-                if not getattr(thread, "has_context", False):
-                    _bind_context()
                 pack(view, 0, src.data.ptr, 0, dst.data.ptr, 0, n, scratch, code, epoch)
                 if carry is not None:
                     pack_carry(view, at_carry, *carry)
-                if cupy.cuda.runtime.getDevice() == device:
-                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
-                else:
-                    with cupy.cuda.Device(device):
-                        _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+                enqueue(groups)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if self.only_device:  # the launch as a compiled common call makes it (_cuda_call.c)
@@ -248,24 +262,19 @@ class _CudaProgram(Program):
         pack_carry, at_carry = struct.Struct(f"<{plan.ncarry}Q").pack_into, 8 * (head + plan.nconst)
         at_tail = 8 * (head + plan.nconst + plan.ncarry)
         pack_tail = struct.Struct(f"<{len(tail)}Q").pack_into
-        stream, device, thread, only = queue.ptr, self.device, _thread, self.only_device
+        stream, only = queue.ptr, self.only_device
+        enqueue = _enqueuer(ptr, params, threads, stream, self.device, only)
 
         def fire(
             groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None, carry: Any = None
         ) -> None:
-            if not getattr(thread, "has_context", False):
-                _bind_context()
             pack_head(view, 0, *head)
             pack_tail(view, at_tail, *tail)
             if constants is not None:
                 pack_consts(view, at_consts, *constants)
             if carry is not None:  # stays in the block: a launch without JS_CARRY_ARGS_BIT reads none
                 pack_carry(view, at_carry, *carry)
-            if only or cupy.cuda.runtime.getDevice() == device:
-                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
-            else:
-                with cupy.cuda.Device(device):
-                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+            enqueue(groups)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if only:  # the launch as a compiled form call makes it (_cuda_call.c)
@@ -278,17 +287,12 @@ class _CudaProgram(Program):
             return super().fixed(entry, queue, constants)
         e = _Entry(shared.function, shared.nargs, constants)  # its own argument block: no lock
         pack, view, ptr, threads, params = e.pack, e.view, e.ptr, self.threads, e.params_ptr
-        stream, device, thread, only = queue.ptr, self.device, _thread, self.only_device
+        stream, only = queue.ptr, self.only_device
+        enqueue = _enqueuer(ptr, params, threads, stream, self.device, only)
 
         def fire(groups: int, *head: Any) -> None:
-            if not getattr(thread, "has_context", False):
-                _bind_context()
             pack(view, 0, *head)
-            if only or cupy.cuda.runtime.getDevice() == device:
-                _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
-            else:
-                with cupy.cuda.Device(device):
-                    _launch(ptr, groups, 1, 1, threads, 1, 1, 0, stream, params, 0)
+            enqueue(groups)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if only:  # the launch as a compiled form call makes it: (function, block's addresses, slots, threads)
@@ -331,16 +335,31 @@ def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple |
     cuda = getattr(fire, "cuda", None)  # codes, function, arguments' block, stream, threads
     if cuda is None:
         return None
+    return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, fire)
+
+
+def _record(
+    stream: Any,
+    lo: int,
+    hi: int,
+    load: str,
+    lock: Any,
+    scratch: Scratch,
+    plan: LaunchPlan,
+    code: int,
+    stream_from: float,
+    cuda: tuple,
+    keep: Any,
+) -> tuple:
+    """remember()'s record of a launch: ``cuda`` its (codes, function, block, slots,
+    stream, threads), ``keep`` what the addresses point into; the bits a carry in the
+    launch's words sets (0: the plan takes none there)."""
+    carry = plan.carry_bit | plan.carry_args_bit if plan.ncarry else 0
     return (
         (stream, lo, hi, load, lock.acquire, lock.release, scratch)
         + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
-        + (min(stream_from, sys.maxsize), *cuda, _carry_code(plan), fire)  # inf: never
+        + (min(stream_from, sys.maxsize), *cuda, carry, keep)  # inf: never
     )
-
-
-def _carry_code(plan: LaunchPlan) -> int:
-    """The bits a carry in the launch's words sets in its code (0: the plan takes none there)."""
-    return plan.carry_bit | plan.carry_args_bit if plan.ncarry else 0
 
 
 #: the segments' modes as _cuda_call.c numbers them (MODE_*)
@@ -367,7 +386,7 @@ def _form_record(
     cuda = getattr(fire, "cuda", None)
     if cuda is None:
         return None
-    codes, function, params, slots, hstream, threads = cuda
+    codes = cuda[0]
     if whole:  # row_tiles, the plain program's last constant
         at = codes.rfind(bytes([ARG_CONST]))
         if at < 0:
@@ -379,12 +398,8 @@ def _form_record(
         if pre_cuda is None or pre.searches:
             return None
         form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag)
-    return (
-        (stream, lo, hi, load, lock.acquire, lock.release, scratch)
-        + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
-        + (min(stream_from, sys.maxsize), codes, function, params, slots, hstream, threads, _carry_code(plan))
-        + ((fire, pre), form)
-    )
+    cuda = (codes, *cuda[1:])
+    return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, (fire, pre)) + (form,)
 
 
 @functools.cache
