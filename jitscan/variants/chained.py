@@ -260,41 +260,19 @@ class Chained(Variant):
             go.launch_state = launch_state  # type: ignore[attr-defined]
             return go
 
-        def state() -> tuple:
-            return (lock, scratch, plan, kind, stream_from)
-
-        return self._form_go(bound, queue, launch, begin, acquire, release, state, carry_words)
-
-    def _form_go(
-        self,
-        bound: Bound,
-        queue: Any,
-        launch: LaunchArgs,
-        begin: Callable,
-        acquire: Callable,
-        release: Callable,
-        state: Callable[[], tuple],
-        carry_words: Callable[[bytes], tuple[int, ...]],
-    ) -> Callable[..., None]:
-        """The form launcher's ``go`` over ``begin`` (_launcher): the segments' values as
-        ``segments.args`` gives them, packed behind the plan's constants; ``go.launch_state``
-        is ``state()`` (the lock, scratch, plan, code and streaming size of _launcher), the
-        launcher and the offsets' pre-pass (a compiled form call's, as the plain one's)."""
-        b, plan, mode = bound.backend, bound.plan, bound.spec.segmented
-        assert plan is not None
-        fire = bound.program.packer(plan, queue, constants(launch))
-        buffer, tile = b.buffer, plan.tile
-        with b.lock(queue):  # its scratch is the queue's, made under it
+        # a form's: the segments' arguments packed behind the plan's constants (and a
+        # carry's words), the offsets' pre-pass first
+        mode = spec.segmented
+        packed = bound.program.packer(plan, queue, constants(launch))
+        buffer = b.buffer
+        with lock:  # its scratch is the queue's, made under it
             pre = segments.prepass(bound, queue) if mode == "offsets" else None
-        record = bool(bound.spec.record)
+        record = bool(spec.record)
 
-        def go(
+        def form_go(
             src: Any, dst: Any, n: int, seg_array: Any = None, row_len: int = 0, carry: Any = None
         ) -> None:
-            if record:
-                head = [*operands(b, src), *operands(b, dst)]
-            else:
-                head = [*buffer(src), *buffer(dst)]
+            head = [*operands(b, src), *operands(b, dst)] if record else [*buffer(src), *buffer(dst)]
             acquire()
             try:
                 tiles, buf, code, epoch = begin(n, carry)
@@ -303,21 +281,19 @@ class Chained(Variant):
                 consts = None
                 if mode == "offsets":
                     tail = pre(seg_array, n, tiles)  # type: ignore[misc]
-                elif mode == "flags":
-                    tail = (buffer(seg_array)[0], 0)
-                elif mode == "rows":
-                    first = getattr(src, "first", src)  # the row length's unused buffer
-                    tail = (buffer(first)[0], row_len)
+                elif mode:  # by flags, or rows of row_len
+                    tail = segments.heads_tail(b, src, seg_array if mode == "flags" else None, row_len)
                 else:
-                    tail = ()
+                    tail = []
                     if row_len:  # rows of whole tiles: the plain program restarts at each
                         consts = constants(launch, row_len // tile)
-                fire(tiles, head, tail, consts, words)
+                packed(tiles, head, tail, consts, words)
             finally:
                 release()
 
-        go.launch_state = lambda: (*state(), fire, pre)  # type: ignore[attr-defined]
-        return go
+        # what a compiled form call needs (CupyBackend.form_call), as the plain one's
+        form_go.launch_state = lambda: (lock, scratch, plan, kind, stream_from, packed, pre)  # type: ignore[attr-defined]
+        return form_go
 
     def run(
         self,

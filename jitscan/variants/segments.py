@@ -93,10 +93,16 @@ def args(bound: Any, queue: Any, seg: Segments, src: Any, tiles: int, n: int) ->
         return []
     if mode == "offsets":
         return prepass(bound, queue)(seg.offsets, n, tiles, seg.checked)
-    # with row_len the heads buffer is never read; the input's will do
-    if seg.heads is None:
-        src = getattr(src, "first", src)  # a tuple value's first array (variants.base.Fields)
-    return [backend.buffer(seg.heads if seg.heads is not None else src)[0], seg.row_len]
+    return heads_tail(backend, src, seg.heads, seg.row_len)
+
+
+def heads_tail(backend: Any, src: Any, heads: Any, row_len: int) -> list[Any]:
+    """The arguments of a launch by head flags ``heads`` (row length 0), or of rows of
+    ``row_len`` (heads None: the heads buffer is never read, and the input's will do), in
+    :data:`SLOTS` order."""
+    if heads is None:
+        heads = getattr(src, "first", src)  # a tuple value's first array (variants.base.Fields)
+    return [backend.buffer(heads)[0], row_len]
 
 
 class Prepass:
