@@ -4,16 +4,13 @@ Usage: python experiments/amd_shapes.py ARCH[,ARCH...] [DTYPE,...]
 
 Renders the fallback scan (flat, by flags, by offsets; the large-input size class) for
 each target of ``backends.targets`` at several shapes, with no blocks-per-CU bound,
-compiles it with clang-19 as HIP (ROCm's headers and device libraries, as
-tests/test_target_compile.py builds them) and prints clang's kernel-resource-usage
+compiles it with clang-19 as HIP (jitscan.verify.hip) and prints clang's kernel-resource-usage
 remarks for js_chained: VGPRs, spilled VGPRs, scratch bytes a lane, waves a SIMD. No AMD
 GPU is needed, and none was: what the shapes run at is not measured here.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,43 +20,9 @@ from jitscan.backends import targets
 from jitscan.dtypes import lookup
 from jitscan.operators import resolve
 from jitscan.plan import tuning
+from jitscan.verify import hip
 
-LIBS = Path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
-ISA = {"942": 9402, "1100": 11000}  # Debian's device libraries stop at gfx940
 SHAPES = ((256, 4), (256, 8), (128, 8), (128, 16))
-REMARK = re.compile(
-    r"remark: +(VGPRs|VGPRs Spill|ScratchSize \[bytes/lane\]|Occupancy \[waves/SIMD\]): (\S+)"
-)
-
-
-def device_libs(root: Path) -> Path:
-    for lib in LIBS.glob("*.bc"):
-        (root / lib.name).symlink_to(lib)
-    for name, version in ISA.items():
-        ll = root / f"isa_{name}.ll"
-        ll.write_text(
-            'target triple = "amdgcn-amd-amdhsa"\n@__oclc_ISA_version = linkonce_odr protected '
-            f"local_unnamed_addr addrspace(4) constant i32 {version}, align 4\n"
-        )
-        subprocess.run(
-            ["clang-19", "--target=amdgcn-amd-amdhsa", "-nogpulib", "-c", "-emit-llvm", str(ll), "-o",
-             str(root / f"oclc_isa_version_{name}.bc")],
-            check=True,
-        )  # fmt: skip
-    return root
-
-
-def use(source: str, arch: str, libs: Path, work: Path) -> dict[str, str]:
-    (work / "p.cu").write_text(source)
-    run = subprocess.run(
-        ["clang-19", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "--no-gpu-bundle-output",
-         "-O3", "-std=c++17", "--rocm-path=/usr", f"--rocm-device-lib-path={libs}", "-include",
-         "hip/hip_runtime.h", "-Rpass-analysis=kernel-resource-usage", "-c", str(work / "p.cu"), "-o",
-         str(work / "p.co")],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    kernel = run.stderr.split("Function Name: js_chained", 1)[-1]
-    return {m.group(1): m.group(2) for m in REMARK.finditer(kernel.split("Function Name:", 1)[0])}
 
 
 def main() -> None:
@@ -69,7 +32,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     add = resolve("add")
     with tempfile.TemporaryDirectory() as d:
-        libs = device_libs(Path(d))
+        libs = hip.device_libs(Path(d))
         for arch in arches:
             info = targets.target(arch)
             for dt in dtypes:
@@ -86,7 +49,10 @@ def main() -> None:
                             **shape,
                         )
                         with tempfile.TemporaryDirectory() as w:
-                            got = use(variants.get("fallback").source(spec, "cuda"), arch, libs, Path(w))
+                            _, _, kernels = hip.compile_hip(
+                                variants.get("fallback").source(spec, "cuda"), arch, libs, Path(w)
+                            )
+                        got = kernels.get("js_chained", {})
                         cells = [
                             got.get(k, "?") for k in ("VGPRs", "VGPRs Spill", "ScratchSize [bytes/lane]")
                         ]

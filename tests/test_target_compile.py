@@ -1,12 +1,11 @@
 """Every program a user can get, compiled for the GPUs jitscan describes (backends.targets).
 
-ROCm: clang-19 compiles the CUDA dialect's text as HIP for gfx90a, gfx942 and gfx1100,
-with ROCm's HIP headers and device libraries (Debian's clang-19, libamdhip64-dev and
-rocm-device-libs; .ci/run installs them). Debian's device libraries stop at gfx940, so
-the one-constant ISA-version libraries of gfx942 and gfx1100 are built here from LLVM IR,
-in a temporary directory. Each program must compile without a warning, and its kernels
-must not spill (clang's kernel-resource-usage remarks: no scratch, no spilled VGPR). A
-program rendered for another wavefront stops its own compile.
+ROCm: clang-19 compiles the CUDA dialect's text as HIP for gfx90a, gfx942 and gfx1100
+(jitscan.verify.hip; .ci/run installs Debian's clang-19, libamdhip64-dev and
+rocm-device-libs, and the ISA versions Debian lacks are built in a temporary directory).
+Each program must compile without a warning, and its kernels must not spill (clang's
+kernel-resource-usage remarks: no scratch, no spilled VGPR). A program rendered for
+another wavefront stops its own compile.
 
 NVIDIA: nvcc, where installed, compiles the same programs for sm_80, sm_90 and sm_100.
 
@@ -16,7 +15,6 @@ These compile without a GPU; they say nothing of how the programs run on one.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -31,18 +29,14 @@ from jitscan.backends import targets
 from jitscan.dtypes import lookup, value_type
 from jitscan.operators import resolve
 from jitscan.plan import tuning
+from jitscan.verify import hip
 
-CLANG = shutil.which("clang-19")
-HIP_HEADER = Path("/usr/include/hip/hip_runtime.h")
-DEVICE_LIBS = Path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
 NVCC = shutil.which("nvcc")
 AMD = ("gfx90a", "gfx942", "gfx1100")
 NVIDIA = ("sm_80", "sm_90", "sm_100")
-#: the ISA versions Debian's device libraries lack (the value of __oclc_ISA_version)
-MISSING_ISA = {"942": 9402, "1100": 11000}
 
 needs_rocm = pytest.mark.skipif(
-    not (CLANG and HIP_HEADER.exists() and (DEVICE_LIBS / "ocml.bc").exists()),
+    not hip.available(),
     reason="clang-19, ROCm's HIP headers and device libraries are not installed "
     "(apt-get install clang-19 lld-19 libamdhip64-dev rocm-device-libs)",
 )
@@ -166,51 +160,7 @@ def programs(target: str) -> dict[str, str]:
 def device_libs():
     """A directory of ROCm's device libraries with the ISA versions Debian's lack, built here."""
     with tempfile.TemporaryDirectory(prefix="jitscan-rocm-") as d:
-        root = Path(d)
-        for lib in DEVICE_LIBS.glob("*.bc"):
-            (root / lib.name).symlink_to(lib)
-        for name, version in MISSING_ISA.items():
-            ll = root / f"isa_{name}.ll"
-            ll.write_text(
-                'target triple = "amdgcn-amd-amdhsa"\n'
-                "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) "
-                f"constant i32 {version}, align 4\n"
-            )
-            run = subprocess.run(
-                [CLANG, "--target=amdgcn-amd-amdhsa", "-nogpulib", "-c", "-emit-llvm", str(ll), "-o",
-                 str(root / f"oclc_isa_version_{name}.bc")],
-                capture_output=True, text=True,
-            )  # fmt: skip
-            assert run.returncode == 0, run.stderr
-        yield root
-
-
-REMARK = re.compile(
-    r"remark: +(Function Name|VGPRs Spill|ScratchSize \[bytes/lane\]|Occupancy \[waves/SIMD\]): (\S+)"
-)
-
-
-def hip_compile(source: str, arch: str, libs: Path, work: Path) -> tuple[int, str, dict[str, dict[str, str]]]:
-    """(exit status, the compiler's other output, each kernel's resource remarks)."""
-    src = work / "p.cu"
-    src.write_text(source)
-    run = subprocess.run(
-        [CLANG, "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "--no-gpu-bundle-output", "-O3",
-         "-std=c++17", "--rocm-path=/usr", f"--rocm-device-lib-path={libs}", "-include", "hip/hip_runtime.h",
-         "-Rpass-analysis=kernel-resource-usage", "-c", str(src), "-o", str(work / "p.co")],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    kernels: dict[str, dict[str, str]] = {}
-    name = ""
-    for m in REMARK.finditer(run.stderr):
-        if m.group(1) == "Function Name":
-            name = m.group(2)
-            kernels[name] = {}
-        else:
-            kernels[name][m.group(1)] = m.group(2)
-    # the remarks echo their source line: what counts is a warning or an error
-    other = "\n".join(line for line in run.stderr.splitlines() if "warning:" in line or "error:" in line)
-    return run.returncode, other, kernels
+        yield hip.device_libs(Path(d))
 
 
 def compile_all(target: str, compile_one) -> list[str]:
@@ -233,7 +183,7 @@ def compile_all(target: str, compile_one) -> list[str]:
 @pytest.mark.parametrize("arch", AMD)
 def test_every_program_compiles_for_rocm_without_a_warning_or_a_spill(arch, device_libs):
     def check(name: str, source: str, work: Path) -> str | None:
-        rc, other, kernels = hip_compile(source, arch, device_libs, work)
+        rc, other, kernels = hip.compile_hip(source, arch, device_libs, work)
         if rc or other:
             return f"{name}: exit {rc}: {other[:400]}"
         if not kernels:
@@ -251,9 +201,9 @@ def test_every_program_compiles_for_rocm_without_a_warning_or_a_spill(arch, devi
 @needs_rocm
 def test_a_program_rendered_for_another_wavefront_stops_its_own_compile(device_libs, tmp_path):
     wave32 = jitscan.source("int32", device="gfx1100")  # 32 lanes
-    rc, other, _ = hip_compile(wave32, "gfx942", device_libs, tmp_path)  # a 64-lane target
+    rc, other, _ = hip.compile_hip(wave32, "gfx942", device_libs, tmp_path)  # a 64-lane target
     assert rc != 0 and "rendered for subgroups of 32 lanes" in other and "device=TARGET" in other
-    rc, other, _ = hip_compile(jitscan.source("int32", device="gfx942"), "gfx942", device_libs, tmp_path)
+    rc, other, _ = hip.compile_hip(jitscan.source("int32", device="gfx942"), "gfx942", device_libs, tmp_path)
     assert rc == 0 and not other
 
 

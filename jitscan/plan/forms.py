@@ -63,8 +63,8 @@ class FormCalls:
 
     It reads the prepared scan's ``backend``, ``segmented``, ``dtype``, ``outputs``,
     ``index_fields``, ``launch_args``, ``knobs`` and its ``_loads``, ``_np``, ``_record``,
-    ``_plain``, ``_host_queue_for``,
-    ``_reduce``, ``_class_sizes``, ``_variant``, and calls ``bound`` and ``spec``.
+    ``_plain``, ``_reduce``, ``_class_sizes``, ``_variant``, and calls ``bound``, ``spec``,
+    ``launch`` and ``_host_queue_for``.
     """
 
     def _form_calls(self) -> None:
@@ -255,10 +255,10 @@ class FormCalls:
         elif mode == "rows":
 
             def go(src: Any, dst: Any, n: int, seg_array: Any, row_len: int, carry: Any) -> None:
-                if carry is None:
-                    tile, whole = launcher_of(True)
-                    if whole is not None and row_len % tile == 0:
-                        return whole(src, dst, n, None, row_len, None)
+                if carry is None:  # the plain program of whole rows takes no carry
+                    whole, _, launch = which(row_len)
+                    if whole:
+                        return launch(src, dst, n, None, row_len, None)
                 launcher_of(False)[1](src, dst, n, None, row_len, carry)
 
         else:

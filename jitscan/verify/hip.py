@@ -1,0 +1,86 @@
+"""Programs compiled as HIP for AMD targets with clang-19, without an AMD GPU.
+
+Debian's clang-19 with ROCm's HIP headers (libamdhip64-dev) and device libraries
+(rocm-device-libs) compiles the CUDA dialect's text for gfx90a, gfx942 and gfx1100.
+Debian's device libraries stop at gfx940: :func:`device_libs` adds the one-constant
+ISA-version libraries of gfx942 and gfx1100, built from LLVM IR, in a directory of the
+caller's. :func:`compile_hip` compiles one program and returns clang's kernel-resource-usage
+remarks (VGPRs, spills, scratch, occupancy) per kernel. tests/test_target_compile.py and
+experiments/amd_shapes.py use both; nothing here runs a program.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+CLANG = shutil.which("clang-19")
+HIP_HEADER = Path("/usr/include/hip/hip_runtime.h")
+DEVICE_LIBS = Path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
+#: the ISA versions Debian's device libraries lack (the value of __oclc_ISA_version)
+MISSING_ISA = {"942": 9402, "1100": 11000}
+_REMARK = re.compile(
+    r"remark: +(Function Name|VGPRs|VGPRs Spill|ScratchSize \[bytes/lane\]|Occupancy \[waves/SIMD\]): (\S+)"
+)
+
+
+def available() -> bool:
+    """Whether clang-19, ROCm's HIP headers and its device libraries are installed."""
+    return bool(CLANG) and HIP_HEADER.exists() and (DEVICE_LIBS / "ocml.bc").exists()
+
+
+def device_libs(root: Path) -> Path:
+    """``root`` made a directory of ROCm's device libraries with the ISA versions Debian's lack."""
+    for lib in DEVICE_LIBS.glob("*.bc"):
+        (root / lib.name).symlink_to(lib)
+    for name, version in MISSING_ISA.items():
+        ll = root / f"isa_{name}.ll"
+        ll.write_text(
+            'target triple = "amdgcn-amd-amdhsa"\n'
+            "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) "
+            f"constant i32 {version}, align 4\n"
+        )
+        out = root / f"oclc_isa_version_{name}.bc"
+        run = subprocess.run(
+            [
+                str(CLANG),
+                "--target=amdgcn-amd-amdhsa",
+                "-nogpulib",
+                "-c",
+                "-emit-llvm",
+                str(ll),
+                "-o",
+                str(out),
+            ],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if run.returncode:
+            raise RuntimeError(f"building {out.name}: {run.stderr}")
+    return root
+
+
+def compile_hip(source: str, arch: str, libs: Path, work: Path) -> tuple[int, str, dict[str, dict[str, str]]]:
+    """Compile ``source`` for ``arch`` in directory ``work``: (exit status, the compiler's
+    warnings and errors, each kernel's resource remarks by name)."""
+    src = work / "p.cu"
+    src.write_text(source)
+    run = subprocess.run(
+        [str(CLANG), "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "--no-gpu-bundle-output",
+         "-O3", "-std=c++17", "--rocm-path=/usr", f"--rocm-device-lib-path={libs}", "-include",
+         "hip/hip_runtime.h", "-Rpass-analysis=kernel-resource-usage", "-c", str(src), "-o",
+         str(work / "p.co")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    kernels: dict[str, dict[str, str]] = {}
+    name = ""
+    for m in _REMARK.finditer(run.stderr):
+        if m.group(1) == "Function Name":
+            name = m.group(2)
+            kernels[name] = {}
+        else:
+            kernels[name][m.group(1)] = m.group(2)
+    # the remarks echo their source line: what counts is a warning or an error
+    other = "\n".join(line for line in run.stderr.splitlines() if "warning:" in line or "error:" in line)
+    return run.returncode, other, kernels
