@@ -4,6 +4,7 @@
 #                                    form (int32) and segmented_reduce by variant at small sizes
 #   experiments/gpu_forms.sh tests   build, then the whole test suite on both backends
 #   experiments/gpu_forms.sh ab      build, then device time against the tree in .dev/base, in turns
+#   experiments/gpu_forms.sh all     build, the whole suite, then the per-call bench
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -24,6 +25,13 @@ case "$what" in
   ab)  # device time against the tree in .dev/base (ab_device.py's BASE), sizes ${AB:-20,24,28}
     PYTHONPATH=$PWD/.dev/base:$PYTHONPATH BASE=.dev/base timeout 300 python3 experiments/ab_device.py ${AB:-20,24,28} \
       > "$OUT/ab.md" 2>&1; cat "$OUT/ab.md" ;;
+  all)  # the whole suite, then the per-call bench of every form (int32, ${SIZES:-10,19,24})
+    timeout 330 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
+      --timeout 300 > "$OUT/tests.txt" 2>&1
+    tail -3 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
+    timeout 150 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,19,24} \
+      --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
+    grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | grep -E "tuple|CUB \(|segmented|initial|axis|torch" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1

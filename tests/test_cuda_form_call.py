@@ -311,3 +311,143 @@ def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
             ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=object, slow=print, osize=4, align=16,
             one=False, launch=1, form=True,
         )  # fmt: skip
+
+
+class FieldsRig:
+    """A compiled form call of tuple values: fields (float32, an index field, float32), the
+    third written, as ``jitscan.scan((a, jitscan.index, b), op=..., output=2)`` makes it;
+    ``outputs`` the written fields' dtypes."""
+
+    F32 = np.dtype(np.float32)
+
+    def __init__(self, outputs=(F32,), fields=None):
+        self.fields = fields if fields is not None else (self.F32, None, self.F32)
+        nin = sum(f is not None for f in self.fields)
+        arrays = bytes([ARG_SRC, ARG_CONST] * nin + [ARG_DST, ARG_CONST] * len(outputs))
+        self.codes = arrays + bytes([ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4])
+        self.slots = np.zeros(len(self.codes), np.uint64)
+        self.params = (ctypes.c_void_p * len(self.codes))(
+            *(self.slots.ctypes.data + 8 * k for k in range(len(self.codes)))
+        )
+        self.launches: list[list[int]] = []
+        self.slow_calls: list[tuple] = []
+        self.stream = object()
+        self.lock = threading.RLock()
+        self.scratch = Scratch()
+        self.scratch.replace(SCRATCH, HEADER + 64 * PER_TILE)
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            words = [int(ctypes.c_uint64.from_address(params[k]).value) for k in range(len(self.codes))]
+            self.launches.append(words)
+            return 0
+
+        self._launch = _PROTOTYPE(launch)
+
+        def slow(*args):
+            self.slow_calls.append(args)
+            return "python"
+
+        self.call = _cuda_call.CommonCall(
+            ndarray=Arr,
+            dtype=np.dtype([("a", "f4"), ("b", "f4")]),
+            loads={},
+            stream_of=lambda: self.stream,
+            slow=slow,
+            osize=8,
+            align=16,
+            one=False,
+            launch=ctypes.cast(self._launch, ctypes.c_void_p).value,
+            form=True,
+            flag_types=(),
+            offset_types=(),
+            fields=self.fields,
+            outputs=outputs,
+        )
+
+    def remember(self, codes: bytes | None = None) -> None:
+        self.call.remember(
+            (self.stream, 0, 1 << 20, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, codes or self.codes, MAIN)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
+            + ((4, False, 0, None, 0, 0, 0, 0, 0),)
+        )
+
+
+def test_a_tuple_value_passes_each_field_in_memory_and_each_field_written_in_turn():
+    rig = FieldsRig()
+    rig.remember()
+    a, b, h = Arr(0x10000, 3000, "float32"), Arr(0x20000, 3000, "float32"), Arr(0x30000, 3000, "float32")
+    got = rig.call((a, "index", b), h, None, None, 0, None)
+    assert got == (h,) and not rig.slow_calls  # the written fields' arrays, as Python's call returns
+    (args,) = rig.launches
+    assert args[:10] == [0x10000, 0, 0x20000, 0, 0x30000, 0, 3000, SCRATCH, KIND, 1]
+    made = rig.call((a, "index", b), None, None, None, 0, None)  # a result of the field's dtype
+    assert len(made) == 1 and made[0].dtype == np.float32 and made[0].shape == (3000,)
+    assert rig.call((a, "index", b), (h,), None, None, 0, None) == (h,) and len(rig.launches) == 3
+
+
+def test_an_index_field_written_gets_an_array_of_its_positions_dtype():
+    rig = FieldsRig(outputs=(FieldsRig.F32, np.dtype(np.int32)))  # output=(2, 1): the value and its index
+    rig.remember()
+    a, b = Arr(0x10000, 3000, "float32"), Arr(0x20000, 3000, "float32")
+    v, i = rig.call((a, "index", b), None, None, None, 0, None)
+    assert (v.dtype, i.dtype) == (np.float32, np.int32) and v.shape == i.shape == (3000,)
+    h, k = Arr(0x30000, 3000, "float32"), Arr(0x40000, 3000, "int32")
+    assert rig.call((a, "index", b), (h, k), None, None, 0, None) == (h, k) and not rig.slow_calls
+    assert rig.call((a, "index", b), (h, h), None, None, 0, None) == "python"  # the index's out is int32
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a field of another dtype",
+        "fields of two lengths",
+        "one field too few",
+        "a field not contiguous",
+        "out over an input",
+        "out of another dtype",
+        "two outs for one field",
+        "flags given",
+        "a carry",
+        "a list, not a tuple",
+    ],
+)
+def test_every_other_tuple_call_goes_to_python_having_launched_nothing(case):
+    rig = FieldsRig()
+    rig.remember()
+    n = 3000
+    a, b, h = Arr(0x10000, n, "float32"), Arr(0x20000, n, "float32"), Arr(0x30000, n, "float32")
+    xs: object = (a, "index", b)
+    flags, carry, out = None, None, h
+    if case == "a field of another dtype":
+        xs = (a, "index", Arr(0x20000, n, "float64"))
+    elif case == "fields of two lengths":
+        xs = (a, "index", Arr(0x20000, n - 1, "float32"))
+    elif case == "one field too few":
+        xs = (a, b)
+    elif case == "a field not contiguous":
+        xs = (a, "index", Arr(0x20000, n, "float32", contiguous=False))
+    elif case == "out over an input":
+        out = Arr(0x20000 + 64, n, "float32")
+    elif case == "out of another dtype":
+        out = Arr(0x30000, n, "int32")
+    elif case == "two outs for one field":
+        out = (h, Arr(0x40000, n, "float32"))
+    elif case == "flags given":
+        flags = Arr(0x50000, n, "uint8")
+    elif case == "a carry":
+        carry = b"\0\0\0\0"
+    elif case == "a list, not a tuple":
+        xs = [a, "index", b]
+    assert rig.call(xs, out, flags, None, 0, carry) == "python"
+    assert not rig.launches and rig.scratch.epoch == 0
+
+
+def test_a_tuple_values_record_has_a_slot_for_each_array_and_the_call_names_its_fields():
+    rig = FieldsRig()
+    with pytest.raises(ValueError, match="fields' arrays"):  # two fields in memory, one array slot
+        rig.remember(codes=rig.codes[2:])
+    with pytest.raises(ValueError, match="field written is a dtype"):
+        FieldsRig(outputs=(np.dtype([]),))
+    with pytest.raises(ValueError, match="at most 8"):
+        FieldsRig(fields=(FieldsRig.F32,) * 9)

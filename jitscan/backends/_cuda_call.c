@@ -51,6 +51,8 @@ static const char *const slot_names[ARG_COUNT] = {"src", "dst", "n", "scratch", 
 
 /* the 8-byte words of a carry in a launch's arguments (launch.py's CARRY_WORDS) */
 #define CARRY_WORDS 4
+/* the most fields a tuple value has here (a carry's 32 bytes of 4-byte fields) */
+#define MAX_FIELDS 8
 
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -76,7 +78,7 @@ typedef struct {
     struct {
         Py_ssize_t at;
         int code;
-    } fill[ARG_COUNT];
+    } fill[ARG_COUNT + 2 * MAX_FIELDS];
     int nfill;
     void *function, **params, *hstream;
     uint64_t *slots; /* the argument block, its constants packed by the launcher */
@@ -95,7 +97,7 @@ typedef struct {
     volatile const uint32_t *flag;
 } Launch;
 
-enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS };
+enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS, MODE_FIELDS };
 
 typedef struct {
     PyObject_HEAD
@@ -108,6 +110,11 @@ typedef struct {
     PyObject *slow;      /* the Python common call */
     int form;            /* a form call: (x, out, flags, offsets, row_len, carry) */
     PyObject *flag_types, *offset_types; /* tuples: the dtypes of flags, of offsets, by identity */
+    /* tuple values (MODE_FIELDS): each field's dtype (None: an index field, not in memory),
+     * the fields written and their elements' bytes */
+    PyObject *fields;
+    Py_ssize_t nfields, nout, out_size[MAX_FIELDS];
+    PyObject *outputs; /* the written fields' dtypes, in order */
     Py_ssize_t osize;    /* bytes of an element of out */
     Py_ssize_t align;    /* the kernels' vector bytes: both arrays start on one */
     int one;             /* a reduction: out holds one element */
@@ -134,6 +141,8 @@ static int traverse(CommonCall *self, visitproc visit, void *arg)
     Py_VISIT(self->slow);
     Py_VISIT(self->flag_types);
     Py_VISIT(self->offset_types);
+    Py_VISIT(self->fields);
+    Py_VISIT(self->outputs);
     Py_VISIT(self->last.record);
     return 0;
 }
@@ -147,6 +156,8 @@ static int clear(CommonCall *self)
     Py_CLEAR(self->slow);
     Py_CLEAR(self->flag_types);
     Py_CLEAR(self->offset_types);
+    Py_CLEAR(self->fields);
+    Py_CLEAR(self->outputs);
     forget(self);
     return 0;
 }
@@ -301,6 +312,253 @@ static int scratch_holds(PyObject *scratch, Py_ssize_t need, uint64_t *buf)
     return PyErr_Occurred() ? -1 : 1;
 }
 
+/* One call's values, as the launch takes them: its size and tiles (and the pre-pass's
+ * groups), the arrays' pointers (a tuple value's in field order), the segments' array and
+ * count slot, a carry's words */
+typedef struct {
+    Py_ssize_t n, tiles, pre_groups;
+    uintptr_t at[MAX_FIELDS], to[MAX_FIELDS];
+    uintptr_t seg_at;
+    uint64_t segn;
+    int carried;
+    uint64_t words[CARRY_WORDS];
+} Args;
+
+/* The launch of ``c`` under the queue's lock, taken without waiting (see the top of this
+ * file): 1 launched, 0 not (left to Python, nothing done), -1 an error */
+static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
+{
+    PyObject *got = PyObject_CallOneArg(l->acquire, Py_False);
+    if (got == NULL)
+        return -1;
+    Py_DECREF(got);
+    if (got != Py_True)
+        return 0;
+    int launched = 0, mode = l->mode;
+    PyObject *e = NULL;
+    uint64_t scratch = 0, first = 0;
+    /* a buffer to grow is Python's */
+    if (scratch_holds(l->scratch, l->header + c->tiles * l->per_tile, &scratch) <= 0)
+        goto done;
+    if (mode == MODE_OFFSETS && scratch_holds(l->first, (c->tiles + 1) * 8, &first) <= 0)
+        goto done;
+    e = PyObject_GetAttr(l->scratch, s_epoch);
+    if (e == NULL)
+        goto done;
+    unsigned long long epoch = PyLong_AsUnsignedLongLong(e) + 1;
+    Py_CLEAR(e);
+    if (PyErr_Occurred() || epoch > l->limit)
+        goto done; /* past the limit the tags would overflow: Python zeroes the buffer */
+    e = PyLong_FromUnsignedLongLong(epoch);
+    if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
+        goto done;
+    /* each slot as the record says; a constant stays as the launcher packed it (under this
+     * lock, as everything written here); a tuple value's arrays in turn */
+    uint64_t *a = l->slots;
+    uint64_t code = c->n < l->stream_from ? l->code : l->stream_code;
+    if (c->carried) {
+        code |= l->carry_code;
+        for (int k = 0; k < CARRY_WORDS; k++)
+            a[l->carry_at[k]] = c->words[k];
+    }
+    int src = 0, dst = 0;
+    for (int k = 0; k < l->nfill; k++) {
+        uint64_t *slot = a + l->fill[k].at;
+        switch (l->fill[k].code) {
+        case ARG_SRC: *slot = c->at[src++]; break;
+        case ARG_DST: *slot = c->to[dst++]; break;
+        case ARG_N: *slot = (uint64_t)c->n; break;
+        case ARG_SCRATCH: *slot = scratch; break;
+        case ARG_CODE: *slot = code; break;
+        case ARG_EPOCH: *slot = epoch; break;
+        case ARG_SEG: *slot = c->seg_at; break;
+        case ARG_FIRST: *slot = first; break;
+        default: *slot = c->segn; break; /* ARG_SEGN: remember() let no other in */
+        }
+    }
+    if (mode == MODE_OFFSETS) { /* the pre-pass: its constants (the alarm, the check) packed once */
+        l->pre_slots[0] = c->seg_at;
+        l->pre_slots[1] = c->segn;
+        l->pre_slots[2] = (uint64_t)c->n;
+        l->pre_slots[3] = first;
+    }
+    /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
+     * function in the stream may need the GIL to run. The argument block is the lock's, and
+     * the record (held by fast()) keeps it alive. A launch that fails launches nothing:
+     * Python's path then launches, or raises (a thread without a context binds one there);
+     * the epoch skipped is never reused (a pre-pass launched before a failed launch is
+     * launched again: it writes what it wrote) */
+    int status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (mode == MODE_OFFSETS)
+        status = self->launch(l->pre_function, (unsigned)c->pre_groups, 1, 1, l->pre_threads, 1, 1, 0, l->hstream,
+                              l->pre_params, NULL);
+    if (status == 0)
+        status = self->launch(l->function, (unsigned)c->tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params,
+                              NULL);
+    Py_END_ALLOW_THREADS
+    launched = status == 0;
+done:
+    Py_XDECREF(e);
+    {
+        PyObject *type, *value, *trace; /* an error set meanwhile waits out the release */
+        PyErr_Fetch(&type, &value, &trace);
+        PyObject *r = PyObject_CallNoArgs(l->release);
+        if (r == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(trace);
+            return -1;
+        }
+        Py_DECREF(r);
+        PyErr_Restore(type, value, trace);
+    }
+    return PyErr_Occurred() ? -1 : launched;
+}
+
+/* a tuple value's arrays (MODE_FIELDS): every field in memory an array of its dtype, 1-D,
+ * contiguous, aligned, all of one length n > 0; 1 with n and their pointers (in field
+ * order, index fields left out) in *n, at[], 0 not so, -1 an error */
+static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[MAX_FIELDS], Py_ssize_t *nin,
+                     Py_ssize_t bytes[MAX_FIELDS])
+{
+    if (!PyTuple_CheckExact(x) || PyTuple_GET_SIZE(x) != self->nfields)
+        return 0;
+    *n = -1;
+    *nin = 0;
+    for (Py_ssize_t k = 0; k < self->nfields; k++) {
+        PyObject *want = PyTuple_GET_ITEM(self->fields, k), *a = PyTuple_GET_ITEM(x, k);
+        if (want == Py_None)
+            continue; /* an index field: a position, not an array */
+        if (Py_TYPE(a) != (PyTypeObject *)self->ndarray)
+            return 0;
+        PyObject *dt = PyObject_GetAttr(a, s_dtype);
+        if (dt == NULL)
+            return -1;
+        Py_DECREF(dt); /* identity only */
+        if (dt != want)
+            return 0;
+        Py_ssize_t v = ssize_attr(a, s_ndim);
+        if (v != 1)
+            return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+        int flag = truth_attr(a, s_c_contiguous);
+        if (flag <= 0)
+            return flag;
+        Py_ssize_t size = ssize_attr(a, s_size);
+        if (size == -1 && PyErr_Occurred())
+            return -1;
+        if (size <= 0 || (*n >= 0 && size != *n))
+            return 0;
+        *n = size;
+        uintptr_t p = pointer_of(a);
+        if (p == 0)
+            return PyErr_Occurred() ? -1 : 0;
+        if (p % (uintptr_t)self->align)
+            return 0;
+        Py_ssize_t nb = ssize_attr(a, s_nbytes);
+        if (nb == -1 && PyErr_Occurred())
+            return -1;
+        at[*nin] = p;
+        bytes[(*nin)++] = nb;
+    }
+    return *n > 0;
+}
+
+/* out given for a tuple value: one array a field written (a lone one, or a tuple of
+ * them), each of its field's dtype, 1-D, n elements, contiguous, aligned, apart from every
+ * input; 1 with their pointers in to[], 0 not so, -1 an error */
+static int fields_out(CommonCall *self, PyObject *out, Py_ssize_t n, const uintptr_t at[], const Py_ssize_t bytes[],
+                      Py_ssize_t nin, uintptr_t to[MAX_FIELDS])
+{
+    int lone = !PyTuple_CheckExact(out);
+    if ((lone && self->nout != 1) || (!lone && PyTuple_GET_SIZE(out) != self->nout))
+        return 0;
+    for (Py_ssize_t j = 0; j < self->nout; j++) {
+        PyObject *o = lone ? out : PyTuple_GET_ITEM(out, j);
+        if (Py_TYPE(o) != (PyTypeObject *)self->ndarray)
+            return 0;
+        PyObject *dt = PyObject_GetAttr(o, s_dtype);
+        if (dt == NULL)
+            return -1;
+        Py_DECREF(dt);
+        if (dt != PyTuple_GET_ITEM(self->outputs, j))
+            return 0;
+        Py_ssize_t v = ssize_attr(o, s_ndim);
+        if (v != 1)
+            return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+        v = ssize_attr(o, s_size);
+        if (v != n)
+            return (v == -1 && PyErr_Occurred()) ? -1 : 0;
+        int flag = truth_attr(o, s_c_contiguous);
+        if (flag <= 0)
+            return flag;
+        to[j] = pointer_of(o);
+        if (to[j] == 0)
+            return PyErr_Occurred() ? -1 : 0;
+        if (to[j] % (uintptr_t)self->align)
+            return 0;
+        uintptr_t end = to[j] + (uintptr_t)(n * self->out_size[j]);
+        for (Py_ssize_t i = 0; i < nin; i++)
+            if (to[j] < at[i] + (uintptr_t)bytes[i] && at[i] < end)
+                return 0;
+    }
+    return 1;
+}
+
+/* launch_as() of a tuple value (MODE_FIELDS): x a tuple of the fields' arrays, out one
+ * array a field written (a lone one where one is), or None; its result the tuple of the
+ * written fields' arrays, as the Python call's */
+static PyObject *launch_fields(CommonCall *self, const Launch *l, PyObject *x, PyObject *out, PyObject *carry)
+{
+    if (carry != NULL || self->one)
+        return NULL; /* tuple values take no carry; a reduction's is Python's */
+    Args c = {0};
+    Py_ssize_t bytes[MAX_FIELDS], nin = 0;
+    if (fields_of(self, x, &c.n, c.at, &nin, bytes) <= 0)
+        return NULL;
+    if (!(l->lo < c.n && c.n <= l->hi))
+        return NULL;
+    if (out != Py_None && fields_out(self, out, c.n, c.at, bytes, nin, c.to) <= 0)
+        return NULL;
+    PyObject *stream = PyObject_CallNoArgs(self->stream_of);
+    if (stream == NULL)
+        return NULL;
+    Py_DECREF(stream); /* identity only */
+    if (stream != l->stream)
+        return NULL;
+    c.tiles = (c.n + l->tile - 1) / l->tile;
+    if ((size_t)c.tiles > UINT_MAX)
+        return NULL;
+    /* the results: the given arrays, or new ones (before the lock, as Python's) */
+    PyObject *result = PyTuple_New(self->nout);
+    if (result == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < self->nout; j++) {
+        PyObject *o;
+        if (out == Py_None) {
+            PyObject *shape = Py_BuildValue("(n)", c.n);
+            if (shape == NULL) {
+                Py_DECREF(result);
+                return NULL;
+            }
+            PyObject *args[2] = {shape, PyTuple_GET_ITEM(self->outputs, j)};
+            o = PyObject_Vectorcall(self->ndarray, args, 2, NULL);
+            Py_DECREF(shape);
+            if (o == NULL || (c.to[j] = pointer_of(o)) == 0) {
+                Py_XDECREF(o);
+                Py_DECREF(result);
+                return NULL;
+            }
+        } else {
+            o = Py_NewRef(PyTuple_CheckExact(out) ? PyTuple_GET_ITEM(out, j) : out);
+        }
+        PyTuple_SET_ITEM(result, j, o); /* steals it */
+    }
+    if (fire_locked(self, l, &c) <= 0)
+        Py_CLEAR(result);
+    return result;
+}
+
 /* The launch ``l``, if this call is of its kind: its result (a new reference), or NULL:
  * with an exception set, an error; without, not this one's call (nothing done). A form
  * call passes its segments' array (``seg``: flags or offsets as the mode takes, else
@@ -309,6 +567,8 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
                            Py_ssize_t row_len, PyObject *carry)
 {
     int mode = l->mode;
+    if (mode == MODE_FIELDS)
+        return launch_fields(self, l, x, out, carry);
     /* a carry the host knows, in the launch's words; none in rows of whole tiles (the
      * plain program takes none there: Python's runs the other) */
     uint64_t words[CARRY_WORDS] = {0};
@@ -405,96 +665,11 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         }
     }
 
-    /* the launch lock, without waiting (see the top of this file) */
-    PyObject *got = PyObject_CallOneArg(l->acquire, Py_False);
-    if (got == NULL) {
-        Py_XDECREF(dst);
-        return NULL;
-    }
-    Py_DECREF(got);
-    if (got != Py_True) {
-        Py_XDECREF(dst);
-        return NULL;
-    }
-    PyObject *result = NULL, *e = NULL;
-    uint64_t scratch = 0, first = 0;
-    /* a buffer to grow is Python's */
-    if (scratch_holds(l->scratch, l->header + tiles * l->per_tile, &scratch) <= 0)
-        goto done;
-    if (mode == MODE_OFFSETS && scratch_holds(l->first, (tiles + 1) * 8, &first) <= 0)
-        goto done;
-    e = PyObject_GetAttr(l->scratch, s_epoch);
-    if (e == NULL)
-        goto done;
-    unsigned long long epoch = PyLong_AsUnsignedLongLong(e) + 1;
-    Py_CLEAR(e);
-    if (PyErr_Occurred() || epoch > l->limit)
-        goto done; /* past the limit the tags would overflow: Python zeroes the buffer */
-    e = PyLong_FromUnsignedLongLong(epoch);
-    if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
-        goto done;
-    /* each slot as the record says; a constant stays as the launcher packed it (under this
-     * lock, as everything written here) */
-    uint64_t *a = l->slots;
-    uint64_t code = n < l->stream_from ? l->code : l->stream_code;
-    if (carry != NULL) {
-        code |= l->carry_code;
-        for (int k = 0; k < CARRY_WORDS; k++)
-            a[l->carry_at[k]] = words[k];
-    }
-    for (int k = 0; k < l->nfill; k++) {
-        uint64_t *slot = a + l->fill[k].at;
-        switch (l->fill[k].code) {
-        case ARG_SRC: *slot = at; break;
-        case ARG_DST: *slot = to; break;
-        case ARG_N: *slot = (uint64_t)n; break;
-        case ARG_SCRATCH: *slot = scratch; break;
-        case ARG_CODE: *slot = code; break;
-        case ARG_EPOCH: *slot = epoch; break;
-        case ARG_SEG: *slot = seg_at; break;
-        case ARG_FIRST: *slot = first; break;
-        default: *slot = segn; break; /* ARG_SEGN: remember() let no other in */
-        }
-    }
-    if (mode == MODE_OFFSETS) { /* the pre-pass: its constants (the alarm, the check) packed once */
-        l->pre_slots[0] = seg_at;
-        l->pre_slots[1] = segn;
-        l->pre_slots[2] = (uint64_t)n;
-        l->pre_slots[3] = first;
-    }
-    /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
-     * function in the stream may need the GIL to run. The argument block is the lock's, and
-     * the record (held by fast()) keeps it alive. A launch that fails launches nothing:
-     * Python's path then launches, or raises (a thread without a context binds one there);
-     * the epoch skipped is never reused (a pre-pass launched before a failed launch is
-     * launched again: it writes what it wrote) */
-    int status = 0;
-    Py_BEGIN_ALLOW_THREADS
-    if (mode == MODE_OFFSETS)
-        status = self->launch(l->pre_function, (unsigned)pre_groups, 1, 1, l->pre_threads, 1, 1, 0, l->hstream,
-                              l->pre_params, NULL);
-    if (status == 0)
-        status = self->launch(l->function, (unsigned)tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params, NULL);
-    Py_END_ALLOW_THREADS
-    if (status == 0)
-        result = Py_NewRef(out == Py_None ? dst : out);
-done:
-    Py_XDECREF(e);
+    Args c = {n, tiles, pre_groups, {at}, {to}, seg_at, segn, carry != NULL, {0}};
+    memcpy(c.words, words, sizeof words);
+    int launched = fire_locked(self, l, &c);
+    PyObject *result = launched > 0 ? Py_NewRef(out == Py_None ? dst : out) : NULL;
     Py_XDECREF(dst);
-    {
-        PyObject *type, *value, *trace; /* an error set meanwhile waits out the release */
-        PyErr_Fetch(&type, &value, &trace);
-        PyObject *r = PyObject_CallNoArgs(l->release);
-        if (r == NULL) {
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(trace);
-            Py_XDECREF(result);
-            return NULL;
-        }
-        Py_DECREF(r);
-        PyErr_Restore(type, value, trace);
-    }
     return result;
 }
 
@@ -537,6 +712,10 @@ static PyObject *fast_form(CommonCall *self, PyObject *const *args, PyObject *ca
         break;
     case MODE_ROWS:
         if (flags != Py_None || offsets != Py_None)
+            return NULL;
+        break;
+    case MODE_FIELDS:
+        if (flags != Py_None || offsets != Py_None || row_len)
             return NULL;
         break;
     default:
@@ -606,7 +785,8 @@ static PyObject *remember(CommonCall *self, PyObject *record)
                               &pre_params, &pre_slots, &pre_threads, &flag))
             return NULL;
         int offsets = mode == MODE_OFFSETS;
-        if (mode < MODE_FLAGS || mode > MODE_OFFSETS || rows_tile < 0 || (whole && rows_tile != tile) ||
+        if (mode < MODE_FLAGS || mode > MODE_FIELDS || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 ||
+            (whole && rows_tile != tile) ||
             (offsets && (!pre_function || !pre_params || !pre_slots || !pre_threads || !flag))) {
             PyErr_SetString(PyExc_ValueError, "remember: a form of the segments' modes, whole rows of the "
                                               "launch's tile, a pre-pass and alarm by offsets");
@@ -631,8 +811,10 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         /* a carry's words stay as the launcher packed them, as constants do: a launch
          * without JS_CARRY_ARGS_BIT reads none of them (a carry is Python's) */
         int kept = c[i] == ARG_CONST || c[i] == ARG_CARRY;
-        int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN; /* a form's slots */
-        if (c[i] >= ARG_COUNT || (c[i] > ARG_CONST && !segs && !kept) || (!kept && seen[c[i]]++)) {
+        int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN && mode != MODE_FIELDS;
+        /* a tuple value's arrays: one slot a field in memory, one a field written */
+        int arrays = mode == MODE_FIELDS && (c[i] == ARG_SRC || c[i] == ARG_DST);
+        if (c[i] >= ARG_COUNT || (c[i] > ARG_CONST && !segs && !kept) || (!kept && !arrays && seen[c[i]]++)) {
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
             return NULL;
         }
@@ -643,8 +825,22 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             return NULL;
         }
         if (!kept) {
+            if (l.nfill >= ARG_COUNT + 2 * MAX_FIELDS) {
+                PyErr_SetString(PyExc_ValueError, "remember: more slots filled than a launch takes");
+                return NULL;
+            }
             l.fill[l.nfill].at = i;
             l.fill[l.nfill++].code = c[i];
+            seen[c[i]] += arrays;
+        }
+    }
+    if (mode == MODE_FIELDS) { /* the arrays' slots are the fields' */
+        Py_ssize_t nin = 0;
+        for (Py_ssize_t k = 0; k < self->nfields; k++)
+            nin += PyTuple_GET_ITEM(self->fields, k) != Py_None;
+        if (seen[ARG_SRC] != nin || seen[ARG_DST] != self->nout) {
+            PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice (the fields' arrays)");
+            return NULL;
         }
     }
     l.record = Py_NewRef(record);
@@ -686,15 +882,38 @@ static PyObject *remember(CommonCall *self, PyObject *record)
 static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *ndarray, *dtype, *loads, *stream_of, *slow, *flag_types = NULL, *offset_types = NULL;
+    PyObject *fields = NULL, *outputs = NULL;
     Py_ssize_t osize, align;
     int one, form = 0;
     unsigned long long launch;
-    static char *names[] = {"ndarray", "dtype",  "loads",      "stream_of",    "slow", "osize", "align",
-                            "one",     "launch", "form", "flag_types", "offset_types", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!:CommonCall", names, &ndarray, &dtype,
+    static char *names[] = {"ndarray", "dtype",      "loads",        "stream_of", "slow",    "osize", "align", "one",
+                            "launch",  "form",       "flag_types",   "offset_types", "fields", "outputs", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!:CommonCall", names, &ndarray, &dtype,
                                      &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
-                                     &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types))
+                                     &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types,
+                                     &PyTuple_Type, &fields, &PyTuple_Type, &outputs))
         return NULL;
+    /* a tuple value's: each field's dtype (None: an index field), the written fields'
+     * dtypes (an index field's too: its positions' integer type) */
+    Py_ssize_t nfields = fields ? PyTuple_GET_SIZE(fields) : 0, nout = outputs ? PyTuple_GET_SIZE(outputs) : 0;
+    Py_ssize_t out_size[MAX_FIELDS] = {0};
+    if ((fields == NULL) != (outputs == NULL) || nfields > MAX_FIELDS || (fields && (!nout || nout > nfields))) {
+        PyErr_SetString(PyExc_ValueError, "CommonCall: a tuple value's fields (at most 8) and the ones written");
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < nout; j++) {
+        PyObject *size = PyObject_GetAttrString(PyTuple_GET_ITEM(outputs, j), "itemsize");
+        if (size == NULL)
+            return NULL;
+        out_size[j] = PyLong_AsSsize_t(size);
+        Py_DECREF(size);
+        if (out_size[j] == -1 && PyErr_Occurred())
+            return NULL;
+        if (out_size[j] <= 0) {
+            PyErr_SetString(PyExc_ValueError, "CommonCall: a field written is a dtype");
+            return NULL;
+        }
+    }
     if (form && (flag_types == NULL || offset_types == NULL)) {
         PyErr_SetString(PyExc_ValueError, "CommonCall: a form call names the dtypes of flags and offsets");
         return NULL;
@@ -713,9 +932,14 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->stream_of = Py_NewRef(stream_of);
     self->slow = Py_NewRef(slow);
     self->form = form;
+    self->fields = fields ? Py_NewRef(fields) : PyTuple_New(0);
+    self->nfields = nfields;
+    self->nout = nout;
+    self->outputs = outputs ? Py_NewRef(outputs) : PyTuple_New(0);
+    memcpy(self->out_size, out_size, sizeof out_size);
     self->flag_types = form ? Py_NewRef(flag_types) : PyTuple_New(0);
     self->offset_types = form ? Py_NewRef(offset_types) : PyTuple_New(0);
-    if (self->flag_types == NULL || self->offset_types == NULL) {
+    if (self->flag_types == NULL || self->offset_types == NULL || self->fields == NULL || self->outputs == NULL) {
         Py_DECREF(self);
         return NULL;
     }

@@ -460,7 +460,13 @@ class Backend(ABC):
         return call
 
     def form_call(
-        self, slow: Callable[..., Any], dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
+        self,
+        slow: Callable[..., Any],
+        dtype: np.dtype,
+        one: bool,
+        loads: Mapping[np.dtype, str],
+        fields: tuple | None = None,
+        outputs: tuple[np.dtype, ...] = (),
     ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
         """The other forms' common call (``plan/forms.py``) as one function, where the
         backend has one: ``(call, remember)``. ``call(x, out, flags, offsets, row_len,
@@ -469,8 +475,10 @@ class Backend(ABC):
         load, mode, whole, rows_tile, go)`` is what ``slow`` says after each launch of its
         own: the queue, the size class ``lo < n <= hi``, the load, the segments' mode,
         whether the call ran the program of rows of whole tiles (``rows_tile``: that
-        program's tile, 0 where there is none) and the launch function it called. Here
-        (no compiled call): ``(slow, None)``."""
+        program's tile, 0 where there is none) and the launch function it called. A tuple
+        value's call names its ``fields`` (each field's dtype, None for an index field) and
+        the written fields' dtypes (``outputs``, an index field's too); its mode is
+        "fields". Here (no compiled call): ``(slow, None)``."""
         return slow, None
 
     @abstractmethod

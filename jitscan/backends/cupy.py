@@ -311,13 +311,17 @@ _ERRORS = (
 )
 
 
-def _arg_codes(plan: LaunchPlan) -> bytes:
+def _arg_codes(plan: LaunchPlan, nsrc: int = 1, ndst: int = 1) -> bytes:
     """What each 8-byte slot of the plan's argument block holds, as ``_cuda_call.c`` reads
     it: ``plan.slots`` with each array as its two slots here, the device pointer and an
-    offset of 0 (a constant: CupyBackend.buffer)."""
+    offset of 0 (a constant: CupyBackend.buffer); a tuple value's ``nsrc`` arrays in and
+    ``ndst`` out, each so, in field order."""
     codes: list[int] = []
     for slot in plan.slots:
-        codes += (slot, ARG_CONST) if slot in (ARG_SRC, ARG_DST) else (slot,)
+        if slot in (ARG_SRC, ARG_DST):
+            codes += (slot, ARG_CONST) * (nsrc if slot == ARG_SRC else ndst)
+        else:
+            codes.append(slot)
     return bytes(codes)
 
 
@@ -363,14 +367,22 @@ def _record(
 
 
 #: the segments' modes as _cuda_call.c numbers them (MODE_*)
-_MODES = {"flags": 1, "rows": 2, "offsets": 3}
+_MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4}
 #: the dtypes of flags and offsets the kernels read as they are (plan/forms.py's rules)
 _FLAG_TYPES = (np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8))
 _OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
 
 
 def _form_record(
-    stream: Any, lo: int, hi: int, load: str, mode: str, whole: bool, rows_tile: int, go: Any
+    stream: Any,
+    lo: int,
+    hi: int,
+    load: str,
+    mode: str,
+    whole: bool,
+    rows_tile: int,
+    go: Any,
+    arrays: tuple[int, int] = (1, 1),
 ) -> tuple | None:
     """What a compiled form call reuses of this call's launch (_cuda_call.c's remember()
     with a form's part), or None where ``go`` is not a launch it can make.
@@ -387,6 +399,8 @@ def _form_record(
     if cuda is None:
         return None
     codes = cuda[0]
+    if mode == "fields":  # a tuple value's arrays, each its pointer and a constant offset
+        codes = _arg_codes(plan, *arrays)
     if whole:  # row_tiles, the plain program's last constant
         at = codes.rfind(bytes([ARG_CONST]))
         if at < 0:
@@ -671,13 +685,24 @@ class CupyBackend(Backend):
             return call
 
     def form_call(
-        self, slow: Callable[..., Any], dtype: np.dtype, one: bool, loads: Mapping[np.dtype, str]
+        self,
+        slow: Callable[..., Any],
+        dtype: np.dtype,
+        one: bool,
+        loads: Mapping[np.dtype, str],
+        fields: tuple | None = None,
+        outputs: tuple[np.dtype, ...] = (),
     ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
         # compiled as the plain common call is (one GPU, CUDA, a dict of loads)
         one_gpu = self._devices == 1
         address = _launch_address() if one_gpu and _CommonCall is not None and type(loads) is dict else 0
         if not address:
             return slow, None
+        arrays = (1, 1)
+        values: dict[str, Any] = {}
+        if fields is not None:  # a tuple value: its fields' arrays, the ones written
+            arrays = (sum(f is not None for f in fields), len(outputs))
+            values = {"fields": tuple(fields), "outputs": tuple(outputs)}
         compiled = _CommonCall(
             ndarray=_ndarray,
             dtype=dtype,
@@ -691,12 +716,13 @@ class CupyBackend(Backend):
             form=True,
             flag_types=_FLAG_TYPES,
             offset_types=_OFFSET_TYPES,
+            **values,
         )
 
         def remember(
             queue: CudaQueue, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any
         ) -> None:
-            compiled.remember(_form_record(queue.stream, lo, hi, load, mode, whole, tile, go))
+            compiled.remember(_form_record(queue.stream, lo, hi, load, mode, whole, tile, go, arrays))
 
         return compiled, remember
 

@@ -69,14 +69,19 @@ class FormCalls:
 
     def _form_calls(self) -> None:
         """Sets ``_form_common``, the other forms' common call: compiled where the backend
-        compiles one (Backend.form_call: not for tuple values, nor offsets checked at the
-        call), which ``_form_remember`` tells what the Python call launched; else
-        :meth:`_form_python` itself."""
+        compiles one (Backend.form_call: not for offsets checked at the call), which
+        ``_form_remember`` tells what the Python call launched; else :meth:`_form_python`
+        itself."""
         self._form_common: Any = self._form_python
         self._form_remember: Any = None
-        if not self._plain and not self._record and self.knobs.get("check") != "now":
+        if not self._plain and self.knobs.get("check") != "now":
+            values: dict[str, Any] = {}
+            if self._record:  # each field's dtype (None: an index field), the written ones'
+                index = self.index_fields
+                kinds = tuple(None if k in index else f.numpy for k, f in enumerate(self.dtype.fields))
+                values = {"fields": kinds, "outputs": tuple(self.dtype.fields[k].numpy for k in self.outputs)}
             self._form_common, self._form_remember = self.backend.form_call(
-                self._form_python, self._np, self._reduce, self._loads
+                self._form_python, self._np, self._reduce, self._loads, **values
             )
 
     def _host_segmented(self, x: np.ndarray, out: Any, offsets: np.ndarray) -> np.ndarray | None:
@@ -156,10 +161,12 @@ class FormCalls:
         if go is None:
             go = self._form_launcher(queue, n, load)
         go(src, dst, n, seg_array, row_len, carry)
-        if self._form_remember is not None and (carry is None or type(carry) is bytes) and not self._record:
+        if self._form_remember is not None and (carry is None or type(carry) is bytes):
+            # the compiled call takes a tuple value's plain scans ("fields"), not its segments
+            form = ("fields" if not mode else "") if self._record else mode
             sizes = self._class_sizes
             lo, hi = sizes[cls - 1] if cls else 0, sizes[cls] if cls < len(sizes) else sys.maxsize
-            self._form_remember(queue, lo, hi, load, mode, *go.which(row_len))
+            self._form_remember(queue, lo, hi, load, form, *go.which(row_len))
         if self._record:
             res = tuple(dst.arrays[k] for k in self.outputs)
             if self._reduce and not mode and out is None:
