@@ -190,7 +190,7 @@ def segmented_reduce(
 
     The values are read once: tiles scan in registers, stage their results in local
     memory and store only each segment's last element (the identity for empty
-    segments). Given no variant, inputs over 16 MiB on a GPU, and every input on a CPU,
+    segments). Given no variant, inputs over 64 MiB on a GPU, and every input on a CPU,
     run ``rts``: a tile stores the segments it holds whole without waiting on any other
     tile, and a small fix-up pass completes the segments that cross tile edges, so it
     needs no forward-progress guarantee and measured faster there than the chained

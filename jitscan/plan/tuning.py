@@ -83,8 +83,10 @@ RTS_REDUCE_BYTES = 1 << 22
 #: it the chained scan's two launches (the offsets' pre-pass and one pass) beat rts's four.
 #: On the H200 (int32, a segment per 16 values, in turns; experiments/seg_reduce_small.py,
 #: experiments/call_forms_h200.md) fallback took 13.7-20.3 us a call pipelined at 2^20-2^22
-#: against rts's 34.8-35.8, 57.8 against 61.0 at 2^24, and 201.7 against 184.7 at 2^26
-RTS_SEG_REDUCE_BYTES = 1 << 24
+#: against rts's 34.8-35.8, 57.8 against 61.0 at 2^24, and 201.7 against 184.7 at 2^26; at
+#: a mean length of 1024 too (a reduction along rows: experiments/seg_reduce_shapes.py,
+#: 0.34-0.96x rts's time up to 2^24, 1.24x at 2^26, and no tile shape of its own closer)
+RTS_SEG_REDUCE_BYTES = 1 << 26
 #: tiles of deterministic segmented scans on GPUs in the 2-16 MiB class, by the largest
 #: input in bytes each takes on a GPU of DET_SEGMENTED_UNITS multiprocessors: (threads,
 #: vectors, min_blocks, window). They run best where their tiles fit in one wave or fill
