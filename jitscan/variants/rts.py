@@ -9,6 +9,7 @@ small fix-up, ``js_rts_seg_fixup``, completes those that cross tile edges.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..backends.base import DeviceInfo
@@ -58,6 +59,40 @@ class ReduceThenScan(Variant):
             )
             out[FIXUP] = expand(spec, ("buf", "buf", "dst", "size", "buf"))
         return out
+
+    def form_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
+        """A reduction by offsets (``stages_tile``) set up once on ``queue``: the pre-pass and
+        the three launches of :meth:`_run`, each packed by a launcher of its own (its
+        kernel looked up once), not the general launch's per-call argument handling."""
+        if not bound.spec.stages_tile:
+            return super().form_launcher(bound, queue, launch)
+        spec, b, prog = bound.spec, bound.backend, bound.program
+        general = super().form_launcher(bound, queue, launch)
+        reduce_, spine_, fixup = (prog.fixed(entry, queue) for entry in (REDUCE, SPINE, FIXUP))
+        lock = b.lock(queue)
+        with lock:  # the pre-pass's scratch is the queue's, made under it
+            pre = segments.prepass(bound, queue)
+        kind, tile, threads = launch.kind_code, spec.tile, spec.threads
+        spine_bytes, carry_bytes = spec.element_bytes, spec.dtype_info.itemsize
+
+        def go(
+            src: Any, dst: Any, n: int, seg_array: Any = None, row_len: int = 0, carry: Any = None
+        ) -> None:
+            if carry is not None:  # (rts takes none: the prepared scan runs the chained program)
+                general(src, dst, n, seg_array, row_len, carry)
+                return
+            ins, outs = operands(b, src), operands(b, dst)
+            tiles = -(-n // tile)
+            with lock:  # the spine, carry and first segments of this queue, through the last launch
+                extra = pre(seg_array, n, tiles)
+                spine = b.scratch(tiles * spine_bytes, queue, "spine").buf
+                carried = b.scratch(tiles * carry_bytes, queue, "carry").buf
+                reduce_(tiles, *ins, n, spine, *outs, carried, *extra)
+                spine_(1, spine, tiles, *outs, kind)
+                # extra[1] is each tile's first segment, from the offsets pre-pass
+                fixup(-(-tiles // threads), spine, carried, *outs, tiles, extra[1])
+
+        return go
 
     def run(
         self,
