@@ -1,6 +1,7 @@
 """The compiled form call on CUDA (_cuda_call.c with ``form=True``), on any machine.
 
-Segmented scans by flags, by offsets (the pre-pass, then the scan) and of rows launch as
+Segmented scans by flags, by offsets (the pre-pass, then the scan; or the scan alone, its
+tiles searching the offsets) and of rows launch as
 the Python form call (plan/forms.py) would have, or leave the call to it. As in
 test_cuda_call.py, arrays are stand-ins with CuPy's fields and the launch records what it
 was given; tests/test_segmented.py and test_api.py run the real thing on a GPU.
@@ -21,11 +22,13 @@ from jitscan.backends.launch import (
     ARG_DST,
     ARG_EPOCH,
     ARG_FIRST,
+    ARG_FLAG,
     ARG_N,
     ARG_SCRATCH,
     ARG_SEG,
     ARG_SEGN,
     ARG_SRC,
+    ARG_WORD,
     Scratch,
 )
 
@@ -42,11 +45,12 @@ HEAD = bytes([ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CO
 )
 TAILS = {
     "flags": bytes([ARG_SEG, ARG_SEGN]),
-    "offsets": bytes([ARG_SEG, ARG_FIRST, ARG_SEGN]),
+    "offsets": bytes([ARG_SEG, ARG_FIRST, ARG_SEGN, ARG_WORD, ARG_FLAG]),
     "rows": bytes([ARG_SEG, ARG_SEGN]),
 }
 MODES = {"flags": 1, "rows": 2, "offsets": 3}
 CONSTS = [11, 12, 13, 14]  # what the launcher packed once
+ALARM = [0xA1, 0xA2]  # the queue's alarm in a launch by offsets, as the launcher packed it
 
 
 class Arr:
@@ -69,11 +73,15 @@ class Arr:
 class FormRig:
     """A compiled form call of one mode, a recording launch, and a Python call behind it."""
 
-    def __init__(self, mode: str, one: bool = False, whole: bool = False, rows_tile: int = 0, status=0):
-        self.mode, self.whole, self.rows_tile = mode, whole, rows_tile
+    def __init__(
+        self, mode: str, one: bool = False, whole: bool = False, rows_tile: int = 0, status=0, search_tiles=0
+    ):
+        self.mode, self.whole, self.rows_tile, self.search_tiles = mode, whole, rows_tile, search_tiles
         self.codes = HEAD[:-1] + bytes([ARG_SEGN]) if whole else HEAD + TAILS[mode]
         self.slots = np.zeros(len(self.codes), np.uint64)
         self.slots[8:12] = CONSTS
+        if mode == "offsets":
+            self.slots[-2:] = ALARM
         self.params = (ctypes.c_void_p * len(self.codes))(
             *(self.slots.ctypes.data + 8 * k for k in range(len(self.codes)))
         )
@@ -122,8 +130,8 @@ class FormRig:
     def form(self) -> tuple:
         if self.mode == "offsets":
             pre = (PRE, ctypes.addressof(self.pre_params), self.pre_slots.ctypes.data, PRE_THREADS)
-            return (MODES["offsets"], False, 0, self.first, *pre, self.flag.ctypes.data)
-        return (MODES[self.mode], self.whole, self.rows_tile, None, 0, 0, 0, 0, 0)
+            return (MODES["offsets"], False, 0, self.first, *pre, self.flag.ctypes.data, self.search_tiles)
+        return (MODES[self.mode], self.whole, self.rows_tile, None, 0, 0, 0, 0, 0, 0)
 
     def remember(self, lo: int = 0, hi: int = 1 << 20, form: tuple | None = None) -> None:
         self.call.remember(
@@ -155,7 +163,39 @@ def test_a_scan_by_offsets_runs_the_pre_pass_then_the_scan_with_each_tiles_first
     # every segment or tile (the more of them) a work-item, one more for the check's end
     assert (pre["function"], pre["groups"], pre["threads"]) == (PRE, -(-301 // PRE_THREADS), PRE_THREADS)
     assert pre["args"] == [0x40000, 300, 3000, FIRST, 0xA1, 0xA2, 1]
-    assert main["args"] == [0x10000, 0, NEW, 0, 3000, SCRATCH, KIND, 1, *CONSTS, 0x40000, FIRST, 300]
+    assert main["args"] == [0x10000, 0, NEW, 0, 3000, SCRATCH, KIND, 1, *CONSTS, 0x40000, FIRST, 300, *ALARM]
+
+
+def test_a_scan_by_offsets_of_few_tiles_has_them_search_the_offsets_with_no_pre_pass():
+    rig = FormRig("offsets", search_tiles=7)
+    rig.remember()
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")  # 6 tiles of at most 7: they search
+    rig.call(x, None, None, o, 0, None)
+    (main,) = rig.launches
+    # the offsets in the table's slot (JS_SEARCHING), the alarm the tiles raise as packed
+    assert main["function"] == MAIN
+    assert main["args"] == [
+        0x10000,
+        0,
+        NEW,
+        0,
+        3000,
+        SCRATCH,
+        KIND,
+        1,
+        *CONSTS,
+        0x40000,
+        0x40000,
+        300,
+        *ALARM,
+    ]
+    rig.first.replace(FIRST, 8)  # a table too small for 7 tiles: no matter, none is read
+    rig.call(Arr(0x10000, 3000 + TILE), None, None, Arr(0x40000, 301, "int64"), 0, None)
+    assert len(rig.launches) == 2 and rig.launches[1]["function"] == MAIN
+    rig.call(Arr(0x10000, 3000 + 2 * TILE), None, None, Arr(0x40000, 301, "int64"), 0, None)
+    assert (
+        len(rig.launches) == 2 and len(rig.slow_calls) == 1
+    )  # 8 tiles: the pre-pass, whose table is Python's
 
 
 def test_a_reduction_by_offsets_makes_one_value_a_segment_and_leaves_no_segment_to_python():
@@ -290,11 +330,11 @@ def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
     with pytest.raises(TypeError, match="form call"):
         rig.call(Arr(0, 1), None, None)
     with pytest.raises(ValueError, match="form"):
-        rig.remember(form=(7, False, 0, None, 0, 0, 0, 0, 0))  # no such mode
+        rig.remember(form=(7, False, 0, None, 0, 0, 0, 0, 0, 0))  # no such mode
     with pytest.raises(ValueError, match="pre-pass"):
-        rig.remember(form=(MODES["offsets"], False, 0, rig.first, 0, 0, 0, 0, 0))  # none given
+        rig.remember(form=(MODES["offsets"], False, 0, rig.first, 0, 0, 0, 0, 0, 0))  # none given
     with pytest.raises(ValueError, match="whole rows"):
-        rig.remember(form=(MODES["rows"], True, TILE * 2, None, 0, 0, 0, 0, 0))
+        rig.remember(form=(MODES["rows"], True, TILE * 2, None, 0, 0, 0, 0, 0, 0))
     with pytest.raises(TypeError):
         rig.call.remember(rig.form())  # the plain record is missing
     plain = FormRig("flags")
@@ -369,7 +409,7 @@ class FieldsRig:
             (self.stream, 0, 1 << 20, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
             + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, codes or self.codes, MAIN)
             + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
-            + ((4, False, 0, None, 0, 0, 0, 0, 0),)
+            + ((4, False, 0, None, 0, 0, 0, 0, 0, 0),)
         )
 
 

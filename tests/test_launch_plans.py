@@ -156,7 +156,11 @@ def test_rts_reduction_by_offsets_finds_first_segments_stages_tiles_and_fixes_up
     pre = (offsets.buf, nseg, n, first, word, alarm.flag, 0)  # checked on the host: no check here
     assert rb.launches() == [
         Launch(SEG_FIRST, ceil_div(tiles + 1, spec.threads), pre),
-        Launch(REDUCE, tiles, (src, IN_OFF, n, spine, dst, OUT_OFF, carry, offsets.buf, first, nseg)),
+        Launch(
+            REDUCE,
+            tiles,
+            (src, IN_OFF, n, spine, dst, OUT_OFF, carry, offsets.buf, first, nseg, word, alarm.flag),
+        ),
         Launch(SPINE, 1, (spine, tiles, dst, OUT_OFF, KIND_CODES["reduce"])),
         Launch(FIXUP, ceil_div(tiles, spec.threads), (spine, carry, dst, OUT_OFF, tiles, first)),
     ]
@@ -182,8 +186,9 @@ def test_one_thread_tiles_by_offsets_find_their_first_segments_without_the_pre_p
     alarm = rb.alarm(rb.default_queue)
     p(seg=Segments(offsets=offsets, checked=True))
     (launch,) = rb.launches()
-    assert launch.entry == chained.KERNEL and launch.args[-3:] == (offsets.buf, offsets.buf, 7)
-    assert "seg-first" not in {e[0] for e in rb.events("scratch")}
+    tail = (offsets.buf, offsets.buf, 7, alarm.word, alarm.flag)
+    assert launch.entry == chained.KERNEL and launch.args[-5:] == tail
+    assert not [e for e in rb.events("scratch") if e[0] == "seg-first" and e[1]]  # no table made
     # device offsets, not checked on the host: the check alone runs first
     rb.clear()
     p(seg=Segments(offsets=offsets))
@@ -222,7 +227,7 @@ def test_rts_scan_by_offsets_runs_the_pre_pass_then_both_tile_passes_with_the_se
     p(seg=Segments(offsets=offsets))
     first, spine = rb.scratch_buffer("seg-first"), rb.scratch_buffer("spine")
     alarm = rb.alarm(rb.default_queue)
-    seg = (offsets.buf, first, 7)
+    seg = (offsets.buf, first, 7, alarm.word, alarm.flag)
     assert rb.launches() == [
         Launch(SEG_FIRST, 1, (offsets.buf, 7, p.n, first, alarm.word, alarm.flag, 1)),
         Launch(REDUCE, 4, (p.src.buf, IN_OFF, p.n, spine, *seg)),
@@ -427,7 +432,8 @@ def segments_of(mode: str, p: Plan) -> tuple[Segments, tuple]:
         # the kernels never read the heads buffer then: the input stands in for it
         return Segments(row_len=p.n // 4), (p.src.buf, p.n // 4)
     offsets = Array((30,), np.uint64)
-    return Segments(offsets=offsets), (offsets.buf, FIRST, 29)
+    alarm = p.rb.alarm(p.rb.default_queue)
+    return Segments(offsets=offsets), (offsets.buf, FIRST, 29, alarm.word, alarm.flag)
 
 
 @pytest.mark.parametrize("mode", ["flags", "rows", "offsets"])
@@ -503,8 +509,42 @@ def test_device_offsets_are_checked_by_the_pre_pass_and_nothing_is_read_back(rb)
     assert pre == Launch(
         SEG_FIRST, ceil_div(items, spec.threads), (offsets.buf, nseg, p.n, first, alarm.word, alarm.flag, 1)
     )
-    assert scan.entry == chained.KERNEL and scan.args[-3:] == (offsets.buf, first, nseg)
+    assert scan.entry == chained.KERNEL and scan.args[-5:] == (
+        offsets.buf,
+        first,
+        nseg,
+        alarm.word,
+        alarm.flag,
+    )
     assert rb.events("read_u32") == []
+
+
+def test_small_launches_by_offsets_on_a_gpu_have_their_tiles_search_and_check_the_offsets(rb):
+    # the programs of size classes up to tuning.SEARCH_SEGMENTS_BYTES search the offsets
+    # themselves (the offsets in the table's slot) and check what they read, raising the
+    # queue's alarm in the kernel's own arguments: one launch
+    add, int32 = resolve("add"), lookup("int32")
+    small = tuning.SEARCH_SEGMENTS_BYTES // 4
+
+    def spec(n: int | None, variant: str = "fallback", kind: str = "inclusive") -> ScanSpec:
+        return tuning.spec_for(
+            GPU, variant=variant, kind=kind, dtype=int32, monoid=add, n=n, segmented="offsets"
+        )
+
+    assert spec(small).threads > 1 and spec(small).searches_segments
+    assert spec(small, kind="reduce").searches_segments  # the chained reduction too
+    assert "#define JS_SEARCH_SEGMENTS 1" in variants.get("fallback").source(spec(small), "cuda")
+    offsets = Array((3000,), np.uint64)
+    p = Plan(rb, spec(small), 4 * spec(small).tile)
+    p(seg=Segments(offsets=offsets))
+    alarm = rb.alarm(rb.default_queue)
+    (scan,) = rb.launches()
+    assert scan.entry == chained.KERNEL and scan.groups == 4
+    assert scan.args[-5:] == (offsets.buf, offsets.buf, 2999, alarm.word, alarm.flag)
+    # the larger classes keep the pre-pass's table and its kernel; rts's reductions, whose
+    # fix-up reads the table, never search
+    assert not spec(small + 1).searches_segments and not spec(None).searches_segments
+    assert not spec(small, "rts", "reduce").searches_segments
 
 
 # -- prepared scans ------------------------------------------------------------------
@@ -835,6 +875,12 @@ def test_device_offsets_are_checked_on_the_device_without_a_wait(registered):
     y = scan(x, offsets=offsets)
     assert y.shape == (100,)
     launched = [launch.entry for launch in rb.launches()]
+    assert launched == [chained.KERNEL]  # a small class: its tiles search and check them
+    big = Array((1 << 20,), np.int32)  # past tuning.SEARCH_SEGMENTS_BYTES: the pre-pass checks
+    scan(big, offsets=offsets)
+    rb.clear()
+    scan(big, offsets=offsets)
+    launched = [launch.entry for launch in rb.launches()]
     assert launched[0] == SEG_FIRST and segments.CHECK_OFFSETS not in launched
     assert rb.events("read_u32") == []  # nothing comes back: the call does not wait
 
@@ -853,7 +899,7 @@ def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_the_queue(regis
     assert ("zero", word, 4) in rb.log  # the alarm is cleared: the next call runs
     rb.clear()
     scan(x, offsets=offsets)
-    assert SEG_FIRST in [launch.entry for launch in rb.launches()]
+    assert chained.KERNEL in [launch.entry for launch in rb.launches()]
 
 
 def test_check_now_waits_for_the_check_and_raises_at_the_call(registered):

@@ -14,16 +14,17 @@
  *
  * With form=True it is the other forms' common call (FormCalls._form_python in plan/forms.py,
  * its slow function): call(x, out, flags, offsets, row_len, carry) of a segmented scan by
- * flags, by offsets (the offsets' pre-pass launched first, from a record of its own, and the
+ * flags, by offsets (up to the record's number of tiles the tiles search the offsets
+ * themselves, above it the offsets' pre-pass launched first, from a record of its own; the
  * call left to Python where the queue's alarm is set: Python raises what an earlier call's
  * offsets did) or of rows (of whole tiles: the plain program, the row's tiles in its count
- * slot), and a reduction by offsets. Tuple values stay Python's.
+ * slot), a reduction by offsets, and tuple values' scans.
  *
  * It knows no kernel: the record says what each 8-byte slot of the argument block holds
  * (one code a slot: an array's pointer, the element count, the scratch buffer, the
  * launch's code, the scratch's epoch, or a constant the launcher packed once), how big the
  * scratch must be for so many tiles and the largest epoch, and this file fills the slots
- * in. The codes are LaunchPlan's (ARG_SLOTS in base.py); SLOTS below names them in this
+ * in. The codes are LaunchPlan's (ARG_SLOTS in launch.py); SLOTS below names them in this
  * file's order, and cupy.py uses this module only where the two agree.
  *
  * It holds the GIL, but the Python it calls (the current stream, the lock, CuPy's
@@ -45,9 +46,9 @@
 /* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which cupy.py compares with it) */
 enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN,
-       ARG_CARRY, ARG_COUNT };
-static const char *const slot_names[ARG_COUNT] = {"src", "dst", "n", "scratch", "code", "epoch",
-                                                  "const", "seg", "first", "segn", "carry"};
+       ARG_CARRY, ARG_WORD, ARG_FLAG, ARG_COUNT };
+static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scratch", "code", "epoch", "const",
+                                                  "seg",  "first", "segn", "carry",   "word", "flag"};
 
 /* the 8-byte words of a carry in a launch's arguments (launch.py's CARRY_WORDS) */
 #define CARRY_WORDS 4
@@ -86,10 +87,11 @@ typedef struct {
     /* a form call's (FormCalls in plan/forms.py): the segments' mode; rows: whether this is
      * the launch of rows of whole tiles, and the whole-rows program's tile (0: none); by
      * offsets: the Scratch of each tile's first segment, the pre-pass's launch (its block's
-     * first four slots the call's: offsets, their count, n, that buffer) and the queue
-     * alarm's flag in host memory */
+     * first four slots the call's: offsets, their count, n, that buffer), the queue
+     * alarm's flag in host memory, and up to how many tiles a launch has its tiles search
+     * the offsets themselves instead (no pre-pass: segments.Prepass) */
     int mode, whole;
-    Py_ssize_t rows_tile;
+    Py_ssize_t rows_tile, search_tiles;
     PyObject *first;
     void *pre_function, **pre_params;
     uint64_t *pre_slots;
@@ -337,11 +339,15 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     int launched = 0, mode = l->mode;
     PyObject *e = NULL;
     uint64_t scratch = 0, first = 0;
+    /* by offsets: the tiles search them (the offsets in the table's slot), or the pre-pass */
+    int prepass = mode == MODE_OFFSETS && c->tiles > l->search_tiles;
     /* a buffer to grow is Python's */
     if (scratch_holds(l->scratch, l->header + c->tiles * l->per_tile, &scratch) <= 0)
         goto done;
-    if (mode == MODE_OFFSETS && scratch_holds(l->first, (c->tiles + 1) * 8, &first) <= 0)
+    if (prepass && scratch_holds(l->first, (c->tiles + 1) * 8, &first) <= 0)
         goto done;
+    if (mode == MODE_OFFSETS && !prepass)
+        first = c->seg_at;
     e = PyObject_GetAttr(l->scratch, s_epoch);
     if (e == NULL)
         goto done;
@@ -376,7 +382,7 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
         default: *slot = c->segn; break; /* ARG_SEGN: remember() let no other in */
         }
     }
-    if (mode == MODE_OFFSETS) { /* the pre-pass: its constants (the alarm, the check) packed once */
+    if (prepass) { /* the pre-pass: its constants (the alarm, the check) packed once */
         l->pre_slots[0] = c->seg_at;
         l->pre_slots[1] = c->segn;
         l->pre_slots[2] = (uint64_t)c->n;
@@ -390,7 +396,7 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
      * launched again: it writes what it wrote) */
     int status = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (mode == MODE_OFFSETS)
+    if (prepass)
         status = self->launch(l->pre_function, (unsigned)c->pre_groups, 1, 1, l->pre_threads, 1, 1, 0, l->hstream,
                               l->pre_params, NULL);
     if (status == 0)
@@ -774,18 +780,18 @@ static PyObject *remember(CommonCall *self, PyObject *record)
                           &threads, &carry_code, &keep, &PyTuple_Type, &form))
         return NULL;
     /* a form call's: (mode, whole, rows_tile, first, pre_function, pre_params, pre_slots,
-     * pre_threads, flag): see Launch */
+     * pre_threads, flag, search_tiles): see Launch */
     int mode = MODE_PLAIN, whole = 0;
-    Py_ssize_t rows_tile = 0;
+    Py_ssize_t rows_tile = 0, search_tiles = 0;
     PyObject *first = NULL;
     unsigned long long pre_function = 0, pre_params = 0, pre_slots = 0, flag = 0;
     unsigned pre_threads = 0;
     if (form != NULL) {
-        if (!PyArg_ParseTuple(form, "ipnOKKKIK:remember", &mode, &whole, &rows_tile, &first, &pre_function,
-                              &pre_params, &pre_slots, &pre_threads, &flag))
+        if (!PyArg_ParseTuple(form, "ipnOKKKIKn:remember", &mode, &whole, &rows_tile, &first, &pre_function,
+                              &pre_params, &pre_slots, &pre_threads, &flag, &search_tiles))
             return NULL;
         int offsets = mode == MODE_OFFSETS;
-        if (mode < MODE_FLAGS || mode > MODE_FIELDS || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 ||
+        if (mode < MODE_FLAGS || mode > MODE_FIELDS || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 || search_tiles < 0 ||
             (whole && rows_tile != tile) ||
             (offsets && (!pre_function || !pre_params || !pre_slots || !pre_threads || !flag))) {
             PyErr_SetString(PyExc_ValueError, "remember: a form of the segments' modes, whole rows of the "
@@ -809,8 +815,10 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     }
     for (Py_ssize_t i = 0; i < nslots; i++) {
         /* a carry's words stay as the launcher packed them, as constants do: a launch
-         * without JS_CARRY_ARGS_BIT reads none of them (a carry is Python's) */
-        int kept = c[i] == ARG_CONST || c[i] == ARG_CARRY;
+         * without JS_CARRY_ARGS_BIT reads none of them (a carry is Python's); so does the
+         * queue's alarm of a launch by offsets (the same buffers on every call) */
+        int alarm = mode == MODE_OFFSETS && (c[i] == ARG_WORD || c[i] == ARG_FLAG);
+        int kept = c[i] == ARG_CONST || c[i] == ARG_CARRY || alarm;
         int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN && mode != MODE_FIELDS;
         /* a tuple value's arrays: one slot a field in memory, one a field written */
         int arrays = mode == MODE_FIELDS && (c[i] == ARG_SRC || c[i] == ARG_DST);
@@ -867,6 +875,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     l.mode = mode;
     l.whole = whole;
     l.rows_tile = rows_tile;
+    l.search_tiles = search_tiles;
     l.first = first;
     l.pre_function = (void *)(uintptr_t)pre_function;
     l.pre_params = (void **)(uintptr_t)pre_params;

@@ -406,12 +406,12 @@ def _form_record(
         if at < 0:
             return None
         codes = codes[:at] + bytes([ARG_SEGN]) + codes[at + 1 :]
-    form: tuple = (_MODES[mode], whole, rows_tile, None, 0, 0, 0, 0, 0)
+    form: tuple = (_MODES[mode], whole, rows_tile, None, 0, 0, 0, 0, 0, 0)
     if mode == "offsets":
         pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
-        if pre_cuda is None or pre.searches:
+        if pre_cuda is None:
             return None
-        form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag)
+        form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag, pre.search_tiles)
     cuda = (codes, *cuda[1:])
     return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, (fire, pre)) + (form,)
 

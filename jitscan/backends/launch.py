@@ -19,11 +19,15 @@ import numpy as np
 #: buffer and an offset), the element count, the scratch buffer, the launch's code, the
 #: scratch's epoch, a constant (set once per launcher), the segments' three: their
 #: array (head flags or offsets: one buffer), each tile's first segment (a buffer) and
-#: their count (the row length of rows), and a word of a carry's bits (a launch from a
-#: value the host knows: :data:`CARRY_WORDS` of them, 0 where there is none).
+#: their count (the row length of rows), a word of a carry's bits (a launch from a
+#: value the host knows: :data:`CARRY_WORDS` of them, 0 where there is none), and the
+#: queue's alarm (its word and flag buffers: :class:`Alarm`), which kernels that check
+#: what they read raise.
 #: ``_cuda_call.c`` reads the same codes, and says so (its ``SLOTS``, which cupy.py
 #: compares with these names).
-ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry")
+ARG_SLOTS = (
+    "src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry", "word", "flag"
+)  # fmt: skip
 (
     ARG_SRC,
     ARG_DST,
@@ -36,6 +40,8 @@ ARG_SLOTS = ("src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "fir
     ARG_FIRST,
     ARG_SEGN,
     ARG_CARRY,
+    ARG_WORD,
+    ARG_FLAG,
 ) = range(len(ARG_SLOTS))
 #: the 8-byte words of a carry passed in a launch's arguments (its bits, then zeros)
 CARRY_WORDS = 4
@@ -47,7 +53,7 @@ _WORDS = struct.Struct(f"<{CARRY_WORDS}Q")
 #: the per-call slots in the order a launcher's ``fire`` takes them after the groups
 FIRE_ORDER = (ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH)
 #: the segments' slots, in the order a segmented launch passes them (its ``tail``)
-SEG_ORDER = (ARG_SEG, ARG_FIRST, ARG_SEGN)
+SEG_ORDER = (ARG_SEG, ARG_FIRST, ARG_SEGN, ARG_WORD, ARG_FLAG)
 
 
 class Scratch:

@@ -25,16 +25,21 @@ def _segment_params(mode: str) -> list[str]:
     """Kernel parameters that say where segments start, per segmented mode.
 
     ``flags``/``rows``: a uint8 head array, or a row length. ``offsets``: the CSR
-    offsets (as js_size) with each tile's first segment (``js_seg_first``) and the
-    segment count; heads are then marked in local memory, so loading takes ``sh``, the
-    segments' storage (``js_seg_storage``, the kernel's ``sh.seg``).
+    offsets (as js_size) with each tile's first segment (``js_seg_first``; the offsets
+    themselves where tiles search), the segment count and the queue's alarm (the words a
+    tile that searched raises for a bad offset); heads are then marked in local memory,
+    so loading takes ``sh``, the segments' storage (``js_seg_storage``, the kernel's
+    ``sh.seg``).
     """
     if mode == "offsets":
-        params = ", JS_GLOBAL const js_size* offsets, JS_GLOBAL const js_size* seg_first, js_size nseg"
+        params = (
+            ", JS_GLOBAL const js_size* offsets, JS_GLOBAL const js_size* seg_first, js_size nseg,"
+            " JS_GLOBAL js_u32* alarm_word, JS_GLOBAL js_u32* alarm_flag"
+        )
         return [
             "#define JS_SEG_OFFSETS 1",
             f"#define JS_SEG_PARAMS {params}",
-            "#define JS_SEG_ARGS , offsets, seg_first, nseg",
+            "#define JS_SEG_ARGS , offsets, seg_first, nseg, alarm_word, alarm_flag",
             "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS, JS_LOCAL_PTR js_seg_storage* sh",
             "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS, &sh.seg",
             "#define JS_SEG_LOAD_FWD JS_SEG_ARGS, sh",
@@ -401,6 +406,7 @@ typedef ulong js_size;
 #define JS_ATOMIC_MAX_U32(p, v) atomic_max((volatile __global uint*)(p), (v))
 #define JS_ATOMIC_MAX_SW(p, v) {sw_max}
 #define JS_ATOMIC_OR_LOCAL(p, v) atomic_or((volatile __local uint*)(p), (v))
+#define JS_ATOMIC_ADD_LOCAL(p, v) atomic_add((volatile __local uint*)(p), (v))
 /* OpenCL C 1.2 has no atomic load, and a plain (even volatile) load of a word that
    other workgroups update with atomics is a data race in its memory model (Oclgrind
    reports it): words written by atomics are read by an atomic that changes nothing */
@@ -577,6 +583,7 @@ typedef unsigned long long js_size;
 #define JS_ATOMIC_MAX_U32(p, v) atomicMax((js_u32*)(p), (js_u32)(v))
 #define JS_ATOMIC_MAX_SW(p, v) atomicMax((js_sw*)(p), (js_sw)(v))
 #define JS_ATOMIC_OR_LOCAL(p, v) atomicOr((js_u32*)(p), (js_u32)(v))
+#define JS_ATOMIC_ADD_LOCAL(p, v) atomicAdd((js_u32*)(p), (js_u32)(v))
 /* volatile loads are not cached in L1: the relaxed load look-back needs */
 #define JS_LOAD_U32(p) (*(volatile js_u32*)(p))
 #define JS_LOAD_SW(p) (*(volatile js_sw*)(p))

@@ -135,6 +135,10 @@ class ScanSpec:
         by ``tuning.spec_for``, as are ``lane_tiles`` and ``clock``).
     lane_tiles : bool
         The variant's one-thread tiles may hold their vectors as lanes (``lanes``).
+    search_segments : bool
+        A chained scan by offsets whose many-thread tiles search the offsets themselves,
+        with no pre-pass (``searches_segments``; ``tuning.SEARCH_SEGMENTS_BYTES``, set by
+        ``tuning.spec_for``).
     serial : bool
         The device runs one workgroup at a time, in the order they start (a CPU driver of
         one compute unit: PoCL's ``basic``). A chained scan in lanes whose predecessor has
@@ -167,6 +171,7 @@ class ScanSpec:
     rows_in_smem: bool = False
     chained: bool = False
     lane_tiles: bool = False
+    search_segments: bool = False
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -287,11 +292,17 @@ class ScanSpec:
 
     @property
     def searches_segments(self) -> bool:
-        """Whether a tile by offsets finds its first segment itself, a binary search of the
-        offsets, so its launch needs no pre-pass (``JS_SEARCH_SEGMENTS``): one-thread tiles
-        (CPUs), where the pre-pass's command costs more than a dozen loads a tile; not a
-        reduction that stages its tile, whose totals and fix-up read the pre-pass's table."""
-        return self.segmented == "offsets" and self.threads == 1 and not self.stages_tile
+        """Whether tiles by offsets find their segments themselves, a search of the offsets,
+        so that a launch needs no pre-pass (``JS_SEARCH_SEGMENTS``): chained programs of
+        many-thread tiles asked to (``search_segments``: GPUs' small size classes), which
+        check the offsets they read as they mark their heads; and one-thread tiles (CPUs),
+        whose offsets a launch beside them checks, but not their reductions, whose totals
+        (and rts's fix-up) read the pre-pass's table."""
+        if self.segmented != "offsets":
+            return False
+        if self.threads == 1:
+            return not self.stages_tile
+        return self.search_segments and self.chained
 
     @property
     def one_pass_tiles(self) -> bool:

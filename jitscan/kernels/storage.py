@@ -60,6 +60,8 @@ def seg(spec: ScanSpec) -> np.dtype | None:
     if spec.segmented != "offsets":
         return None
     members: list[Member] = [("head_bits", _U32, ((spec.tile + 31) // 32,))]
+    if spec.searches_segments and spec.threads > 1:
+        members.append(("below", _U32, ()))
     if spec.stages_tile:
         members.append(("stage", value(spec), (spec.tile + 1,)))
     return layout(members)

@@ -87,6 +87,14 @@ RTS_REDUCE_BYTES = 1 << 22
 #: a mean length of 1024 too (a reduction along rows: experiments/seg_reduce_shapes.py,
 #: 0.34-0.96x rts's time up to 2^24, 1.24x at 2^26, and no tile shape of its own closer)
 RTS_SEG_REDUCE_BYTES = 1 << 26
+#: a chained scan or reduction by offsets on a GPU compiles tiles that search the offsets
+#: themselves (ScanSpec.search_segments: no pre-pass launch, each tile two searches of a
+#: few rounds and the check of what it reads) for size classes up to this; above, the
+#: pre-pass's table, and the kernel of old: on the H200 (int32, in turns, pipelined) the
+#: search took 0.41-0.47x the pre-pass's time a call at 2^14-2^19, where launches decide,
+#: and its kernel cost 1.06x at 2^28 where it was compiled in beside the table's
+#: (experiments/call_forms_h200.md, run F)
+SEARCH_SEGMENTS_BYTES = 1 << 21
 #: tiles of deterministic segmented scans on GPUs in the 2-16 MiB class, by the largest
 #: input in bytes each takes on a GPU of DET_SEGMENTED_UNITS multiprocessors: (threads,
 #: vectors, min_blocks, window). They run best where their tiles fit in one wave or fill
@@ -446,6 +454,9 @@ def spec_for(
     if info.amd and min_blocks is None:
         # no occupancy bound measured on NVIDIA reaches ROCm (geometry: clang spills to meet it)
         geo["min_blocks"] = 0
+    # small size classes by offsets on GPUs: tiles that search the offsets, no pre-pass
+    search = segmented == "offsets" and chained and info.is_gpu and geo["threads"] > 1
+    search = search and n is not None and n * dtype.packed_bytes <= SEARCH_SEGMENTS_BYTES
     spec = ScanSpec(
         variant=variant,
         dtype=dtype.name,
@@ -473,6 +484,7 @@ def spec_for(
         serial=not info.is_gpu and info.compute_units == 1,
         chained=chained,
         lane_tiles=v.lane_tiles,
+        search_segments=search,
     )
     if vector_width is None and not info.is_gpu and spec.lanes:
         # the tile's items as they were, in vectors as wide as CPU_LANE_VECTOR_BYTES

@@ -288,6 +288,8 @@ class Chained(Variant):
                     if row_len:  # rows of whole tiles: the plain program restarts at each
                         consts = constants(launch, row_len // tile)
                 packed(tiles, head, tail, consts, words)
+                if pre is not None:  # the host sees what the launch's check raised (Prepass)
+                    pre.alarm.watch()
             finally:
                 release()
 
@@ -312,6 +314,8 @@ class Chained(Variant):
         with b.lock(queue):
             extra = segments.args(bound, queue, seg, src, tiles, n)
             ctrl, epoch = self._launch(bound, queue, launch, src, dst, n, tiles, seg, extra)
+            if spec.segmented == "offsets":  # the host sees what the launch's check raised
+                b.alarm(queue).watch()
             if not ((check and not self.fallback) or spec.stats):
                 return None
             words = b.read_u32(ctrl, tile_state.CTRL_WORDS, queue)

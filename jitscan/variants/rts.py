@@ -91,6 +91,7 @@ class ReduceThenScan(Variant):
                 spine_(1, spine, tiles, *outs, kind)
                 # extra[1] is each tile's first segment, from the offsets pre-pass
                 fixup(-(-tiles // threads), spine, carried, *outs, tiles, extra[1])
+                pre.alarm.watch()  # the host sees what the pre-pass's check raised
 
         return go
 
@@ -137,6 +138,8 @@ class ReduceThenScan(Variant):
             prog.launch(FIXUP, -(-tiles // spec.threads), [spine, carry, *outs, tiles, extra[1]], queue)
         elif launch.kind != "reduce":
             prog.launch(SCAN, tiles, [*ins, *outs, n, spine, launch.kind_code, *extra], queue)
+        if spec.segmented == "offsets":  # the host sees what the launches' checks raised
+            b.alarm(queue).watch()
 
 
 RTS = ReduceThenScan()

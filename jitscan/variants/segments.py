@@ -1,26 +1,29 @@
 """Where segments start: the arguments the segmented forms of a variant take.
 
 Every segmented mode appends its own parameters (``JS_SEG_PARAMS`` in the dialect) to
-the entry points that load input; ``offsets`` also compiles the two small kernels of
-``offsets.h``: a pre-pass that finds each tile's first segment and checks the offsets,
-and the check alone, where tiles of one thread find their first segment themselves. A
-bad offset raises the queue's alarm (``backends.Alarm``): :func:`offsets_error` says what
-its word holds.
+the entry points that load input; ``offsets`` also compiles the pre-pass of ``offsets.h``,
+which finds each tile's first segment and checks the offsets. Programs whose tiles search
+the offsets themselves (``ScanSpec.searches_segments``: GPUs' small size classes, CPUs'
+one-thread tiles) launch no pre-pass (:class:`Prepass`); many-thread tiles check what they
+read, and a check launch runs beside one-thread tiles. A bad offset raises
+the queue's alarm (``backends.Alarm``): :func:`offsets_error` says what its word holds.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends.launch import ARG_FIRST, ARG_SEG, ARG_SEGN
+from ..backends.launch import ARG_FIRST, ARG_FLAG, ARG_SEG, ARG_SEGN, ARG_WORD
 
 #: parameters appended per mode (the order of JS_SEG_PARAMS in kernels/dialect.py)
 PARAMS: dict[str, tuple[str, ...]] = {
     "": (),
     "flags": ("buf", "size"),  # head flags, row length 0
     "rows": ("buf", "size"),  # an unused buffer, the row length
-    "offsets": ("buf", "buf", "size"),  # CSR offsets, each tile's first segment, nseg
+    # CSR offsets, each tile's first segment (the offsets where tiles search), nseg, the alarm
+    "offsets": ("buf", "buf", "size", "buf", "buf"),
 }
 #: what each of PARAMS holds, as a launch plan's slots (backends.launch): the values
 #: :func:`args` returns, in this order
@@ -28,12 +31,12 @@ SLOTS: dict[str, tuple[int, ...]] = {
     "": (),
     "flags": (ARG_SEG, ARG_SEGN),
     "rows": (ARG_SEG, ARG_SEGN),
-    "offsets": (ARG_SEG, ARG_FIRST, ARG_SEGN),
+    "offsets": (ARG_SEG, ARG_FIRST, ARG_SEGN, ARG_WORD, ARG_FLAG),
 }
 
 #: the pre-pass of "offsets": each tile's first segment (and the check of device offsets)
 SEG_FIRST = "js_seg_first"
-#: the check alone, where tiles of one thread find their first segment themselves
+#: the check alone, beside a launch of one-thread tiles (which search, but do not check)
 CHECK_OFFSETS = "js_check_offsets"
 #: extra entry points compiled per mode, with their argument kinds
 ENTRIES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -45,7 +48,6 @@ ENTRIES: dict[str, dict[str, tuple[str, ...]]] = {
         CHECK_OFFSETS: ("buf", "size", "size", "buf", "buf"),
     },
 }
-
 #: what js_check_offset found, by its rule number
 _RULES = (
     "offsets must start at 0: offsets[{s}] != 0",
@@ -106,54 +108,56 @@ def heads_tail(backend: Any, src: Any, heads: Any, row_len: int) -> list[Any]:
 
 
 class Prepass:
-    """What a launch by offsets runs first on one queue: the pre-pass that finds each tile's
-    first segment (``js_seg_first``) and checks the offsets, or the check alone
-    (``js_check_offsets``) where tiles of one thread search the offsets themselves.
+    """What a launch by offsets runs first on one queue, and the arguments it passes: the
+    pre-pass that finds each tile's first segment (``js_seg_first``) and checks the
+    offsets, or where the program's tiles search the offsets themselves (the offsets go in
+    the table's slot) nothing, as they check what they read, or beside one-thread tiles
+    the check alone (``js_check_offsets``).
 
-    Called as ``prepass(offsets, n, tiles, checked=False)``, it enqueues that launch and
-    returns the arguments of the launch by these offsets (in :data:`SLOTS` order). Offsets
-    not ``checked`` (on the host) are checked on the device, and the queue's alarm is
-    watched: the host learns of bad ones without waiting for the device. Made once per
-    program and queue (:func:`prepass`); its calls hold the queue's lock.
+    Called as ``prepass(offsets, n, tiles, checked=False)``, it enqueues what runs first
+    and returns the arguments of the launch by these offsets (in :data:`SLOTS` order).
+    Offsets not ``checked`` (on the host) are checked on the device; after the launch
+    the caller has the host watch the queue's alarm (``alarm.watch()``), so that it learns
+    of bad ones without waiting for the device. Made once per program and queue
+    (:func:`prepass`); its calls hold the queue's lock.
     """
 
     def __init__(self, bound: Any, queue: Any) -> None:
         b, spec = bound.backend, bound.spec
         self.backend, self.queue, self.threads = b, queue, spec.threads
-        self.alarm = b.alarm(queue)
-        self.searches = spec.searches_segments  # the table is not read: the offsets stand in for it
-        entry = CHECK_OFFSETS if self.searches else SEG_FIRST
-        alarm = self.alarm
-        self.fire = bound.program.fixed(
-            entry, queue, (alarm.word, alarm.flag) + (() if self.searches else (1,))
-        )
+        self.alarm = alarm = b.alarm(queue)
+        #: up to how many tiles a launch has its tiles search: the program's tiles always
+        #: do, or never (ScanSpec.searches_segments)
+        self.search_tiles = sys.maxsize if spec.searches_segments else 0
+        self._alarm = alarm.word, alarm.flag  # as kernels take them
+        self.fire = bound.program.fixed(SEG_FIRST, queue, (alarm.word, alarm.flag, 1))
+        #: the check beside one-thread tiles (None: tiles that search check what they read)
+        self.check = bound.program.fixed(CHECK_OFFSETS, queue, self._alarm) if spec.threads == 1 else None
         self._checked: Any = None  # the pre-pass of offsets checked on the host: made on first use
         self._program = bound.program
-        #: each tile's first segment, a Scratch of the queue (it only grows; none where
-        #: tiles search the offsets)
-        self.first = None if self.searches else b.scratch(0, queue, "seg-first")
+        #: each tile's first segment, a Scratch of the queue (it only grows)
+        self.first = b.scratch(0, queue, "seg-first")
 
     def __call__(self, offsets: Any, n: int, tiles: int, checked: bool = False) -> list[Any]:
         off = self.backend.buffer(offsets)[0]
         nseg = offsets.shape[0] - 1
-        threads = self.threads
-        if self.searches:
-            if not checked:
-                self.fire(-(-(nseg + 1) // threads), off, nseg, n)
-                self.alarm.watch()
-            return [off, off, nseg]
+        word, flag = self._alarm
+        if tiles <= self.search_tiles:
+            if self.check is not None and not checked:
+                self.check(-(-(nseg + 1) // self.threads), off, nseg, n)
+            return [off, off, nseg, word, flag]
         first = self.first
         if first.nbytes < (tiles + 1) * 8:
             first = self.first = self.backend.scratch((tiles + 1) * 8, self.queue, "seg-first")
+        threads = self.threads
         if checked:
             if self._checked is None:
                 alarm = self.alarm
                 self._checked = self._program.fixed(SEG_FIRST, self.queue, (alarm.word, alarm.flag, 0))
             self._checked(-(-(tiles + 1) // threads), off, nseg, n, first.buf)
-            return [off, first.buf, nseg]
-        self.fire(-(-(max(tiles, nseg) + 1) // threads), off, nseg, n, first.buf)
-        self.alarm.watch()
-        return [off, first.buf, nseg]
+        else:
+            self.fire(-(-(max(tiles, nseg) + 1) // threads), off, nseg, n, first.buf)
+        return [off, first.buf, nseg, word, flag]
 
 
 #: Prepass by (program, queue): at most _PREPASSES of them, the oldest dropped first

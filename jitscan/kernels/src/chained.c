@@ -278,7 +278,7 @@ JS_UNROLL
 
     if (kind == JS_KIND_REDUCE) {
 #if JS_SEG_STAGE
-        js_store_segment_totals(out, base, own, own_left, prefix, has_prefix, own_heads, 0 JS_SEG_LOAD_ARGS);
+        js_store_segment_totals(out, base, n, own, own_left, prefix, has_prefix, own_heads, 0 JS_SEG_LOAD_ARGS);
 #else
         if (lid == 0 && base + JS_TILE >= n) {
             js_val total = JS_VALUE_OF(has_prefix ? js_op(prefix, agg) : agg);

@@ -2,45 +2,14 @@
  * Owns no shared memory.
  *
  * js_seg_first, the pre-pass, finds each tile's first segment (segments.h's
- * js_first_segment) for the tiles that do not search for it themselves
- * (JS_SEARCH_SEGMENTS), and checks device offsets where they are; js_check_offsets checks
- * them alone, for the tiles that do.
+ * js_first_segment) for launches whose tiles do not search for it themselves
+ * (JS_SEARCHING), and checks device offsets where they are (segments.h's js_check_offset);
+ * js_check_offsets checks them alone, for one-thread tiles, which search but do not check.
  */
 
 #if JS_SEG_OFFSETS
 
-/* Device offsets are checked where they are, while the scan runs: a bad offset raises
- * the queue's alarm (backends.Alarm), and the host raises the error (plan/forms.py). The
- * kernels that read offsets stay inside the arrays whatever the offsets hold (the table
- * of first segments comes from a binary search; positions are clamped to the tile where
- * valid offsets always lie), so bad offsets give a wrong result, never a stray access.
- * The word keeps the first offending index s as 0xFFFFFFFF - (4 * s + rule), by atomic
- * max, so that the smallest s wins; the flag is for the host, which reads the word once
- * it sees the flag. Rules: 0 offsets[0] != 0; 1 offsets[s] < offsets[s - 1]; 2
- * offsets[nseg] != n. Indices past JS_OFFSET_INDEX_LIMIT read as it. */
-#define JS_OFFSET_INDEX_LIMIT 0x3FFFFFFEu
-JS_DEVICE_FN void js_check_offset(JS_GLOBAL const js_size* offsets, js_size s, js_size nseg, js_size n,
-                                  JS_GLOBAL js_u32* word, JS_GLOBAL js_u32* flag)
-{
-    js_size v = offsets[s];
-    js_u32 rule = 3u;  /* none broken */
-    if (s == 0 && v != 0)
-        rule = 0u;
-    else if (s > 0 && (offsets[s - 1] > v || v >> 63))  /* (int64 offsets: a negative one is a drop) */
-        rule = 1u;
-    else if (s == nseg && v != n)
-        rule = 2u;
-    if (rule < 3u) {
-        js_u32 at = s < JS_OFFSET_INDEX_LIMIT ? (js_u32)s : JS_OFFSET_INDEX_LIMIT;
-        /* the first to find the word clear raises the flag, with a plain store by one
-         * work-item: on CUDA the flag is host memory, where device atomics need not work */
-        if (JS_ATOMIC_MAX_U32(word, 0xFFFFFFFFu - (at * 4u + rule)) == 0u)
-            *flag = 1u;
-    }
-}
-
-/* The check alone, for launches without the pre-pass (one-thread tiles search their
- * segments themselves). */
+/* The check alone, beside a launch of one-thread tiles. */
 JS_KERNEL void js_check_offsets(JS_GLOBAL const js_size* offsets, js_size nseg, js_size n,
                                 JS_GLOBAL js_u32* word, JS_GLOBAL js_u32* flag)
 {

@@ -35,7 +35,7 @@ JS_KERNEL void js_rts_reduce(JS_SRC_PARAMS, js_size n, JS_GLOBAL T* spine
     if (JS_LID == 0)
         spine[tile] = agg;
 #if JS_SEG_STAGE
-    js_store_segment_totals(JS_DST_AT, base, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
+    js_store_segment_totals(JS_DST_AT, base, n, x, left, JS_IDENTITY, 0, own, carry JS_SEG_LOAD_ARGS);
 #endif
 #endif
 }

@@ -55,6 +55,9 @@ JS_DEVICE_FN js_heads js_no_heads(void)
 /* Only scans by offsets keep anything here; loaders reach it as `sh` (JS_SEG_LOAD_PARAMS). */
 typedef struct {
     js_u32 head_bits[(JS_TILE + 31) / 32];  /* the tile's heads, marked from the offsets */
+#if JS_SEARCH_SEGMENTS && JS_T > 1
+    js_u32 below;                           /* js_group_first_segment: probes below the key */
+#endif
 #if JS_SEG_STAGE
     js_val stage[JS_TILE + 1];              /* a reduction's inclusive values, from position base - 1 */
 #endif
@@ -63,6 +66,36 @@ JS_STATIC_ASSERT(js_seg_storage_size, sizeof(js_seg_storage) == JS_SEG_STORAGE_B
 #endif
 
 #if JS_SEG_OFFSETS
+/* Device offsets are checked by the kernels that read them, while the scan runs: a bad
+ * offset raises the queue's alarm (backends.Alarm), and the host raises the error
+ * (plan/forms.py). Kernels stay inside the arrays whatever the offsets hold (searches
+ * stay inside 0..nseg, positions are clamped to the tile where valid offsets always
+ * lie), so bad offsets give a wrong result, never a stray access. The word keeps the
+ * first offending index s as 0xFFFFFFFF - (4 * s + rule), by atomic max, so that the
+ * smallest s wins; the flag is for the host, which reads the word once it sees the flag.
+ * Rules: 0 offsets[0] != 0; 1 offsets[s] < offsets[s - 1]; 2 offsets[nseg] != n. Indices
+ * past JS_OFFSET_INDEX_LIMIT read as it. */
+#define JS_OFFSET_INDEX_LIMIT 0x3FFFFFFEu
+JS_DEVICE_FN void js_check_offset(JS_GLOBAL const js_size* offsets, js_size s, js_size nseg, js_size n,
+                                  JS_GLOBAL js_u32* word, JS_GLOBAL js_u32* flag)
+{
+    js_size v = offsets[s];
+    js_u32 rule = 3u;  /* none broken */
+    if (s == 0 && v != 0)
+        rule = 0u;
+    else if (s > 0 && (offsets[s - 1] > v || v >> 63))  /* (int64 offsets: a negative one is a drop) */
+        rule = 1u;
+    else if (s == nseg && v != n)
+        rule = 2u;
+    if (rule < 3u) {
+        js_u32 at = s < JS_OFFSET_INDEX_LIMIT ? (js_u32)s : JS_OFFSET_INDEX_LIMIT;
+        /* the first to find the word clear raises the flag, with a plain store by one
+         * work-item: on CUDA the flag is host memory, where device atomics need not work */
+        if (JS_ATOMIC_MAX_U32(word, 0xFFFFFFFFu - (at * 4u + rule)) == 0u)
+            *flag = 1u;
+    }
+}
+
 /* The first segment s < nseg with offsets[s] >= key (nseg if none): a binary search. */
 JS_DEVICE_FN js_size js_first_segment(JS_GLOBAL const js_size* offsets, js_size nseg, js_size key)
 {
@@ -77,22 +110,87 @@ JS_DEVICE_FN js_size js_first_segment(JS_GLOBAL const js_size* offsets, js_size 
     return lo;
 }
 
+#if JS_SEARCH_SEGMENTS && JS_T > 1
+/* js_first_segment by the whole workgroup: each round every work-item tests one of JS_T
+ * evenly spaced offsets of the range left, and the count of those below the key narrows
+ * it JS_T-fold (four rounds for 2^32 segments at 256 work-items, against 32 dependent
+ * loads of one thread). The count is the same whoever runs it, so every workgroup that
+ * searches a key finds the same segment, whatever the offsets hold, within 0..nseg. */
+JS_DEVICE_FN js_size js_group_first_segment(JS_GLOBAL const js_size* offsets, js_size nseg, js_size key,
+                                            JS_LOCAL_PTR js_seg_storage* sh)
+{
+    js_u32 lid = JS_LID;
+    js_size lo = 0, hi = nseg;
+    while (lo < hi) {  /* lo and hi come from the shared count: uniform across the workgroup */
+        js_size stride = (hi - lo + JS_T - 1) / JS_T, p = lo + (js_size)lid * stride;
+        if (lid == 0)
+            sh->below = 0u;
+        JS_BARRIER();
+        if (p < hi && offsets[p] < key)
+            JS_ATOMIC_ADD_LOCAL(&sh->below, 1u);
+        JS_BARRIER();
+        js_size c = sh->below;
+        JS_BARRIER();  /* every work-item has read the count before the next round clears it */
+        if (stride == 1)
+            return lo + c;  /* every offset of the range was tested */
+        if (c == 0)
+            return lo;
+        /* sorted offsets: the segment lies past the last probe below the key, at or before
+         * the next probe */
+        js_size last = lo + (c - 1) * stride;
+        lo = last + 1;
+        hi = last + stride < hi ? last + stride : hi;
+    }
+    return lo;
+}
+#define JS_SEARCH(key) js_group_first_segment(offsets, nseg, (key), sh)
+#else
+#define JS_SEARCH(key) js_first_segment(offsets, nseg, (key))
+#endif
+
+/* The segments of the tile at base: lo .. hi - 1 start in it (the last tile's trailing
+ * empty ones at n; hi is nseg + 1 there, so that it also stores and checks offsets[nseg]).
+ * From the pre-pass's table, or searched where the program's tiles search the offsets
+ * themselves (JS_SEARCH_SEGMENTS: the host passes the offsets in the table's slot). A tile
+ * of several threads that searched checks its offsets: the tile after it searches its own
+ * lo with the same key as this tile's hi and finds the same segment, so the tiles' ranges
+ * run from 0 to nseg + 1 without a gap, whatever the offsets hold, and each offset is
+ * checked by a tile whose range holds it. A one-thread tile searches up to nseg and stops
+ * at the first segment past it as it marks (a launch beside it checks the offsets, so its
+ * range need not meet the next tile's; PoCL's LLVM 15 crashed inlining a second search,
+ * and a range to nseg + 1). */
+JS_DEVICE_FN void js_tile_segments(js_size base, js_size n, js_size* lo, js_size* hi JS_SEG_LOAD_PARAMS)
+{
+#if JS_SEARCH_SEGMENTS
+    (void)seg_first;
+    *lo = JS_SEARCH(base);
+#if JS_T > 1
+    *hi = base + JS_TILE >= n ? nseg + 1 : JS_SEARCH(base + JS_TILE);
+#else
+    (void)n;
+    *hi = nseg;
+#endif
+#else
+    (void)sh;
+    (void)n;
+    js_size t = base / JS_TILE;
+    *lo = seg_first[t];
+    *hi = seg_first[t + 1];
+#endif
+}
+
 /* The workgroup marks the heads of the tile in local memory from the offsets of the
- * segments starting in it (seg_first[t] .. seg_first[t + 1]), so every segment costs
- * one coalesced read. */
+ * segments starting in it (js_tile_segments), so every segment costs one coalesced read;
+ * workgroups of several threads that searched check those offsets too. */
 JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
 {
     js_u32 lid = JS_LID;
-#if JS_SEARCH_SEGMENTS
-    /* a one-thread tile (ScanSpec.searches_segments): its segments are those from the
-     * first at or after base up to the first that starts past the tile; seg_first is not
-     * read (the launch makes no pre-pass, whose command PoCL's threaded driver hands to
-     * its workers for about 12 us) */
-    (void)seg_first;
-    js_size lo = js_first_segment(offsets, nseg, base), hi = nseg;
-#else
-    js_size t = base / JS_TILE;
-    js_size lo = seg_first[t], hi = seg_first[t + 1];
+    js_size lo, hi;
+    js_tile_segments(base, n, &lo, &hi JS_SEG_LOAD_FWD);
+#if !(JS_SEARCH_SEGMENTS && JS_T > 1)
+    /* the pre-pass checks the offsets, or a launch beside one-thread tiles */
+    (void)alarm_word;
+    (void)alarm_flag;
 #endif
     /* a previous call's readers may still be reading the bits (a one-thread workgroup
      * needs no barriers here, and marks its heads where a barrier could not be: in the
@@ -107,9 +205,13 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
 #endif
     /* offsets[s] >= base for s >= lo, and < base + JS_TILE for s < hi except in the
      * last tile, where trailing empty segments start at n */
+#if JS_SEARCH_SEGMENTS && JS_T > 1
+    for (js_size s = lo + lid; s < hi; s += JS_T)  /* offsets[nseg] too, in the last tile */
+        js_check_offset(offsets, s, nseg, n, alarm_word, alarm_flag);
+#endif
     for (js_size s = lo + lid; s < hi && s < nseg; s += JS_T) {
         js_size p = offsets[s];
-#if JS_SEARCH_SEGMENTS
+#if JS_SEARCH_SEGMENTS && JS_T == 1
         if (p >= base + JS_TILE)
             break;
 #endif
@@ -240,12 +342,13 @@ JS_UNROLL
 /* A segmented reduction's stores: the total of segment s sits at its last element,
  * offsets[s + 1] - 1. The tile stages its inclusive values in local memory, with the
  * value just before the tile (the prefix) in front, and writes the totals of segments
- * s - 1 for s in seg_first[t] .. seg_first[t + 1] (these ranges partition 0..nseg; s = 0
- * names no segment), whose last elements lie in base - 1 .. base + JS_TILE - 1. Empty
+ * s - 1 for s in the tile's range (js_tile_segments: for valid offsets these ranges
+ * partition 0..nseg; s = 0 names no segment), whose last elements lie in base - 1 ..
+ * base + JS_TILE - 1. Empty
  * ones get the identity.
  * Only the first of them can have begun before the tile; without a prefix (carry
  * given) its local total goes to carry[t] for js_rts_seg_fixup to complete. */
-JS_DEVICE_FN void js_store_segment_totals(js_dst out, js_size base, js_val x[JS_P][JS_V],
+JS_DEVICE_FN void js_store_segment_totals(js_dst out, js_size base, js_size n, js_val x[JS_P][JS_V],
                                           T left[JS_P], T prefix, int has_prefix, js_heads heads,
                                           JS_GLOBAL js_val* carry JS_SEG_LOAD_PARAMS)
 {
@@ -276,9 +379,9 @@ JS_UNROLL
 #endif
     if (lid == 0)
         sh->stage[0] = has_prefix ? JS_VALUE_OF(prefix) : JS_VIDENTITY;
+    js_size t = base / JS_TILE, lo, hi;
+    js_tile_segments(base, n, &lo, &hi JS_SEG_LOAD_FWD);  /* (a search's barriers cover the stage) */
     JS_BARRIER();
-    js_size t = base / JS_TILE;
-    js_size lo = seg_first[t], hi = seg_first[t + 1];
     for (js_size s = lo + lid; s < hi; s += JS_T) {
         if (s == 0)
             continue;
