@@ -214,7 +214,8 @@ def _lanes(x: Any, call: Call, long: Long) -> Warm | None:
             res = p(x, offsets=offsets)
         if zero is not None:  # NumPy's sum of negative zeros is +0.0
             res = conventions.numpy_sum_zero(res, "add", zero)
-        return res.reshape((*kept, 1) if keepdims else kept)
+        want = (*kept, 1) if keepdims else kept
+        return res if res.shape == want else res.reshape(want)  # (a view costs a CuPy call)
 
     return go
 
