@@ -196,7 +196,8 @@ def segmented_reduce(
     needs no forward-progress guarantee and measured faster there than the chained
     variants (``fallback``, ``lookback``), which finish those segments by look-back.
     Smaller inputs on a GPU run ``fallback``, whose two launches (the offsets' pre-pass
-    and one pass) cost less than rts's four where launches, not memory, take the time.
+    and one pass) cost less than rts's four where launches, not memory, take the time;
+    up to 2 MiB its tiles search the offsets themselves, and it is one launch.
 
     With an Awkward Array, ``None`` inside a list is skipped (as ``ak.sum`` skips it)
     and a missing list gives ``None``.
