@@ -172,7 +172,7 @@ def test_a_scan_by_offsets_of_few_tiles_has_them_search_the_offsets_with_no_pre_
     x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")  # 6 tiles of at most 7: they search
     rig.call(x, None, None, o, 0, None)
     (main,) = rig.launches
-    # the offsets in the table's slot (JS_SEARCHING), the alarm the tiles raise as packed
+    # the offsets in the table's slot (JS_SEARCH_SEGMENTS), the alarm the tiles raise as packed
     assert main["function"] == MAIN
     assert main["args"] == [
         0x10000,

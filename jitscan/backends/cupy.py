@@ -411,7 +411,9 @@ def _form_record(
         pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
         if pre_cuda is None:
             return None
-        form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag, pre.search_tiles)
+        # up to how many tiles the tiles search: every launch of a program that searches
+        search_tiles = sys.maxsize if pre.searches else 0
+        form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag, search_tiles)
     cuda = (codes, *cuda[1:])
     return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, (fire, pre)) + (form,)
 

@@ -62,35 +62,29 @@ class ReduceThenScan(Variant):
 
     def form_launcher(self, bound: Bound, queue: Any, launch: LaunchArgs) -> Callable[..., None]:
         """A reduction by offsets (``stages_tile``) set up once on ``queue``: the pre-pass and
-        the three launches of :meth:`_run`, each packed by a launcher of its own (its
-        kernel looked up once), not the general launch's per-call argument handling."""
+        :func:`_stages`, each launch packed by a launcher of its own (its kernel looked up
+        once), not the general launch's per-call argument handling."""
         if not bound.spec.stages_tile:
             return super().form_launcher(bound, queue, launch)
         spec, b, prog = bound.spec, bound.backend, bound.program
-        general = super().form_launcher(bound, queue, launch)
-        reduce_, spine_, fixup = (prog.fixed(entry, queue) for entry in (REDUCE, SPINE, FIXUP))
+        fixed = {entry: prog.fixed(entry, queue) for entry in (REDUCE, SPINE, FIXUP)}
         lock = b.lock(queue)
         with lock:  # the pre-pass's scratch is the queue's, made under it
             pre = segments.prepass(bound, queue)
-        kind, tile, threads = launch.kind_code, spec.tile, spec.threads
-        spine_bytes, carry_bytes = spec.element_bytes, spec.dtype_info.itemsize
+        kind, tile = launch.kind_code, spec.tile
+
+        def fire(entry: str, groups: int, *args: Any) -> None:
+            fixed[entry](groups, *args)
 
         def go(
             src: Any, dst: Any, n: int, seg_array: Any = None, row_len: int = 0, carry: Any = None
         ) -> None:
-            if carry is not None:  # (rts takes none: the prepared scan runs the chained program)
-                general(src, dst, n, seg_array, row_len, carry)
-                return
+            # (no carry comes here: a call with one runs the chained program, Programs.bound)
             ins, outs = operands(b, src), operands(b, dst)
             tiles = -(-n // tile)
             with lock:  # the spine, carry and first segments of this queue, through the last launch
                 extra = pre(seg_array, n, tiles)
-                spine = b.scratch(tiles * spine_bytes, queue, "spine").buf
-                carried = b.scratch(tiles * carry_bytes, queue, "carry").buf
-                reduce_(tiles, *ins, n, spine, *outs, carried, *extra)
-                spine_(1, spine, tiles, *outs, kind)
-                # extra[1] is each tile's first segment, from the offsets pre-pass
-                fixup(-(-tiles // threads), spine, carried, *outs, tiles, extra[1])
+                _stages(spec, b, queue, fire, ins, outs, n, tiles, extra, kind)
                 pre.alarm.watch()  # the host sees what the pre-pass's check raised
 
         return go
@@ -126,20 +120,44 @@ class ReduceThenScan(Variant):
     ) -> None:
         spec, b, prog = bound.spec, bound.backend, bound.program
         extra = segments.args(bound, queue, seg, src, tiles, n)
-        spine = b.scratch(tiles * spec.element_bytes, queue, "spine").buf
-        stage: list[Any] = []
         if spec.stages_tile:
-            carry = b.scratch(tiles * spec.dtype_info.itemsize, queue, "carry").buf
-            stage = [*outs, carry]
-        prog.launch(REDUCE, tiles, [*ins, n, spine, *stage, *extra], queue)
-        prog.launch(SPINE, 1, [spine, tiles, *outs, launch.kind_code], queue)
-        if spec.stages_tile:
-            # extra[1] is each tile's first segment, from the offsets pre-pass
-            prog.launch(FIXUP, -(-tiles // spec.threads), [spine, carry, *outs, tiles, extra[1]], queue)
-        elif launch.kind != "reduce":
-            prog.launch(SCAN, tiles, [*ins, *outs, n, spine, launch.kind_code, *extra], queue)
+
+            def fire(entry: str, groups: int, *args: Any) -> None:
+                prog.launch(entry, groups, list(args), queue)
+
+            _stages(spec, b, queue, fire, ins, outs, n, tiles, extra, launch.kind_code)
+        else:
+            spine = b.scratch(tiles * spec.element_bytes, queue, "spine").buf
+            prog.launch(REDUCE, tiles, [*ins, n, spine, *extra], queue)
+            prog.launch(SPINE, 1, [spine, tiles, *outs, launch.kind_code], queue)
+            if launch.kind != "reduce":
+                prog.launch(SCAN, tiles, [*ins, *outs, n, spine, launch.kind_code, *extra], queue)
         if spec.segmented == "offsets":  # the host sees what the launches' checks raised
             b.alarm(queue).watch()
+
+
+def _stages(
+    spec: ScanSpec,
+    b: Any,
+    queue: Any,
+    fire: Callable[..., None],
+    ins: list[Any],
+    outs: list[Any],
+    n: int,
+    tiles: int,
+    extra: list[Any],
+    kind_code: int,
+) -> None:
+    """A reduction by offsets (``stages_tile``) after its pre-pass, whose segments'
+    arguments are ``extra``: the tile pass, the spine and the fix-up, each as
+    ``fire(entry, groups, *args)`` (the general launch or one set up once; the queue's
+    lock held)."""
+    spine = b.scratch(tiles * spec.element_bytes, queue, "spine").buf
+    carry = b.scratch(tiles * spec.dtype_info.itemsize, queue, "carry").buf
+    fire(REDUCE, tiles, *ins, n, spine, *outs, carry, *extra)
+    fire(SPINE, 1, spine, tiles, *outs, kind_code)
+    # extra[1] is each tile's first segment, from the offsets pre-pass
+    fire(FIXUP, -(-tiles // spec.threads), spine, carry, *outs, tiles, extra[1])
 
 
 RTS = ReduceThenScan()

@@ -11,7 +11,6 @@ the queue's alarm (``backends.Alarm``): :func:`offsets_error` says what its word
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,9 +125,8 @@ class Prepass:
         b, spec = bound.backend, bound.spec
         self.backend, self.queue, self.threads = b, queue, spec.threads
         self.alarm = alarm = b.alarm(queue)
-        #: up to how many tiles a launch has its tiles search: the program's tiles always
-        #: do, or never (ScanSpec.searches_segments)
-        self.search_tiles = sys.maxsize if spec.searches_segments else 0
+        #: whether the program's tiles search the offsets (every launch of it, or none)
+        self.searches = spec.searches_segments
         self._alarm = alarm.word, alarm.flag  # as kernels take them
         self.fire = bound.program.fixed(SEG_FIRST, queue, (alarm.word, alarm.flag, 1))
         #: the check beside one-thread tiles (None: tiles that search check what they read)
@@ -142,7 +140,7 @@ class Prepass:
         off = self.backend.buffer(offsets)[0]
         nseg = offsets.shape[0] - 1
         word, flag = self._alarm
-        if tiles <= self.search_tiles:
+        if self.searches:
             if self.check is not None and not checked:
                 self.check(-(-(nseg + 1) // self.threads), off, nseg, n)
             return [off, off, nseg, word, flag]

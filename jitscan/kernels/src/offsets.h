@@ -3,7 +3,7 @@
  *
  * js_seg_first, the pre-pass, finds each tile's first segment (segments.h's
  * js_first_segment) for launches whose tiles do not search for it themselves
- * (JS_SEARCHING), and checks device offsets where they are (segments.h's js_check_offset);
+ * (JS_SEARCH_SEGMENTS), and checks device offsets where they are (segments.h's js_check_offset);
  * js_check_offsets checks them alone, for one-thread tiles, which search but do not check.
  */
 
