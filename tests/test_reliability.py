@@ -430,9 +430,10 @@ def _pocl_releases() -> list[str]:
 
 
 def test_the_pocl_compiler_fault_the_cpu_row_limit_keeps_clear_of_shows_on_a_minimal_kernel():
-    # 128 pairs of longs a work-item (2 KiB) kill the process in LLVM's inliner; 64 (1 KiB,
-    # the limit jitscan keeps to) build and run. A PoCL that builds both has fixed it: then
-    # tuning.CPU_UNROLLED_BYTES may grow
+    # 128 pairs of longs a work-item (2 KiB) kill the process in LLVM's inliner, or, the pointer
+    # being wild, keep it spinning there (CI's machine: still building after 600 s); 64 (1 KiB,
+    # the limit jitscan keeps to) build and run in seconds. A PoCL that builds both has fixed
+    # it: then tuning.CPU_UNROLLED_BYTES may grow
     releases = _pocl_releases()
     if not releases:
         pytest.skip("no PoCL 3.0 or 3.1 here")
@@ -442,20 +443,24 @@ def test_the_pocl_compiler_fault_the_cpu_row_limit_keeps_clear_of_shows_on_a_min
     for release in releases:
         said = {}
         for p in (64, 128):
-            run = subprocess.run(
-                [sys.executable, "-c", _INLINER_RUN, release, str(p), str(kernel)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            said[p] = run.returncode
+            try:
+                run = subprocess.run(
+                    [sys.executable, "-c", _INLINER_RUN, release, str(p), str(kernel)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=300 if p == 64 else 60,  # the faulty build: 1-3 s to crash where it crashes
+                )
+            except subprocess.TimeoutExpired:
+                said[p] = "hung"
+                continue
+            said[p] = run.returncode if run.returncode >= 0 else "crashed"
             if p == 64 and run.returncode and "unknown target CPU" in run.stderr:
                 break  # its LLVM knows not this processor (PyOpenCL's PoCL 3.0 on a Zen 5): it builds nothing
         else:
             tried += 1
-            assert said[128] < 0 and said[64] == 0, (
-                f"{release}: exit {said[128]} at P=128, {said[64]} at P=64"
+            assert said[128] in ("crashed", "hung") and said[64] == 0, (
+                f"{release}: {said[128]} at P=128, {said[64]} at P=64"
             )
     if not tried:
         pytest.skip(f"{', '.join(releases)} here build no kernel for this processor (unknown target CPU)")
