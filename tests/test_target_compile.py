@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ import jitscan
 from jitscan import variants
 from jitscan.backends import targets
 from jitscan.dtypes import lookup, value_type
+from jitscan.kernels.transform import Transform, Write
 from jitscan.operators import resolve
 from jitscan.plan import tuning
 from jitscan.verify import hip
@@ -153,6 +155,25 @@ def programs(target: str) -> dict[str, str]:
     for n in (1 << 16, None):
         add(f"tuple affine n={n}", "fallback", kind="inclusive", dtype=value_type(("float32", "float32")),
             monoid=affine, n=n, outputs=(1,))  # fmt: skip
+    # the transforms compaction and the runs functions are made of (kernels/transform.py)
+    keep = Transform(
+        "keep", (("c", "bool"), ("x", "float64")), "c != 0", (("y", "float64"), ("count", "int64")),
+        (Write("y", "v", "x", "c != 0"), Write("count", "0", "v + (c != 0)", "i == n - 1")),
+    )  # fmt: skip
+    runs = Transform(
+        "runs1", (("k0", "int32"),), "i == 0 || k0 != k0[i - 1]", (("u0", "int32"), ("starts", "int64")),
+        (Write("u0", "v - 1", "k0", "i == 0 || k0 != k0[i - 1]"), Write("starts", "v", "n", "i == n - 1")),
+    )  # fmt: skip
+    for t, kind, dt in ((keep, "exclusive", "int32"), (runs, "inclusive", "int64")):
+        for n in (1 << 16, 1 << 22, None):
+            try:
+                spec = tuning.spec_for(
+                    info, variant="fallback", kind=kind, dtype=lookup(dt), monoid=add_, n=n
+                )
+                spec = replace(spec, transform=t)
+            except ValueError:
+                continue
+            out[f"transform {t.name} {dt} n={n}"] = variants.get("fallback").source(spec, "cuda")
     return out
 
 

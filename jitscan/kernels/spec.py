@@ -21,6 +21,7 @@ import numpy as np
 from ..dtypes import INPUTS, VECTOR_BYTES, DType, Record, loaded_as, value_type
 from ..operators import BUILTIN, Monoid
 from . import storage
+from .transform import Transform
 
 KINDS = ("inclusive", "exclusive", "reduce")
 #: the widest vector of a one-thread tile (CPUs; ScanSpec.lanes holds them in lanes), moved
@@ -144,6 +145,9 @@ class ScanSpec:
         one compute unit: PoCL's ``basic``). A chained scan in lanes whose predecessor has
         posted its inclusive prefix then scans and stores its tile in one pass
         (``JS_SERIAL`` in ``src/chained.c``; ``one_pass_tiles``); other specs ignore it.
+    transform : Transform, optional
+        A chained scan of scalars that reads an expression of several arrays and writes
+        through rules (``kernels/transform.py``) instead of one array in and one out.
     """
 
     variant: str
@@ -172,6 +176,7 @@ class ScanSpec:
     chained: bool = False
     lane_tiles: bool = False
     search_segments: bool = False
+    transform: Transform | None = None
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -193,6 +198,11 @@ class ScanSpec:
                 raise TypeError(f"{self.dtype} values need an operator written in Python on {arity} fields")
         elif self.index_fields or self.outputs:
             raise ValueError("index_fields and outputs are for tuple values")
+        if self.transform is not None:
+            if not isinstance(self.transform, Transform):
+                raise TypeError(f"transform must be a jitscan Transform, got {self.transform!r}")
+            if self.record or self.segmented or self.in_dtype or self.row_tiles or not self.chained:
+                raise ValueError("a transform is a chained scan of scalars, unsegmented, of its own arrays")
         if self.in_dtype:
             d = INPUTS.get(self.in_dtype)
             if d is None or loaded_as(np.dtype(self.in_dtype), self.dtype_info) is None:
@@ -343,6 +353,7 @@ class ScanSpec:
             and self.vector_width > 1
             and (self.lane_tiles or self.stages_tile)
             and not self.record
+            and self.transform is None  # its items are expressions, read one by one
             and self.monoid in BUILTIN.values()
         ):
             return False

@@ -129,6 +129,8 @@ class ValueSpelling:
         Kernels take them as JS_SRC_PARAMS / JS_DST_PARAMS (a pointer and an element
         offset each) and make them with JS_SRC_AT / JS_DST_AT.
         """
+        if spec.transform is not None:
+            return spec.transform.c_io()
         if not spec.record:
             return [
                 "typedef JS_GLOBAL const js_in* js_src;",

@@ -110,33 +110,49 @@ class _Refused(Exception):
         self.what, self.at = what, at
 
 
-def render(name: str, combine: str) -> str:
+def render(
+    name: str,
+    combine: str,
+    operands: tuple[str, ...] = OPERANDS,
+    arrays: tuple[str, ...] = (),
+    what: str = "",
+) -> str:
     """The C the kernels get for ``combine``, or ValueError naming what the grammar refuses.
 
-    The message quotes the text from the offending part on, with its position.
+    ``operands`` are the names the expression may use as values; ``arrays`` the names it
+    may index, ``x[expression]``, each rendered as ``js_rd_x((js_i64)(expression))``, a
+    read its caller bounds (``kernels/transform.py``). ``what`` names the text in
+    messages (default: a monoid's combine). The message quotes the text from the
+    offending part on, with its position.
     """
+    over = " and ".join((", ".join(operands[:-1]), operands[-1])) if len(operands) > 1 else operands[0]
+    if arrays:
+        over += " and the arrays " + ", ".join(arrays)
+    what = what or f"monoid {name!r}: combine"
     if not isinstance(combine, str) or not combine.strip():
-        raise ValueError(f"monoid {name!r}: combine must be a non-empty C expression over a and b")
+        raise ValueError(f"{what} must be a non-empty C expression over {over}")
     if len(combine) > COMBINE_LIMIT:
-        raise ValueError(f"monoid {name!r}: combine is {len(combine)} characters, over {COMBINE_LIMIT}")
+        raise ValueError(f"{what} is {len(combine)} characters, over {COMBINE_LIMIT}")
     for comment in ("//", "/*"):
         if comment in combine:
-            raise ValueError(f"monoid {name!r}: combine may not hold a comment ({comment!r} in {combine!r})")
+            raise ValueError(f"{what} may not hold a comment ({comment!r} in {combine!r})")
     try:
-        tokens = _tokens(combine)
-        text = _Parser(tokens).whole()
+        tokens = _tokens(combine, frozenset(operands), frozenset(arrays))
+        text = _Parser(tokens, frozenset(operands), frozenset(arrays)).whole()
     except RecursionError:  # not reached within DEPTH_LIMIT; a safety net
-        raise ValueError(f"monoid {name!r}: combine nests too deeply") from None
+        raise ValueError(f"{what} nests too deeply") from None
     except _Refused as why:
         part = combine[why.at : why.at + 24] + ("..." if len(combine) > why.at + 24 else "")
         raise ValueError(
-            f"monoid {name!r}: combine {why.what}, at {why.at} of {combine!r}: {part!r}; it is an "
-            "expression over a and b (docs/reliability.md gives the grammar)"
+            f"{what} {why.what}, at {why.at} of {combine!r}: {part!r}; it is an "
+            f"expression over {over} (docs/reliability.md gives the grammar)"
         ) from None
     return text
 
 
-def _tokens(text: str) -> list[_Token]:
+def _tokens(
+    text: str, operands: frozenset[str] = frozenset(OPERANDS), arrays: frozenset[str] = frozenset()
+) -> list[_Token]:
     out, at = [], 0
     while at < len(text):
         m = _TOKEN.match(text, at)
@@ -146,12 +162,10 @@ def _tokens(text: str) -> list[_Token]:
         word = m.group()
         if kind == "number" and not (_INTEGER.fullmatch(word) or _FLOAT.fullmatch(word)):
             raise _Refused(f"holds {word!r}, which is not a number literal of C", at)
-        if kind == "name" and word not in NAMES:
-            raise _Refused(
-                f"uses the name {word!r}; an expression over a and b may use only {', '.join(sorted(NAMES))}",
-                at,
-            )
-        if kind == "op" and word in _REFUSED:
+        if kind == "name" and word not in NAMES - set(OPERANDS) | operands | arrays:
+            allowed = ", ".join(sorted(NAMES - set(OPERANDS) | operands | arrays))
+            raise _Refused(f"uses the name {word!r}; the expression may use only {allowed}", at)
+        if kind == "op" and word in _REFUSED and not (arrays and word in "[]"):
             raise _Refused(f"may not hold {_REFUSED[word]} ({word!r})", at)
         if kind != "space":
             out.append(_Token(kind, word, at))
@@ -162,8 +176,14 @@ def _tokens(text: str) -> list[_Token]:
 class _Parser:
     """Recursive descent over the tokens, rendering as it goes (so no tree is kept)."""
 
-    def __init__(self, tokens: list[_Token]) -> None:
+    def __init__(
+        self,
+        tokens: list[_Token],
+        operands: frozenset[str] = frozenset(OPERANDS),
+        arrays: frozenset[str] = frozenset(),
+    ) -> None:
         self.tokens, self.i, self.depth = tokens, 0, 0
+        self.operands, self.arrays = operands, arrays
 
     @property
     def tok(self) -> _Token:
@@ -257,9 +277,24 @@ class _Parser:
 
     def primary(self) -> str:
         tok = self.tok
-        if tok.kind == "number" or tok.text in OPERANDS:
+        indexed = tok.kind == "name" and tok.text in self.arrays and self.tokens[self.i + 1].text == "["
+        if tok.kind == "number" or (tok.kind == "name" and tok.text in self.operands and not indexed):
             self.i += 1
             return tok.text
+        if tok.kind == "name" and tok.text in self.arrays:
+            self.i += 1
+            if self.tok.text != "[":
+                raise _Refused(f"names the array {tok.text!r} without an index", tok.at)
+            self.deeper()
+            self.i += 1
+            at = self.expression()
+            self.take("]")
+            self.depth -= 1
+            return f"js_rd_{tok.text}((js_i64)({at}))"
+        if tok.text in ("[", "]"):
+            raise _Refused(
+                f"may not hold {_REFUSED[tok.text]} ({tok.text!r}) but after an array's name", tok.at
+            )
         if tok.kind == "name" and tok.text in FUNCTIONS:
             self.i += 1
             if self.tok.text != "(":

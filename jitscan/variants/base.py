@@ -28,10 +28,12 @@ class Fields:
     """A tuple value's arrays, as kernels take them: one device array per field.
 
     ``arrays[k]`` is None where field k is not in memory: an index field of the input,
-    or a field the scan does not write.
+    or a field the scan does not write. ``sized``: each array goes with its length too (a
+    transform's arrays, ``kernels/transform.py``).
     """
 
     arrays: tuple[Any, ...]
+    sized: bool = False
 
     @property
     def first(self) -> Any:
@@ -41,19 +43,25 @@ class Fields:
 def operands(backend: Backend, x: Any) -> list[Any]:
     """The kernel arguments of an input or output: (buffer, offset) per array."""
     if isinstance(x, Fields):
+        if x.sized:
+            return [v for a in x.arrays for v in (*backend.buffer(a), int(a.size))]
         return [v for a in x.arrays if a is not None for v in backend.buffer(a)]
     return list(backend.buffer(x))
 
 
 def expand(spec: ScanSpec, kinds: tuple[str, ...]) -> tuple[str, ...]:
     """Argument kinds with "src" / "dst" spelled out: a buffer and an offset per array."""
-    if spec.record:
+    each = ("buf", "size")
+    if spec.transform is not None:  # each array with its length
+        each = ("buf", "size", "size")
+        arrays = {"src": len(spec.transform.reads), "dst": len(spec.transform.writes)}
+    elif spec.record:
         arrays = {"src": len(spec.dtype_info.fields) - len(spec.index_fields), "dst": len(spec.outputs)}
     else:
         arrays = {"src": 1, "dst": 1}
     out: list[str] = []
     for kind in kinds:
-        out += ["buf", "size"] * arrays[kind] if kind in arrays else [kind]
+        out += list(each) * arrays[kind] if kind in arrays else [kind]
     return tuple(out)
 
 

@@ -1,0 +1,130 @@
+"""A transform's scan, bound once: its program per size class and queue, and its launch.
+
+:class:`TransformScan` is the prepared scan of a :class:`~jitscan.kernels.transform.Transform`:
+the chained variant's spec of each size class (``tuning.spec_for``, the device's defaults)
+with the transform in it, compiled on first use per queue, and one launch over the
+transform's arrays, in the order its ``reads`` and ``writes`` name them. It moves nothing:
+the callers (``api/selection.py``, ``api/runs.py``, ``api/kernel.py``) hand it device arrays.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+from .. import variants
+from ..backends.base import Backend
+from ..dtypes import lookup
+from ..kernels.spec import KINDS, check_choice
+from ..kernels.transform import Transform
+from ..operators import Monoid
+from ..operators.monoid import resolve
+from ..variants.base import Fields
+from ..variants.segments import NONE
+from . import tuning
+
+#: the variant transforms run by default: it needs no forward-progress guarantee
+DEFAULT_VARIANT = "fallback"
+
+
+class TransformScan:
+    """A scan of ``transform`` in ``dtype`` by ``op`` (``kind`` inclusive or exclusive).
+
+    Parameters
+    ----------
+    transform : Transform
+    dtype : str
+        The scanned values' type (one of the scans' dtypes).
+    op : str or Monoid
+    kind : {"inclusive", "exclusive"}
+        What ``v`` is in the rules: the element's scan with or without itself.
+    backend : Backend
+    variant : str, optional
+        A chained variant (default ``fallback``).
+    simulate_blocking : int, optional
+        As :func:`jitscan.plan` takes it (tests: tiles that never post).
+    """
+
+    def __init__(
+        self,
+        transform: Transform,
+        dtype: str,
+        op: str | Monoid,
+        kind: str,
+        backend: Backend,
+        variant: str | None = None,
+        simulate_blocking: int | None = None,
+    ) -> None:
+        if not isinstance(transform, Transform):
+            raise TypeError(f"a transform scan takes a jitscan Transform, got {transform!r}")
+        check_choice("kind", kind, KINDS)
+        if kind == "reduce":
+            raise ValueError("a transform writes through its rules: kind is 'inclusive' or 'exclusive'")
+        self.transform, self.kind, self.backend = transform, kind, backend
+        self.dtype = lookup(dtype)
+        self.monoid = resolve(op)
+        self.monoid.check_dtype(self.dtype)
+        self.variant = variants.get(variant or DEFAULT_VARIANT)
+        if not self.variant.caps.tile_state:
+            raise ValueError(
+                f"a transform runs in one pass of a chained scan, not variant {self.variant.name!r}; use "
+                f"{variants.either(variants.names('blocking'))}"
+            )
+        self.simulate_blocking = simulate_blocking
+        self._bounds: dict[tuple[Any, int], tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _bound(self, queue: Any, n: int) -> tuple[Any, Any]:
+        cls = tuning.size_class(n * self.dtype.itemsize)
+        key = (queue, cls)
+        held = self._bounds.get(key)
+        if held is None:
+            with self._lock:
+                held = self._bounds.get(key)
+                if held is None:
+                    info = self.backend.device_info(queue)
+                    bounds = tuning.SIZE_BOUNDS
+                    top = bounds[cls] // self.dtype.itemsize if cls < len(bounds) else None
+                    spec = tuning.spec_for(
+                        info,
+                        variant=self.variant.name,
+                        dtype=self.dtype,
+                        monoid=self.monoid,
+                        n=top,
+                        kind=self.kind,
+                    )
+                    spec = replace(spec, transform=self.transform)
+                    tuning.check_registers(info, spec)
+                    launch = tuning.launch_for(
+                        info,
+                        variant=self.variant.name,
+                        kind=self.kind,
+                        simulate_blocking=self.simulate_blocking,
+                    )
+                    held = self._bounds[key] = (self.variant.bind(spec, self.backend, queue), launch)
+        return held
+
+    def source(self, queue: Any, n: int) -> str:
+        """The program that scans ``n`` elements on ``queue``'s device."""
+        bound, _ = self._bound(queue, n)
+        return self.variant.source(bound.spec, self.backend.dialect)
+
+    def __call__(self, reads: list[Any], writes: list[Any], n: int, queue: Any) -> None:
+        """Scan ``n`` elements over device arrays ``reads`` and ``writes`` (the transform's,
+        in its order; contiguous, of their dtypes), on ``queue``. Nothing waits."""
+        t = self.transform
+        if len(reads) != len(t.reads) or len(writes) != len(t.writes):
+            raise ValueError(
+                f"transform {t.name!r} reads {len(t.reads)} and writes {len(t.writes)} arrays, "
+                f"not {len(reads)} and {len(writes)}"
+            )
+        if n <= 0:
+            return
+        bound, launch = self._bound(queue, n)
+        self.variant.run(
+            bound, queue, launch, Fields(tuple(reads), True), Fields(tuple(writes), True), n, NONE
+        )
+
+
+__all__ = ["DEFAULT_VARIANT", "TransformScan"]
