@@ -8,11 +8,11 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.api import flat, running, segmented
+from jitscan.api import flat, runs, running, segmented, selection, transforms
 from jitscan.operators import python
 from jitscan.plan import prepared
 
-MODULES = [jitscan, flat, running, segmented, prepared, python]
+MODULES = [jitscan, flat, running, segmented, prepared, python, selection, runs, transforms]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
@@ -38,6 +38,15 @@ def test_every_public_function_has_an_example():
         "segmented_scan",
         "segmented_cumsum",
         "segmented_reduce",
+        "extract",
+        "flatnonzero",
+        "nonzero",
+        "copy_if",
+        "stable_partition",
+        "unique_consecutive",
+        "reduce_by_key",
+        "scan_by_key",
+        "ScanKernel",
         "plan",
         "operator",
     ]

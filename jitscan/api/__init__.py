@@ -6,10 +6,24 @@ from .cache import clear as clear_cache
 from .conventions import AxisError
 from .flat import memcpy, reduce, scan, source
 from .running import cummax, cummin, cumprod, cumsum, cumulative_prod, cumulative_sum, nancumprod, nancumsum
+from .runs import reduce_by_key, scan_by_key, unique_consecutive
 from .segmented import check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
+from .selection import compress, copy_if, extract, flatnonzero, nonzero, stable_partition
+from .transforms import ScanKernel, Write
 
 __all__ = [
     "AxisError",
+    "ScanKernel",
+    "Write",
+    "compress",
+    "copy_if",
+    "extract",
+    "flatnonzero",
+    "nonzero",
+    "reduce_by_key",
+    "scan_by_key",
+    "stable_partition",
+    "unique_consecutive",
     "check_offsets",
     "clear_cache",
     "cummax",

@@ -1,0 +1,271 @@
+"""Runs of equal keys: unique runs with their counts and inverse, and scans and reductions by key.
+
+A run starts where a key differs from the one before it (every key field compared with
+``!=``: a NaN key differs from everything, so each NaN is a run of its own, as in
+``torch.unique_consecutive``; -0.0 and +0.0 are one key). One scan (``transforms.py``) finds
+the runs in the kernel, no flags array built: element ``i`` scans as whether it starts a
+run, so its inclusive scan is its run's number, and a run's first element writes the run's
+key and where it starts. A reduction by key then reduces the values between those starts,
+and a scan by key scans them (the segmented functions, by offsets).
+
+Results are sized to the number of runs, for which the host waits once; ``size=`` asks
+for exactly that many runs instead, so that nothing waits (keys padded with
+``fill_value``, counts with 0, totals with the operator's identity).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..kernels.transform import Transform, Write
+from ..operators import Monoid
+from .segmented import segmented_reduce, segmented_scan
+from .selection import _check_size
+from .transforms import Operands, array_dtype, count_dtype, operands, prepared
+
+
+def _key_fields(fn: str, keys: Any) -> list[Any]:
+    fields = list(keys) if isinstance(keys, (tuple, list)) and keys and hasattr(keys[0], "shape") else [keys]
+    if not 1 <= len(fields) <= 6:
+        raise ValueError(f"jitscan.{fn}: keys are an array or a tuple of 1 to 6 arrays, not {len(fields)}")
+    return fields
+
+
+def _runs(
+    fn: str,
+    ops: Operands,
+    fields: int,
+    n: int,
+    size: int | None,
+    fill_value: Any,
+    knobs: dict,
+    values: bool = True,
+    starts: bool = True,
+    inverse: bool = False,
+) -> dict[str, Any]:
+    """The runs of the first ``fields`` arrays of ``ops``: what was asked of them, by name
+    (``u0``.. the keys, ``starts`` where runs start and, last, n; ``inverse``; ``count``),
+    each cut to the number of runs unless ``size`` is given; ``runs`` that number, where waited for.
+
+    With ``size``, ``starts`` has ``size + 2`` entries: the starts of the first ``size + 1``
+    runs (n past the last run), then n, so that they are the offsets of segments whose
+    first ``size`` are the first runs and whose last holds what runs past ``size`` hold."""
+    keys = ops.arrays[:fields]
+    kd = [array_dtype(fn, "keys", k.dtype) for k in keys]
+    for k in keys[1:]:
+        if int(k.size) != n:
+            raise ValueError(f"jitscan.{fn}: the key arrays differ in size: {n} and {int(k.size)}")
+    head = "i == 0 || " + " || ".join(f"k{j} != k{j}[i - 1]" for j in range(fields))
+    writes: list[tuple[str, str]] = []
+    rules: list[Write] = []
+    if values:
+        writes += [(f"u{j}", kd[j]) for j in range(fields)]
+        rules += [Write(f"u{j}", "v - 1", f"k{j}", head) for j in range(fields)]
+    if starts:
+        writes.append(("starts", "int64"))
+        rules += [Write("starts", "v - 1", "i", head), Write("starts", "v", "n", "i == n - 1")]
+    if inverse:
+        writes.append(("inverse", "int64"))
+        rules.append(Write("inverse", "i", "v - 1"))
+    writes.append(("count", "int64"))
+    rules.append(Write("count", "0", "v", "i == n - 1"))
+    t = Transform(
+        f"runs{fields}", tuple((f"k{j}", kd[j]) for j in range(fields)), head, tuple(writes), tuple(rules)
+    )
+    m = n if size is None else size
+    out: dict[str, Any] = {}
+    for name, dt in writes:
+        if name == "count":
+            out[name] = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
+        elif name == "inverse":
+            out[name] = ops.empty(n, np.int64)
+        elif name == "starts":
+            out[name] = ops.full(m + 2, np.int64, n) if size is not None else ops.empty(m + 1, np.int64)
+        else:
+            out[name] = ops.full(m, dt, fill_value) if size is not None else ops.empty(m, dt)
+    # with size, the kernel writes all but the last of the starts (its writes stop at the end)
+    dsts = [out[name][: m + 1] if name == "starts" and size is not None else out[name] for name, _ in writes]
+    prepared(t, count_dtype(n), "add", "inclusive", ops.backend, knobs)(keys, dsts, n, ops.queue)
+    if size is None:
+        k = out["runs"] = ops.count(out["count"])
+        for name in out:
+            if name.startswith("u"):
+                out[name] = out[name][:k]
+            elif name == "starts":
+                out[name] = out[name][: k + 1]
+    return out
+
+
+def unique_consecutive(
+    x: Any,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    backend: str | None = None,
+    **knobs: Any,
+) -> Any:
+    """The first element of every run of equal consecutive elements of ``x`` (flattened), as
+    ``torch.unique_consecutive``; with ``return_counts`` the run-length encoding.
+
+    Parameters
+    ----------
+    x : array_like or device array
+    return_inverse : bool
+        Also return each element's run (int64, ``x``'s shape).
+    return_counts : bool
+        Also return each run's length (int64).
+    size : int, optional
+        Exactly ``size`` runs, without the host waiting: past the number of runs the values
+        are ``fill_value`` and the counts 0; runs past ``size`` are left out.
+    fill_value : scalar
+    backend : str, optional
+    **knobs
+        ``variant=``, ``simulate_blocking=``.
+
+    Returns
+    -------
+    array, or a tuple of (values, inverse, counts) as asked
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.unique_consecutive(np.array([1, 1, 2, 2, 3, 1, 1, 2]), return_counts=True)
+    (array([1, 2, 3, 1, 2]), array([2, 2, 1, 2, 1]))
+    """
+    size = _check_size("unique_consecutive", size)
+    shape = tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
+    ops = operands("unique_consecutive", [x], backend, ["x"])
+    n = int(ops.arrays[0].size)
+    got = _runs(
+        "unique_consecutive", ops, 1, n, size, fill_value, knobs, starts=return_counts, inverse=return_inverse
+    )
+    res = [ops.result(got["u0"])]
+    if return_inverse:
+        res.append(ops.result(got["inverse"]).reshape(shape))
+    if return_counts:
+        s = got["starts"] if size is None else got["starts"][: size + 1]
+        res.append(ops.result(s[1:] - s[:-1]))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def reduce_by_key(
+    keys: Any,
+    values: Any,
+    op: str | Monoid = "add",
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    backend: str | None = None,
+    **knobs: Any,
+) -> tuple[Any, Any]:
+    """The keys of the runs of equal consecutive keys, and each run's values combined by ``op``.
+
+    Parameters
+    ----------
+    keys : array or tuple of arrays
+        One key per value; a tuple's arrays are one key's fields (a run ends where any
+        differs).
+    values : array_like or device array
+        As :func:`jitscan.segmented_reduce` takes them.
+    op : str or Monoid
+    size : int, optional
+        Exactly ``size`` runs, without the host waiting: keys past the number of runs are
+        ``fill_value``, totals the operator's identity.
+    fill_value : scalar
+    backend : str, optional
+    **knobs
+        ``variant=``, ``simulate_blocking=`` (of the pass that finds the runs).
+
+    Returns
+    -------
+    (keys, totals)
+        ``keys`` an array, or a tuple of arrays for a tuple of key arrays.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> k = np.array([1, 1, 2, 2, 2, 1], np.int32)
+    >>> jitscan.reduce_by_key(k, np.arange(6, dtype=np.int32))
+    (array([1, 2, 1], dtype=int32), array([1, 9, 5], dtype=int32))
+    """
+    size = _check_size("reduce_by_key", size)
+    fields = _key_fields("reduce_by_key", keys)
+    ops = operands("reduce_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
+    vals = ops.arrays[-1]
+    n = int(vals.size)
+    if int(ops.arrays[0].size) != n:
+        raise ValueError(f"jitscan.reduce_by_key: {int(ops.arrays[0].size)} keys for {n} values")
+    if size == 0 or (n == 0 and size is None):
+        got = _runs("reduce_by_key", ops, len(fields), 0, size, fill_value, knobs)
+        empty = segmented_reduce(
+            vals[:0], offsets=ops.backend.to_device(np.zeros(1, np.int64), ops.queue), op=op
+        )
+        return _keys_out(ops, got, len(fields), isinstance(keys, (tuple, list))), ops.result(empty)
+    got = _runs("reduce_by_key", ops, len(fields), n, size, fill_value, knobs)
+    totals = segmented_reduce(vals, offsets=got["starts"], op=op)
+    if size is not None:
+        totals = totals[:size]  # the last segment holds the runs past size
+    return _keys_out(ops, got, len(fields), isinstance(keys, (tuple, list))), ops.result(totals)
+
+
+def _keys_out(ops: Operands, got: dict[str, Any], fields: int, tupled: bool) -> Any:
+    out = [ops.result(got[f"u{j}"]) for j in range(fields)]
+    return tuple(out) if tupled else out[0]
+
+
+def scan_by_key(
+    keys: Any,
+    values: Any,
+    op: str | Monoid = "add",
+    *,
+    kind: str = "inclusive",
+    backend: str | None = None,
+    **knobs: Any,
+) -> Any:
+    """Scan the values of every run of equal consecutive keys on its own.
+
+    Parameters
+    ----------
+    keys : array or tuple of arrays
+        As :func:`reduce_by_key` takes them.
+    values : array_like or device array
+        As :func:`jitscan.segmented_scan` takes them; the result is of their length.
+    op : str or Monoid
+    kind : {"inclusive", "exclusive"}
+    backend : str, optional
+    **knobs
+        ``variant=``, ``simulate_blocking=`` (of the pass that finds the runs).
+
+    The host waits once, for the number of runs, between the pass that finds them and the
+    segmented scan.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> k = np.array([1, 1, 2, 2, 2, 1], np.int32)
+    >>> jitscan.scan_by_key(k, np.ones(6, np.int32))
+    array([1, 2, 1, 2, 3, 1], dtype=int32)
+    """
+    if kind not in ("inclusive", "exclusive"):
+        raise ValueError(f"jitscan.scan_by_key: kind is 'inclusive' or 'exclusive', not {kind!r}")
+    fields = _key_fields("scan_by_key", keys)
+    ops = operands("scan_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
+    vals = ops.arrays[-1]
+    n = int(vals.size)
+    if int(ops.arrays[0].size) != n:
+        raise ValueError(f"jitscan.scan_by_key: {int(ops.arrays[0].size)} keys for {n} values")
+    got = _runs("scan_by_key", ops, len(fields), n, None, 0, knobs, values=False)
+    if n == 0:
+        return ops.result(
+            segmented_scan(
+                vals, offsets=ops.backend.to_device(np.zeros(1, np.int64), ops.queue), op=op, kind=kind
+            )
+        )
+    return ops.result(segmented_scan(vals, offsets=got["starts"], op=op, kind=kind))
+
+
+__all__ = ["reduce_by_key", "scan_by_key", "unique_consecutive"]

@@ -1,0 +1,374 @@
+"""Compaction and partition: the elements that meet a condition, in one pass over memory.
+
+Each function is one scan (``transforms.py``): element ``i`` scans as whether it is kept, the
+exclusive count of kept elements before it is where it goes, and the last element writes
+the count. The condition, the values and what is kept are each moved once; there is no
+array of positions.
+
+Results are sized as NumPy's (and CuPy's ``x[mask]``): the host waits once, for the count.
+``size=`` asks for a result of exactly that many elements instead, padded with
+``fill_value`` past the count and cut at ``size`` (JAX's ``nonzero(size=)``), so nothing
+waits; ``return_count=True`` also returns the count, a 0-d device array for device input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..kernels.transform import Transform, Write
+from ..operators import expression
+from .transforms import Operands, array_dtype, count_dtype, operands, prepared
+
+#: a predicate's names besides x: the element's index and the element count
+PREDICATE_NAMES = ("x", "i", "n")
+
+
+def _predicate(fn: str, predicate: Any) -> str:
+    """A predicate as its C text: an expression over ``x`` (the element), ``i`` and ``n``."""
+    if callable(predicate):
+        raise TypeError(
+            f"jitscan.{fn}: a predicate is a C expression over x, i and n (a string such as 'x > 0'); "
+            "Python functions are not taken here yet"
+        )
+    if not isinstance(predicate, str):
+        raise TypeError(f"jitscan.{fn}: a predicate is a C expression over x, i and n, not {predicate!r}")
+    # parsed now, so that a bad one is refused by name before anything is compiled
+    expression.render(fn, predicate, PREDICATE_NAMES, ("x",), f"jitscan.{fn}: predicate")
+    return predicate
+
+
+def _check_size(fn: str, size: Any) -> int | None:
+    if size is None:
+        return None
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"jitscan.{fn}: size must be an integer of at least 0, got {size!r}")
+    return int(size)
+
+
+def _keep(
+    fn: str,
+    ops: Operands,
+    n: int,
+    keep: str,
+    value: str,
+    reads: tuple[tuple[str, str], ...],
+    out_dtype: Any,
+    size: int | None,
+    fill_value: Any,
+    knobs: dict,
+) -> tuple[Any, Any, int | None]:
+    """The kept values of one compaction: (result, count array, count where waited for)."""
+    out_dtype = np.dtype(out_dtype)
+    t = Transform(
+        "keep",
+        reads,
+        f"({keep}) != 0",
+        (("y", out_dtype.name), ("count", "int64")),
+        (Write("y", "v", value, f"({keep}) != 0"), Write("count", "0", f"v + (({keep}) != 0)", "i == n - 1")),
+    )
+    m = n if size is None else size
+    y = ops.full(m, out_dtype, fill_value) if size is not None else ops.empty(m, out_dtype)
+    count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
+    prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(ops.arrays, [y, count], n, ops.queue)
+    if size is not None:
+        return y, count, None
+    k = ops.count(count)
+    return y[:k], count, k
+
+
+def _finish(ops: Operands, y: Any, count: Any, return_count: bool) -> Any:
+    out = ops.result(y)
+    if not return_count:
+        return out
+    c = count.reshape(()) if ops.on_device else np.int64(ops.backend.to_host(count)[0])
+    return out, c
+
+
+def extract(
+    condition: Any,
+    arr: Any,
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    return_count: bool = False,
+    backend: str | None = None,
+    **knobs: Any,
+) -> Any:
+    """The elements of ``arr`` where ``condition`` is nonzero, as :func:`numpy.extract`.
+
+    Both are flattened. A condition shorter than ``arr`` selects among its first elements;
+    a longer one may hold only zeros past ``arr``'s end (NumPy's IndexError otherwise).
+
+    Parameters
+    ----------
+    condition : array_like or device array
+        Nonzero (True) where an element is kept; bool, integer or float.
+    arr : array_like or device array
+        The values, of any dtype the scans' arrays take (bool, 8- to 64-bit integers, float32,
+        float64).
+    size : int, optional
+        A result of exactly ``size`` elements, without the host waiting: past the count
+        ``fill_value``, and kept elements past ``size`` left out.
+    fill_value : scalar
+        The padding of a result of ``size=``.
+    return_count : bool
+        Also return how many elements are kept (a 0-d device array for device input).
+    backend : str, optional
+    **knobs
+        ``variant=``, ``simulate_blocking=``.
+
+    Returns
+    -------
+    array, or (array, count)
+        Device input gives device arrays; host input NumPy.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> x = np.arange(6, dtype=np.int32)
+    >>> jitscan.extract(x % 2 == 0, x)
+    array([0, 2, 4], dtype=int32)
+    >>> jitscan.extract(x % 2 == 0, x, size=4, fill_value=-1)
+    array([ 0,  2,  4, -1], dtype=int32)
+    """
+    size = _check_size("extract", size)
+    ops = operands("extract", [condition, arr], backend, ["condition", "arr"])
+    cond, values = ops.arrays
+    cd = array_dtype("extract", "condition", cond.dtype)
+    vd = array_dtype("extract", "arr", values.dtype)
+    n = min(int(cond.size), int(values.size))
+    if int(cond.size) > n:
+        tail = ops.backend.to_host(cond[n:]) if ops.on_device else np.asarray(ops.backend.to_host(cond[n:]))
+        if np.any(tail):
+            first = n + int(np.flatnonzero(tail)[0])
+            raise IndexError(f"index {first} is out of bounds for axis 0 with size {n}")
+    reads = (("c", cd), ("x", vd))
+    y, count, _ = _keep("extract", ops, n, "c", "x", reads, values.dtype, size, fill_value, knobs)
+    return _finish(ops, y, count, return_count)
+
+
+def compress(
+    condition: Any,
+    a: Any,
+    axis: int | None = None,
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    return_count: bool = False,
+    backend: str | None = None,
+    **knobs: Any,
+) -> Any:
+    """The elements of ``a`` where ``condition`` is nonzero, as :func:`numpy.compress`.
+
+    ``axis=None`` flattens ``a``; an axis is taken for 1-D ``a`` only. ``condition`` is
+    1-D; shorter than ``a``, it selects among ``a``'s first elements. Other parameters as
+    :func:`extract`.
+    """
+    ndim = len(np.shape(a)) if not hasattr(a, "ndim") else a.ndim
+    if axis is not None and not (ndim == 1 and axis in (0, -1)):
+        raise ValueError(
+            f"jitscan.compress takes axis=None, or axis 0 of a 1-D array; got axis={axis} of {ndim}-D"
+        )
+    cnd = len(np.shape(condition)) if not hasattr(condition, "ndim") else condition.ndim
+    if cnd != 1:
+        raise ValueError(f"jitscan.compress: condition must be 1-D, not {cnd}-D")
+    return extract(
+        condition, a, size=size, fill_value=fill_value, return_count=return_count, backend=backend, **knobs
+    )
+
+
+def flatnonzero(
+    a: Any,
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    return_count: bool = False,
+    backend: str | None = None,
+    **knobs: Any,
+) -> Any:
+    """Indices (int64) of the nonzero elements of ``a`` flattened, as :func:`numpy.flatnonzero`.
+
+    Other parameters as :func:`extract`.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.flatnonzero(np.array([[0, 3], [4, 0]]))
+    array([1, 2])
+    """
+    size = _check_size("flatnonzero", size)
+    ops = operands("flatnonzero", [a], backend, ["a"])
+    (x,) = ops.arrays
+    reads = (("x", array_dtype("flatnonzero", "a", x.dtype)),)
+    y, count, _ = _keep("flatnonzero", ops, int(x.size), "x", "i", reads, np.int64, size, fill_value, knobs)
+    return _finish(ops, y, count, return_count)
+
+
+def nonzero(
+    a: Any, *, size: int | None = None, fill_value: Any = 0, backend: str | None = None, **knobs: Any
+) -> tuple[Any, ...]:
+    """The indices of the nonzero elements of ``a``, one int64 array per dimension, as
+    :func:`numpy.nonzero` (row-major order).
+
+    One pass writes every dimension's indices. ``size=`` and ``fill_value=`` as
+    :func:`extract` (every dimension padded with it).
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.nonzero(np.array([[0, 3], [4, 0]]))
+    (array([0, 1]), array([1, 0]))
+    """
+    size = _check_size("nonzero", size)
+    shape = tuple(np.shape(a)) if not hasattr(a, "shape") else tuple(a.shape)
+    if not shape:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jitscan.flatnonzero(a) instead.")
+    if len(shape) > 6:
+        raise ValueError(f"jitscan.nonzero takes arrays of at most 6 dimensions, not {len(shape)}")
+    strides = [int(np.prod(shape[d + 1 :], dtype=np.int64)) for d in range(len(shape))]
+    # the shape as data, not text: one program per number of dimensions
+    dims = np.array([*strides, *shape], np.int64)
+    ops = operands(
+        "nonzero", [a, dims if not _owned(a, backend) else _on_device(a, dims)], backend, ["a", "dims"]
+    )
+    x, dev_dims = ops.arrays
+    nd, n = len(shape), int(x.size)
+    m = n if size is None else size
+    outs = [
+        ops.full(m, np.int64, fill_value) if size is not None else ops.empty(m, np.int64) for _ in range(nd)
+    ]
+    count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
+    t = Transform(
+        f"nonzero{nd}",
+        (("x", array_dtype("nonzero", "a", x.dtype)), ("dims", "int64")),
+        "x != 0",
+        (*((f"i{d}", "int64") for d in range(nd)), ("count", "int64")),
+        (
+            *(Write(f"i{d}", "v", f"i / dims[{d}] % dims[{nd + d}]", "x != 0") for d in range(nd)),
+            Write("count", "0", "v + (x != 0)", "i == n - 1"),
+        ),
+    )
+    prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(
+        [x, dev_dims], [*outs, count], n, ops.queue
+    )
+    if size is None:
+        k = ops.count(count)
+        outs = [o[:k] for o in outs]
+    return tuple(ops.result(o) for o in outs)
+
+
+def _owned(a: Any, backend: str | None) -> bool:
+    from ..plan.arrays import pick_backend
+
+    return pick_backend(a, backend)[1]
+
+
+def _on_device(a: Any, host: np.ndarray) -> Any:
+    """``host`` on the device and queue of device array ``a``."""
+    from ..plan.arrays import pick_backend
+
+    b, _ = pick_backend(a, None)
+    return b.to_device(host, b.queue_of(a))
+
+
+def copy_if(
+    x: Any,
+    predicate: str,
+    *,
+    size: int | None = None,
+    fill_value: Any = 0,
+    return_count: bool = False,
+    backend: str | None = None,
+    **knobs: Any,
+) -> Any:
+    """The elements of ``x`` (flattened) for which ``predicate`` holds, in order.
+
+    Parameters
+    ----------
+    x : array_like or device array
+    predicate : str
+        A C expression over ``x`` (the element), ``i`` (its index) and ``n`` (the element
+        count), nonzero where the element is kept: ``"x > 0"``, ``"x == x"`` (not NaN),
+        ``"i % 3 == 0 && x != 0"``. The grammar of a :class:`jitscan.Monoid`'s combine.
+
+    Other parameters as :func:`extract`.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.copy_if(np.array([3, -1, 4, -1, 5], np.int32), "x > 0")
+    array([3, 4, 5], dtype=int32)
+    """
+    pred = _predicate("copy_if", predicate)
+    size = _check_size("copy_if", size)
+    ops = operands("copy_if", [x], backend, ["x"])
+    (v,) = ops.arrays
+    reads = (("x", array_dtype("copy_if", "x", v.dtype)),)
+    y, count, _ = _keep("copy_if", ops, int(v.size), pred, "x", reads, v.dtype, size, fill_value, knobs)
+    return _finish(ops, y, count, return_count)
+
+
+def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **knobs: Any) -> tuple[Any, Any]:
+    """The elements of ``x`` (flattened) for which ``predicate`` holds, then the others, each
+    in their order; and how many hold.
+
+    Nothing waits: the count is a 0-d device array for device input (NumPy's int64 for host
+    input). One scan writes the kept elements in place and the others to a scratch array, and
+    a copy puts those after the kept ones.
+
+    Parameters
+    ----------
+    x : array_like or device array
+    predicate : str
+        As :func:`copy_if` takes it.
+    backend : str, optional
+    **knobs
+        ``variant=``, ``simulate_blocking=``.
+
+    Returns
+    -------
+    (array, count)
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> y, k = jitscan.stable_partition(np.array([3, -1, 4, -2, 5], np.int32), "x > 0")
+    >>> y, k
+    (array([ 3,  4,  5, -1, -2], dtype=int32), np.int64(3))
+    """
+    pred = _predicate("stable_partition", predicate)
+    ops = operands("stable_partition", [x], backend, ["x"])
+    (v,) = ops.arrays
+    n, vd = int(v.size), array_dtype("stable_partition", "x", v.dtype)
+    y, rest = ops.empty(n, v.dtype), ops.empty(n, v.dtype)
+    count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
+    split = Transform(
+        "partition",
+        (("x", vd),),
+        f"({pred}) != 0",
+        (("y", vd), ("rest", vd), ("count", "int64")),
+        (
+            Write("y", "v", "x", f"({pred}) != 0"),
+            Write("rest", "i - v", "x", f"({pred}) == 0"),
+            Write("count", "0", f"v + (({pred}) != 0)", "i == n - 1"),
+        ),
+    )
+    cdt = count_dtype(n)
+    prepared(split, cdt, "add", "exclusive", ops.backend, knobs)([v], [y, rest, count], n, ops.queue)
+    # the others after the kept ones: rest[i] to y[count + i] for i < n - count
+    place = Transform(
+        "place_rest",
+        (("rest", vd), ("count", "int64")),
+        "0",
+        (("y", vd),),
+        (Write("y", "count[0] + i", "rest", "i < n - count[0]"),),
+    )
+    prepared(place, cdt, "add", "exclusive", ops.backend, knobs)([rest, count], [y], n, ops.queue)
+    if ops.on_device:
+        return y, count.reshape(())
+    return ops.result(y), np.int64(ops.backend.to_host(count)[0])
+
+
+__all__ = ["compress", "copy_if", "extract", "flatnonzero", "nonzero", "stable_partition"]

@@ -1,0 +1,227 @@
+"""Scans that read expressions and write through rules: the users' own (:class:`ScanKernel`),
+and what compaction, partition, unique runs and the by-key functions share.
+
+The functions of ``selection.py`` and ``runs.py`` each describe their one pass as a
+:class:`~jitscan.kernels.transform.Transform` and run it through a
+:class:`~jitscan.plan.transformed.TransformScan` made once per transform, scan type,
+backend and knobs (:func:`prepared`). This module moves their arrays: host input to the
+default device and results back, device arrays as they are (flattened, C-contiguous).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import Backend
+from ..kernels.transform import ARRAY_CTYPES, Transform, Write
+from ..operators import Monoid
+from ..plan import arrays
+from ..plan.transformed import TransformScan
+
+#: the knobs every function built on a transform takes (tests: tiles that never post)
+KNOBS = ("variant", "simulate_blocking")
+#: positions and counts are scanned in 32 bits below this many elements, else in 64
+COUNT32_LIMIT = (1 << 31) - 1
+
+_PREPARED: dict[tuple, TransformScan] = {}
+_LOCK = threading.Lock()
+
+
+def prepared(
+    transform: Transform, dtype: str, op: str | Monoid, kind: str, backend: Backend, knobs: Mapping[str, Any]
+) -> TransformScan:
+    """The transform's scan, made once per (transform, dtype, op, kind, backend, knobs)."""
+    unknown = sorted(set(knobs) - set(KNOBS))
+    if unknown:
+        raise TypeError(
+            f"unknown keyword argument(s) {', '.join(unknown)}; these functions take {', '.join(KNOBS)}"
+        )
+    key = (transform, dtype, op, kind, backend.name, tuple(sorted(knobs.items())))
+    scan = _PREPARED.get(key)
+    if scan is None:
+        with _LOCK:
+            scan = _PREPARED.get(key)
+            if scan is None:
+                if len(_PREPARED) > 256:
+                    _PREPARED.clear()
+                scan = _PREPARED[key] = TransformScan(transform, dtype, op, kind, backend, **knobs)
+    return scan
+
+
+def count_dtype(n: int) -> str:
+    """The type positions and counts of ``n`` elements are scanned in."""
+    return "int32" if n < COUNT32_LIMIT else "int64"
+
+
+def array_dtype(fn: str, what: str, dtype: Any) -> str:
+    """The transform's name of an array's dtype, or TypeError naming the ones taken."""
+    name = np.dtype(dtype).name
+    if name not in ARRAY_CTYPES:
+        raise TypeError(
+            f"jitscan.{fn}: {what} of dtype {name} is not supported; dtypes: {', '.join(ARRAY_CTYPES)}"
+        )
+    return name
+
+
+@dataclass
+class Operands:
+    """Arrays of one call on the device: the backend, the queue, and whether they came so."""
+
+    backend: Backend
+    queue: Any
+    on_device: bool
+    arrays: list[Any]
+
+    def empty(self, n: int, dtype: Any) -> Any:
+        return self.backend.empty((n,), np.dtype(dtype), self.queue)
+
+    def full(self, n: int, dtype: Any, value: Any) -> Any:
+        out = self.empty(n, dtype)
+        if n:
+            self.backend.fill(out, np.dtype(dtype).type(value))
+        return out
+
+    def result(self, arr: Any) -> Any:
+        """A result as the caller's arrays are: device arrays stay, host input gets NumPy."""
+        return arr if self.on_device else self.backend.to_host(arr)
+
+    def count(self, arr: Any) -> int:
+        """A count the kernels wrote (a one-element device array): the host waits for it."""
+        return int(self.backend.to_host(arr)[0])
+
+
+def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[str]) -> Operands:
+    """``xs`` as flat, C-contiguous device arrays of one backend and queue (host input moved).
+
+    Raises TypeError where the arrays are of different kinds (device and host, or two
+    backends), and ValueError for a device array on another device than the first's.
+    """
+    given = [x for x in xs if x is not None]
+    b, on_device = arrays.pick_backend(given[0], backend)
+    for name, x in zip(names, xs, strict=True):
+        if x is not None and b.owns(x) != on_device:
+            raise TypeError(
+                f"jitscan.{fn}: {name} and {names[0]} must both be device arrays or both host arrays"
+            )
+    queue = b.queue_of(given[0]) if on_device else b.queue_for(None)
+    out = []
+    for x in xs:
+        if x is None:
+            out.append(None)
+        elif on_device:
+            if b.queue_of(x) is not queue and b.device_of(x) != b.device_of(given[0]):
+                raise ValueError(f"jitscan.{fn}: the arrays are on different devices")
+            out.append(b.contiguous(x).reshape(-1) if x.ndim != 1 or not x.flags.c_contiguous else x)
+        else:
+            host = np.asarray(x)
+            out.append(b.to_device(np.ascontiguousarray(host).reshape(-1), queue))
+    return Operands(b, queue, on_device, out)
+
+
+class ScanKernel:
+    """A scan of your own: element ``i`` scans as an expression of arrays, and writes its
+    scanned value through rules, in one pass.
+
+    Parameters
+    ----------
+    reads : sequence of (name, dtype)
+        The arrays the expressions read. In an expression ``x`` alone is element ``i`` of
+        array ``x``, and ``x[j]`` element ``j`` (0 outside the array).
+    item : str
+        The value element ``i`` scans as: a C expression over ``i``, ``n`` (the element
+        count) and the read arrays, in the grammar of a :class:`jitscan.Monoid`'s combine.
+    writes : sequence of (name, dtype)
+        The arrays the rules write.
+    rules : sequence of Write
+        ``Write(array, at, value, when="1")``: where ``when`` holds, ``array[at] = value``,
+        each an expression over ``i``, ``n``, ``v`` (the element's scanned value) and the
+        read arrays. A place outside the array writes nothing.
+    dtype : dtype, default int64
+        The scanned values' type.
+    op : str or Monoid, default "add"
+    kind : {"inclusive", "exclusive"}
+        Whether ``v`` includes element ``i``.
+    name : str, optional
+        A C identifier naming the kernel in its program.
+    **knobs
+        ``variant=`` (a chained variant) and ``simulate_blocking=``.
+
+    Examples
+    --------
+    Keep the positive values, and count them:
+
+    >>> import numpy as np, jitscan
+    >>> keep = jitscan.ScanKernel(
+    ...     reads=[("x", "int32")], item="x > 0", writes=[("y", "int32"), ("count", "int64")],
+    ...     rules=[jitscan.Write("y", at="v", value="x", when="x > 0"),
+    ...            jitscan.Write("count", at="0", value="v + (x > 0)", when="i == n - 1")],
+    ...     kind="exclusive")
+    >>> y, count = np.zeros(5, np.int32), np.zeros(1, np.int64)
+    >>> keep(x=np.array([3, -1, 4, -1, 5], np.int32), y=y, count=count)
+    >>> y[: count[0]]
+    array([3, 4, 5], dtype=int32)
+    """
+
+    def __init__(
+        self,
+        reads: Sequence[tuple[str, Any]],
+        item: str,
+        writes: Sequence[tuple[str, Any]],
+        rules: Sequence[Write],
+        dtype: Any = "int64",
+        op: str | Monoid = "add",
+        kind: str = "inclusive",
+        name: str = "user",
+        **knobs: Any,
+    ) -> None:
+        reads = tuple((a, array_dtype("ScanKernel", f"array {a!r}", d)) for a, d in reads)
+        writes = tuple((a, array_dtype("ScanKernel", f"array {a!r}", d)) for a, d in writes)
+        self.transform = Transform(name, reads, item, writes, tuple(rules))
+        self.dtype, self.op, self.kind = np.dtype(dtype).name, op, kind
+        self.knobs = dict(knobs)
+        unknown = sorted(set(knobs) - set(KNOBS))
+        if unknown:
+            raise TypeError(
+                f"unknown keyword argument(s) {', '.join(unknown)}; ScanKernel takes {', '.join(KNOBS)}"
+            )
+
+    def __call__(self, *, n: int | None = None, backend: str | None = None, **named: Any) -> None:
+        """Scan ``n`` elements (default: the length of the first read array) over the arrays
+        given by name. Device arrays are written in place without the host waiting; NumPy
+        arrays are copied to the default device and the written ones copied back."""
+        t = self.transform
+        names = [a for a, _ in t.reads] + [a for a, _ in t.writes]
+        missing = [a for a in names if a not in named]
+        extra = sorted(set(named) - set(names))
+        if missing or extra:
+            raise TypeError(
+                f"ScanKernel {t.name!r} takes the arrays {', '.join(names)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
+        given = [named[a] for a in names]
+        for (a, d), x in zip((*t.reads, *t.writes), given, strict=True):
+            if np.dtype(x.dtype).name != d:
+                raise TypeError(f"ScanKernel {t.name!r}: array {a!r} is {x.dtype}, not {d}")
+        for a, _ in t.writes:
+            x = named[a]
+            if not getattr(x, "flags", None) or not x.flags.c_contiguous:
+                raise ValueError(f"ScanKernel {t.name!r}: array {a!r} must be C-contiguous (it is written)")
+        ops = operands("ScanKernel", given, backend, names)
+        count = int(np.size(named[t.reads[0][0]])) if n is None else int(n)
+        if count < 0:
+            raise ValueError(f"n must be at least 0, got {n}")
+        k = len(t.reads)
+        scan = prepared(t, self.dtype, self.op, self.kind, ops.backend, self.knobs)
+        scan(ops.arrays[:k], ops.arrays[k:], count, ops.queue)
+        if not ops.on_device:  # device arrays were written in place (contiguous: views of them)
+            for x, dev in zip(given[k:], ops.arrays[k:], strict=True):
+                x.reshape(-1)[...] = ops.backend.to_host(dev)
+
+
+__all__ = ["KNOBS", "Operands", "ScanKernel", "Write", "array_dtype", "count_dtype", "operands", "prepared"]

@@ -1,0 +1,326 @@
+"""Compaction, partition, unique runs and the by-key functions, against NumPy.
+
+Each is one scan whose elements scan as an expression of their arrays and write through
+rules (kernels/transform.py). The cases: empty, one element, all kept, none kept, ragged
+sizes around the tile, one run, all distinct, NaN keys; host and device arrays; tiles that
+never post (simulated blocking) and PoCL's unfair scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import tile_size
+
+import jitscan
+from jitscan import backends
+
+
+def sizes(backend: str) -> list[int]:
+    t = tile_size(backend, "int32")
+    return [0, 1, 2, t - 1, t, t + 1, 3 * t + 7, 20 * t + 3]
+
+
+def on(backend: str, x: np.ndarray, device: bool):
+    """``x`` as the call gets it: a device array of ``backend``, or NumPy."""
+    if not device:
+        return x
+    b = backends.get(backend)
+    return b.to_device(x, b.queue_of(None))
+
+
+def host(y):
+    return y if isinstance(y, (np.ndarray, np.generic)) else backends.for_array(y).to_host(y)
+
+
+def runs_reference(k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, inverse, counts) of the runs of ``k``, a run ending where ``k[i] != k[i - 1]``."""
+    if k.size == 0:
+        return k[:0], np.zeros(0, np.int64), np.zeros(0, np.int64)
+    head = np.r_[True, k[1:] != k[:-1]]
+    starts = np.flatnonzero(head)
+    counts = np.diff(np.r_[starts, k.size])
+    return k[starts], np.cumsum(head) - 1, counts
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_extract_keeps_what_numpy_keeps_at_every_size(backend, rng, device):
+    for n in sizes(backend):
+        x = rng.integers(-100, 100, n).astype(np.int32)
+        for keep in (rng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool)):
+            got = jitscan.extract(on(backend, keep, device), on(backend, x, device), backend=backend)
+            np.testing.assert_array_equal(host(got), np.extract(keep, x), err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int64", "float32", "float64", "bool"])
+def test_extract_takes_values_and_conditions_of_every_array_dtype(backend, rng, dtype):
+    n = 5000
+    x = (rng.random(n) * 200 - 100).astype(dtype)
+    cond = rng.integers(0, 3, n).astype(np.float32)
+    cond[::7] = np.nan  # NaN is nonzero: kept, as by NumPy
+    np.testing.assert_array_equal(jitscan.extract(cond, x, backend=backend), np.extract(cond, x))
+
+
+def test_a_condition_shorter_or_longer_than_the_values_is_taken_as_numpy_takes_it(backend):
+    x = np.arange(10, dtype=np.int32)
+    np.testing.assert_array_equal(jitscan.extract([1, 0, 1], x, backend=backend), [0, 2])
+    np.testing.assert_array_equal(jitscan.extract([1, 0, 1, 0, 0, 0], x[:3], backend=backend), [0, 2])
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        jitscan.extract([1, 0, 1, 0, 1], x[:3], backend=backend)
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_size_gives_exactly_that_many_padded_or_cut_without_waiting(backend, rng, device):
+    n = 3 * tile_size(backend, "int32") + 5
+    x = rng.integers(0, 100, n).astype(np.int32)
+    keep = rng.random(n) < 0.3
+    ref = np.extract(keep, x)
+    for size in (0, 1, ref.size - 1, ref.size, ref.size + 9):
+        got, count = jitscan.extract(
+            on(backend, keep, device), on(backend, x, device), size=size, fill_value=-5, return_count=True,
+            backend=backend,
+        )  # fmt: skip
+        want = np.r_[ref, np.full(max(0, size - ref.size), -5, np.int32)][:size]
+        np.testing.assert_array_equal(host(got), want)
+        assert int(host(count)) == ref.size
+        assert (np.ndim(count) == 0) and (device or isinstance(count, np.integer))
+
+
+def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):
+    a = rng.integers(0, 3, (7, 11, 5)) * (rng.random((7, 11, 5)) < 0.4)
+    np.testing.assert_array_equal(jitscan.flatnonzero(a, backend=backend), np.flatnonzero(a))
+    for got, want in zip(jitscan.nonzero(a, backend=backend), np.nonzero(a), strict=True):
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+    (only,) = jitscan.nonzero(a[0, 0], backend=backend)
+    np.testing.assert_array_equal(only, np.nonzero(a[0, 0])[0])
+    padded = jitscan.nonzero(a[:2], size=40, fill_value=-1, backend=backend)
+    for got, want in zip(padded, np.nonzero(a[:2]), strict=True):
+        np.testing.assert_array_equal(got, np.r_[want, np.full(40 - want.size, -1)][:40])
+    cond = rng.random(a.size) < 0.5
+    np.testing.assert_array_equal(jitscan.compress(cond, a, backend=backend), np.compress(cond, a))
+    np.testing.assert_array_equal(jitscan.compress(cond[:9], a.ravel()[:20], axis=0, backend=backend),
+                                  np.compress(cond[:9], a.ravel()[:20], axis=0))  # fmt: skip
+    with pytest.raises(ValueError, match="0d arrays"):
+        jitscan.nonzero(np.int32(3), backend=backend)
+    with pytest.raises(ValueError, match="axis"):
+        jitscan.compress(cond[:7], a, axis=0, backend=backend)
+
+
+def test_copy_if_keeps_where_the_predicate_holds(backend, rng):
+    x = rng.normal(size=10_000).astype(np.float32)
+    x[::13] = np.nan
+    np.testing.assert_array_equal(jitscan.copy_if(x, "x > 0.5", backend=backend), x[x > 0.5])
+    np.testing.assert_array_equal(jitscan.copy_if(x, "x == x", backend=backend), x[~np.isnan(x)])
+    i = np.arange(x.size)
+    np.testing.assert_array_equal(jitscan.copy_if(x, "i % 3 == 0 && x < 0", backend=backend),
+                                  x[(i % 3 == 0) & (x < 0)])  # fmt: skip
+
+
+def test_a_predicate_that_is_not_one_is_refused_by_name(backend):
+    x = np.arange(10, dtype=np.int32)
+    with pytest.raises(ValueError, match="predicate.*uses the name 'y'"):
+        jitscan.copy_if(x, "y > 0", backend=backend)
+    with pytest.raises(ValueError, match="predicate may not hold an assignment"):
+        jitscan.copy_if(x, "x = 1", backend=backend)
+    with pytest.raises(TypeError, match="C expression over x"):
+        jitscan.copy_if(x, 3, backend=backend)
+    with pytest.raises(TypeError, match="Python functions"):
+        jitscan.copy_if(x, lambda v: v > 0, backend=backend)
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_stable_partition_puts_the_kept_first_and_keeps_both_orders(backend, rng, device):
+    for n in sizes(backend):
+        x = rng.integers(-50, 50, n).astype(np.int64)
+        y, k = jitscan.stable_partition(on(backend, x, device), "x % 3 == 0", backend=backend)
+        keep = x % 3 == 0
+        np.testing.assert_array_equal(host(y), np.r_[x[keep], x[~keep]], err_msg=f"n={n}")
+        assert int(host(k)) == keep.sum()
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_unique_consecutive_gives_the_runs_their_counts_and_inverse(backend, rng, device):
+    for n in sizes(backend):
+        for k in (
+            rng.integers(0, 3, n).astype(np.int32),  # short runs
+            np.repeat(rng.integers(0, 9, n // 50 + 1), 50)[:n].astype(np.int32),  # long runs
+            np.full(n, 7, np.int32),  # one run
+            np.arange(n, dtype=np.int32),  # all distinct
+        ):
+            values, inverse, counts = jitscan.unique_consecutive(
+                on(backend, k, device), return_inverse=True, return_counts=True, backend=backend
+            )
+            want = runs_reference(k)
+            for got, ref in zip((values, inverse, counts), want, strict=True):
+                np.testing.assert_array_equal(host(got), ref, err_msg=f"n={n}")
+    plain = jitscan.unique_consecutive(np.array([2, 2, 1]), backend=backend)
+    np.testing.assert_array_equal(plain, [2, 1])
+
+
+def test_each_nan_key_is_a_run_of_its_own_and_signed_zeros_are_one(backend):
+    k = np.array([1.0, np.nan, np.nan, 2.0, -0.0, 0.0, 0.0, np.nan], np.float64)
+    values, counts = jitscan.unique_consecutive(k, return_counts=True, backend=backend)
+    np.testing.assert_array_equal(values, [1.0, np.nan, np.nan, 2.0, -0.0, np.nan])
+    np.testing.assert_array_equal(counts, [1, 1, 1, 1, 3, 1])
+    keys, totals = jitscan.reduce_by_key(k, np.ones(k.size, np.int32), backend=backend)
+    np.testing.assert_array_equal(totals, [1, 1, 1, 1, 3, 1])
+
+
+def test_unique_consecutive_of_size_pads_values_and_counts(backend):
+    k = np.array([4, 4, 5, 6, 6, 6], np.int32)
+    v, c = jitscan.unique_consecutive(k, return_counts=True, size=5, fill_value=-1, backend=backend)
+    np.testing.assert_array_equal(v, [4, 5, 6, -1, -1])
+    np.testing.assert_array_equal(c, [2, 1, 3, 0, 0])
+    v, c = jitscan.unique_consecutive(k, return_counts=True, size=2, backend=backend)
+    np.testing.assert_array_equal(v, [4, 5])
+    np.testing.assert_array_equal(c, [2, 1])
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min"])
+def test_reduce_by_key_combines_each_run(backend, rng, op):
+    ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum}[op]
+    for n in sizes(backend)[1:]:
+        keys = np.repeat(rng.integers(0, 4, n), rng.integers(1, 20, n))[:n].astype(np.int64)
+        vals = rng.integers(-1000, 1000, n).astype(np.int32)
+        got_keys, got = jitscan.reduce_by_key(keys, vals, op=op, backend=backend)
+        want_keys, _, counts = runs_reference(keys)
+        starts = np.r_[0, np.cumsum(counts)[:-1]]
+        np.testing.assert_array_equal(got_keys, want_keys)
+        np.testing.assert_array_equal(got, ufunc.reduceat(vals, starts), err_msg=f"n={n}")
+
+
+def test_keys_of_several_fields_end_a_run_where_any_differs(backend, rng):
+    a = rng.integers(0, 2, 3000).astype(np.int32)
+    b = rng.integers(0, 2, 3000).astype(np.float32)
+    vals = np.ones(3000, np.int64)
+    (ka, kb), totals = jitscan.reduce_by_key((a, b), vals, backend=backend)
+    pair = a.astype(np.float64) * 10 + b
+    want, _, counts = runs_reference(pair)
+    np.testing.assert_array_equal(ka * 10.0 + kb, want)
+    np.testing.assert_array_equal(totals, counts)
+
+
+def test_reduce_by_key_of_size_pads_keys_and_gives_the_identity(backend):
+    keys = np.array([1, 1, 2, 3, 3], np.int32)
+    k, t = jitscan.reduce_by_key(keys, np.arange(5, dtype=np.int32), size=5, fill_value=-9, backend=backend)
+    np.testing.assert_array_equal(k, [1, 2, 3, -9, -9])
+    np.testing.assert_array_equal(t, [1, 2, 7, 0, 0])
+    k, t = jitscan.reduce_by_key(keys, np.arange(5, dtype=np.int32), size=2, backend=backend)
+    np.testing.assert_array_equal(k, [1, 2])
+    np.testing.assert_array_equal(t, [1, 2])
+
+
+@pytest.mark.parametrize("kind", ["inclusive", "exclusive"])
+def test_scan_by_key_scans_each_run_on_its_own(backend, rng, kind):
+    for n in sizes(backend):
+        keys = np.repeat(rng.integers(0, 3, n), rng.integers(1, 30, n))[:n].astype(np.int32)
+        vals = rng.integers(-9, 9, n).astype(np.int32)
+        got = jitscan.scan_by_key(keys, vals, kind=kind, backend=backend)
+        _, _, counts = runs_reference(keys)
+        offsets = np.r_[0, np.cumsum(counts)]
+        want = jitscan.segmented_scan(vals, offsets=offsets, kind=kind, backend=backend)
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n}")
+
+
+def test_mismatched_or_unsupported_inputs_get_a_clear_error(backend):
+    x = np.arange(10, dtype=np.int32)
+    with pytest.raises(ValueError, match="9 keys for 10 values"):
+        jitscan.reduce_by_key(x[:9], x, backend=backend)
+    with pytest.raises(ValueError, match="key arrays differ in size"):
+        jitscan.reduce_by_key((x, x[:9]), x, backend=backend)
+    with pytest.raises(TypeError, match="complex128 is not supported"):
+        jitscan.extract(x > 3, x.astype(complex), backend=backend)
+    with pytest.raises(ValueError, match="size must be an integer"):
+        jitscan.extract(x > 3, x, size=-1, backend=backend)
+    with pytest.raises(TypeError, match="unknown keyword"):
+        jitscan.unique_consecutive(x, backend=backend, tile=3)
+    dev = on(backend, x, True)
+    with pytest.raises(TypeError, match="both be device arrays or both host arrays"):
+        jitscan.extract(x > 3, dev, backend=backend)
+
+
+def test_tiles_that_never_post_change_no_result(backend, rng):
+    n = 40 * tile_size(backend, "int32") + 11
+    x = rng.integers(0, 4, n).astype(np.int32)
+    for every in (2, 3, 17):
+        np.testing.assert_array_equal(
+            jitscan.extract(x > 1, x, backend=backend, simulate_blocking=every), np.extract(x > 1, x)
+        )
+        v, c = jitscan.unique_consecutive(x, return_counts=True, backend=backend, simulate_blocking=every)
+        want = runs_reference(x)
+        np.testing.assert_array_equal(v, want[0])
+        np.testing.assert_array_equal(c, want[2])
+
+
+def test_scan_kernel_runs_a_users_own_transform_and_bounds_its_writes(backend):
+    keep = jitscan.ScanKernel(
+        reads=[("x", "int32")],
+        item="x > 0",
+        writes=[("y", "int32"), ("count", "int64")],
+        rules=[
+            jitscan.Write("y", at="v", value="x", when="x > 0"),
+            jitscan.Write("count", at="0", value="v + (x > 0)", when="i == n - 1"),
+        ],
+        kind="exclusive",
+    )
+    x = np.array([3, -1, 4, -1, 5], np.int32)
+    y, count = np.zeros(5, np.int32), np.zeros(1, np.int64)
+    keep(x=x, y=y, count=count, backend=backend)
+    np.testing.assert_array_equal(y[: count[0]], [3, 4, 5])
+    # places outside an array write nothing, reads outside give 0
+    wild = jitscan.ScanKernel(
+        reads=[("x", "int32")], item="1", writes=[("y", "int32")],
+        rules=[jitscan.Write("y", at="v * 1000 + 4", value="x[i - 1]"), jitscan.Write("y", at="-v", value="7")],
+    )  # fmt: skip
+    y = np.full(4, -1, np.int32)
+    wild(x=np.arange(1, 4, dtype=np.int32), y=y, backend=backend)
+    np.testing.assert_array_equal(y, [-1, -1, -1, -1])
+    near = jitscan.ScanKernel(
+        reads=[("x", "int32")], item="1", writes=[("y", "int32")],
+        rules=[jitscan.Write("y", at="i", value="x[i - 1] + x[i + 1]")],
+    )  # fmt: skip
+    y = np.zeros(3, np.int32)
+    near(x=np.array([1, 2, 3], np.int32), y=y, backend=backend)
+    np.testing.assert_array_equal(y, [2, 4, 2])
+    with pytest.raises(TypeError, match="missing count"):
+        keep(x=x, y=y, backend=backend)
+    with pytest.raises(TypeError, match="'y' is int64, not int32"):
+        keep(x=x, y=np.zeros(5, np.int64), count=count, backend=backend)
+    with pytest.raises(ValueError, match="rule 0 writes 'z'"):
+        jitscan.ScanKernel(reads=[("x", "int32")], item="x", writes=[("y", "int32")],
+                           rules=[jitscan.Write("z", "i", "x")])  # fmt: skip
+    with pytest.raises(ValueError, match="array name 'n' is taken"):
+        jitscan.ScanKernel(reads=[("n", "int32")], item="1", writes=[("y", "int32")],
+                           rules=[jitscan.Write("y", "i", "1")])  # fmt: skip
+
+
+def _is_pocl() -> bool:
+    b = backends.get("opencl")
+    return b.available() and "Portable Computing Language" in b.device_info(b.queue_of(None)).name
+
+
+@pytest.mark.skipif(
+    not _is_pocl(), reason="needs PoCL: oversubscribed worker threads give an unfair scheduler"
+)
+def test_compaction_and_runs_are_right_under_an_unfair_scheduler():
+    # more PoCL worker threads than cores: the OS preempts threads whose tiles others wait on
+    code = textwrap.dedent(
+        """
+        import numpy as np, jitscan
+        rng = np.random.default_rng()
+        x = rng.integers(0, 3, 1 << 21).astype(np.int32)
+        assert np.array_equal(jitscan.extract(x > 0, x), x[x > 0])
+        v, c = jitscan.unique_consecutive(x, return_counts=True)
+        head = np.r_[True, x[1:] != x[:-1]]
+        assert np.array_equal(v, x[head]) and np.array_equal(c, np.diff(np.r_[np.flatnonzero(head), x.size]))
+        """
+    )
+    env = {**os.environ, "POCL_MAX_PTHREAD_COUNT": "8", "JITSCAN_BACKEND": "opencl"}
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
