@@ -5,6 +5,8 @@
 #   experiments/gpu_forms.sh tests   build, then the whole test suite on both backends
 #   experiments/gpu_forms.sh ab      build, then device time against the tree in .dev/base, in turns
 #   experiments/gpu_forms.sh all     build, the whole suite, then the per-call bench
+#   experiments/gpu_forms.sh selection   build, the compaction and runs tests on both
+#                                    backends, then experiments/selection_gpu.py (SIZES="20 24 28")
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -32,6 +34,12 @@ case "$what" in
     timeout 150 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,19,24} \
       --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
     grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | grep -E "tuple|CUB \(|segmented|initial|axis|torch" ;;
+  selection)
+    timeout 240 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_selection.py tests/test_contracts.py \
+      tests/test_scan.py -k "not unfair" --timeout 200 > "$OUT/tests.txt" 2>&1
+    tail -3 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
+    timeout 200 python3 experiments/selection_gpu.py ${SIZES:-20 24 28} > "$OUT/selection.md" 2>&1
+    tail -32 "$OUT/selection.md" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
