@@ -35,11 +35,13 @@ case "$what" in
       --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
     grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | grep -E "tuple|CUB \(|segmented|initial|axis|torch" ;;
   selection)
-    timeout 240 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_selection.py tests/test_contracts.py \
-      tests/test_scan.py -k "not unfair" --timeout 200 > "$OUT/tests.txt" 2>&1
-    tail -3 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
-    timeout 200 python3 experiments/selection_gpu.py ${SIZES:-20 24 28} > "$OUT/selection.md" 2>&1
-    tail -32 "$OUT/selection.md" ;;
+    timeout 150 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_selection.py tests/test_contracts.py \
+      tests/test_docs.py -k "not unfair" --timeout 140 > "$OUT/tests.txt" 2>&1
+    grep -E "^FAILED" "$OUT/tests.txt" | head -20
+    timeout 150 python3 experiments/selection_gpu.py ${SIZES:-20 24 28} > "$OUT/selection.md" 2>&1
+    timeout 60 python3 experiments/profile_forms.py --opencl --top 8 10 > "$OUT/profile_ocl.md" 2>&1
+    tail -22 "$OUT/profile_ocl.md" | grep "|"
+    tail -28 "$OUT/selection.md"; tail -2 "$OUT/tests.txt" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
