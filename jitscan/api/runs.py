@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.transform import Transform, Write
+from ..kernels.transform import Write
 from ..operators import Monoid
 from .segmented import segmented_reduce, segmented_scan
 from .selection import _check_size
-from .transforms import Operands, array_dtype, count_dtype, operands, prepared
+from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
 
 
 def _key_fields(fn: str, keys: Any) -> list[Any]:
@@ -71,7 +71,7 @@ def _runs(
         rules.append(Write("inverse", "i", "v - 1"))
     writes.append(("count", "int64"))
     rules.append(Write("count", "0", "v", "i == n - 1"))
-    t = Transform(
+    t = transform(
         f"runs{fields}", tuple((f"k{j}", kd[j]) for j in range(fields)), head, tuple(writes), tuple(rules)
     )
     m = n if size is None else size

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.transform import Transform, Write
+from ..kernels.transform import Write
 from ..operators import expression
-from .transforms import Operands, array_dtype, count_dtype, operands, prepared
+from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
 
 #: a predicate's names besides x: the element's index and the element count
 PREDICATE_NAMES = ("x", "i", "n")
@@ -61,7 +61,7 @@ def _keep(
 ) -> tuple[Any, Any, int | None]:
     """The kept values of one compaction: (result, count array, count where waited for)."""
     out_dtype = np.dtype(out_dtype)
-    t = Transform(
+    t = transform(
         "keep",
         reads,
         f"({keep}) != 0",
@@ -240,7 +240,7 @@ def nonzero(
         ops.full(m, np.int64, fill_value) if size is not None else ops.empty(m, np.int64) for _ in range(nd)
     ]
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
-    t = Transform(
+    t = transform(
         f"nonzero{nd}",
         (("x", array_dtype("nonzero", "a", x.dtype)), ("dims", "int64")),
         "x != 0",
@@ -344,7 +344,7 @@ def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **kn
     n, vd = int(v.size), array_dtype("stable_partition", "x", v.dtype)
     y, rest = ops.empty(n, v.dtype), ops.empty(n, v.dtype)
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
-    split = Transform(
+    split = transform(
         "partition",
         (("x", vd),),
         f"({pred}) != 0",
@@ -358,7 +358,7 @@ def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **kn
     cdt = count_dtype(n)
     prepared(split, cdt, "add", "exclusive", ops.backend, knobs)([v], [y, rest, count], n, ops.queue)
     # the others after the kept ones: rest[i] to y[count + i] for i < n - count
-    place = Transform(
+    place = transform(
         "place_rest",
         (("rest", vd), ("count", "int64")),
         "0",

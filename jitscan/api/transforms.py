@@ -10,6 +10,7 @@ default device and results back, device arrays as they are (flattened, C-contigu
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ KNOBS = ("variant", "simulate_blocking")
 COUNT32_LIMIT = (1 << 31) - 1
 
 _PREPARED: dict[tuple, TransformScan] = {}
+#: a transform made once per description: making one parses every expression it holds, which
+#: costs a call more than its launch
+transform = functools.lru_cache(maxsize=512)(Transform)
 _LOCK = threading.Lock()
 
 
@@ -224,4 +228,14 @@ class ScanKernel:
                 x.reshape(-1)[...] = ops.backend.to_host(dev)
 
 
-__all__ = ["KNOBS", "Operands", "ScanKernel", "Write", "array_dtype", "count_dtype", "operands", "prepared"]
+__all__ = [
+    "KNOBS",
+    "Operands",
+    "ScanKernel",
+    "Write",
+    "array_dtype",
+    "count_dtype",
+    "operands",
+    "prepared",
+    "transform",
+]
