@@ -193,17 +193,35 @@ class Transform:
                 f"if (js_at >= 0 && js_at < js_d.{w.array}_len) "
                 f"js_d.{w.array}[js_at] = ({ctype[w.array]})({value}); }}"
             )
+        # a rule takes each array's element i as an argument: a vector's elements are all
+        # loaded before its first rule writes, since the compiler may not move a load past
+        # a store to an array that could be the same memory (one latency a vector, not one
+        # an element)
+        given = ", ".join(f"{c} {a}" for a, c in ins)
+        loaded = ", ".join(f"js_rd_{a}(i)" for a, _ in ins)
+        vec_loads = " ".join(f"{c} js_e_{a}[JS_V];" for a, c in ins)
+        vec_each = " ".join(f"js_e_{a}[js_e] = js_rd_{a}((js_i64)(first + js_e));" for a, _ in ins)
+        vec_args = ", ".join(f"js_e_{a}[js_e]" for a, _ in ins)
+        unused = " ".join(f"(void){a};" for a, _ in ins)
         lines += [
             f"typedef struct {{ js_src in; {members} }} js_dst;",
             f"#define JS_DST_PARAMS {params}",
             f"#define JS_DST_AT js_dst_at(JS_SRC_AT, {at_args})",
             f"JS_DEVICE_FN js_dst js_dst_at(js_src in, {at_params}) "
             f"{{ js_dst r; r.in = in; {sets} return r; }}",
+            f"JS_DEVICE_FN void js_dst_rule(js_dst js_d, js_size js_i, js_val v, {given}) "
+            "{ js_src js_s = js_d.in; const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; "
+            f"(void)i; (void)n; (void)v; {unused} " + " ".join(body) + " }",
             "JS_DEVICE_FN void js_dst_item(js_dst js_d, js_size js_i, js_val v) "
-            f"{{ js_src js_s = js_d.in; {names} (void)v; " + " ".join(body) + " }",
+            f"{{ js_src js_s = js_d.in; const js_i64 i = (js_i64)js_i; "
+            f"js_dst_rule(js_d, js_i, v, {loaded}); }}",
+            "JS_DEVICE_FN void js_dst_vector(js_dst js_d, js_size first, const js_val y[JS_V]) "
+            f"{{ js_src js_s = js_d.in; {vec_loads} "
+            f"for (js_u32 js_e = 0; js_e < JS_V; ++js_e) {{ {vec_each} }} "
+            "for (js_u32 js_e = 0; js_e < JS_V; ++js_e) "
+            f"js_dst_rule(js_d, first + js_e, y[js_e], {vec_args}); }}",
             "#define JS_DST_ITEM(d, i, v) js_dst_item(d, i, v)",
-            "#define JS_DST_VSTORE(y, d, base, vi) do { for (js_u32 _e = 0; _e < JS_V; ++_e) "
-            "js_dst_item(d, (base) + (js_size)(vi) * JS_V + _e, (y)[_e]); } while (0)",
+            "#define JS_DST_VSTORE(y, d, base, vi) js_dst_vector(d, (base) + (js_size)(vi) * JS_V, y)",
         ]
         return lines
 
