@@ -130,8 +130,27 @@ def test_a_predicate_that_is_not_one_is_refused_by_name(backend):
         jitscan.copy_if(x, "x = 1", backend=backend)
     with pytest.raises(TypeError, match="C expression over x"):
         jitscan.copy_if(x, 3, backend=backend)
-    with pytest.raises(TypeError, match="Python functions"):
-        jitscan.copy_if(x, lambda v: v > 0, backend=backend)
+    with pytest.raises(TypeError, match="returns float64 on int32, not a bool"):
+        jitscan.copy_if(x, lambda v: v * 1.5, backend=backend)
+    with pytest.raises(TypeError, match="returns UniTuple"):
+        jitscan.copy_if(x, lambda v: (v, v), backend=backend)
+    with pytest.raises(TypeError, match="not a Python function of x"):
+        jitscan.copy_if(x, lambda a, b: a, backend=backend)
+
+
+def test_a_python_predicate_is_typed_for_the_arrays_dtype_and_runs_in_the_kernel(backend, rng):
+    def odd_and_large(v):
+        if v > 10:
+            return int(v) % 2 == 1
+        return False
+
+    for dtype in ("int32", "uint8", "float64"):
+        x = rng.integers(0, 40, 5000).astype(dtype)
+        keep = np.array([odd_and_large(v) for v in x])
+        np.testing.assert_array_equal(jitscan.copy_if(x, odd_and_large, backend=backend), x[keep])
+        y, k = jitscan.stable_partition(x, lambda v: v < 7, backend=backend)
+        np.testing.assert_array_equal(y, np.r_[x[x < 7], x[x >= 7]])
+        assert k == (x < 7).sum()
 
 
 @pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
@@ -276,7 +295,8 @@ def test_scan_kernel_runs_a_users_own_transform_and_bounds_its_writes(backend):
     # places outside an array write nothing, reads outside give 0
     wild = jitscan.ScanKernel(
         reads=[("x", "int32")], item="1", writes=[("y", "int32")],
-        rules=[jitscan.Write("y", at="v * 1000 + 4", value="x[i - 1]"), jitscan.Write("y", at="-v", value="7")],
+        rules=[jitscan.Write("y", at="v * 1000 + 4", value="x[i - 1]"),
+               jitscan.Write("y", at="-v", value="7")],
     )  # fmt: skip
     y = np.full(4, -1, np.int32)
     wild(x=np.arange(1, 4, dtype=np.int32), y=y, backend=backend)

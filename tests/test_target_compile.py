@@ -164,7 +164,18 @@ def programs(target: str) -> dict[str, str]:
         "runs1", (("k0", "int32"),), "i == 0 || k0 != k0[i - 1]", (("u0", "int32"), ("starts", "int64")),
         (Write("u0", "v - 1", "k0", "i == 0 || k0 != k0[i - 1]"), Write("starts", "v", "n", "i == n - 1")),
     )  # fmt: skip
-    for t, kind, dt in ((keep, "exclusive", "int32"), (runs, "inclusive", "int64")):
+    from jitscan.api.selection import _lowered
+
+    lowered = _lowered("copy_if", lambda v: v > 0.5 and v < 2.0, "float64")
+    by_python = Transform(
+        "keep_py", (("x", "float64"),), "js_pred(x)", (("y", "float64"),),
+        (Write("y", "v", "x", "js_pred(x)"),), lowered, (("js_pred", 1),),
+    )  # fmt: skip
+    for t, kind, dt in (
+        (keep, "exclusive", "int32"),
+        (runs, "inclusive", "int64"),
+        (by_python, "exclusive", "int32"),
+    ):
         for n in (1 << 16, 1 << 22, None):
             try:
                 spec = tuning.spec_for(

@@ -13,6 +13,7 @@ waits; ``return_count=True`` also returns the count, a 0-d device array for devi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,18 +26,69 @@ from .transforms import Operands, array_dtype, count_dtype, operands, prepared, 
 PREDICATE_NAMES = ("x", "i", "n")
 
 
-def _predicate(fn: str, predicate: Any) -> str:
-    """A predicate as its C text: an expression over ``x`` (the element), ``i`` and ``n``."""
+#: what a Python predicate is called in its program
+PREDICATE_FUNCTION = "js_pred"
+#: the C of each Python predicate on each array dtype, lowered once
+_LOWERED: dict[tuple[Any, str], str] = {}
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A predicate as a transform takes it: the expression, and the C functions it calls."""
+
+    text: str
+    functions: str = ""
+    calls: tuple[tuple[str, int], ...] = ()
+
+
+def _predicate(fn: str, predicate: Any, dtype: str) -> Predicate:
+    """A predicate on elements of ``dtype``: a C expression over ``x`` (the element), ``i``
+    and ``n``, or a Python function of the element, typed by Numba and lowered to C."""
     if callable(predicate):
-        raise TypeError(
-            f"jitscan.{fn}: a predicate is a C expression over x, i and n (a string such as 'x > 0'); "
-            "Python functions are not taken here yet"
+        return Predicate(
+            f"{PREDICATE_FUNCTION}(x)", _lowered(fn, predicate, dtype), ((PREDICATE_FUNCTION, 1),)
         )
     if not isinstance(predicate, str):
-        raise TypeError(f"jitscan.{fn}: a predicate is a C expression over x, i and n, not {predicate!r}")
+        raise TypeError(
+            f"jitscan.{fn}: a predicate is a C expression over x, i and n, or a Python function of x; "
+            f"not {predicate!r}"
+        )
     # parsed now, so that a bad one is refused by name before anything is compiled
     expression.render(fn, predicate, PREDICATE_NAMES, ("x",), f"jitscan.{fn}: predicate")
-    return predicate
+    return Predicate(predicate)
+
+
+def _lowered(fn: str, predicate: Any, dtype: str) -> str:
+    """The C function ``js_pred(x)`` of a Python predicate on ``dtype`` (made once per pair)."""
+    key = (predicate, dtype)
+    done = _LOWERED.get(key)
+    if done is not None:
+        return done
+    from ..operators.lower import UnsupportedOperator, lower_predicate
+    from ..operators.python import _numba
+
+    numba = _numba()
+    arg = numba.from_dtype(np.dtype(dtype))
+    name = getattr(predicate, "__name__", "predicate")
+    try:
+        dispatcher = numba.njit((arg,), error_model="numpy")(predicate)
+    except numba.core.errors.NumbaError as exc:
+        raise TypeError(f"jitscan.{fn}: Numba cannot type predicate {name!r} on {dtype}:\n{exc}") from None
+    except TypeError as exc:  # not a Python function Numba can compile (a builtin, a class)
+        raise TypeError(f"jitscan.{fn}: predicate {name!r} is not a Python function of x: {exc}") from None
+    ret = dispatcher.overloads[(arg,)].signature.return_type
+    if not isinstance(ret, (numba.types.Boolean, numba.types.Integer)):
+        raise TypeError(
+            f"jitscan.{fn}: predicate {name!r} returns {ret} on {dtype}, not a bool: it is no predicate"
+        )
+    try:
+        text = lower_predicate(predicate, dispatcher.overloads[(arg,)], arg, name, PREDICATE_FUNCTION).text
+    except UnsupportedOperator as exc:
+        raise TypeError(f"jitscan.{fn}: {exc}") from None
+    if len(_LOWERED) > 256:
+        _LOWERED.clear()
+    _LOWERED[key] = text
+    return text
 
 
 def _check_size(fn: str, size: Any) -> int | None:
@@ -58,15 +110,18 @@ def _keep(
     size: int | None,
     fill_value: Any,
     knobs: dict,
+    pred: Predicate | None = None,
 ) -> tuple[Any, Any, int | None]:
     """The kept values of one compaction: (result, count array, count where waited for)."""
     out_dtype = np.dtype(out_dtype)
+    funcs = (pred.functions, pred.calls) if pred is not None else ("", ())
     t = transform(
         "keep",
         reads,
         f"({keep}) != 0",
         (("y", out_dtype.name), ("count", "int64")),
         (Write("y", "v", value, f"({keep}) != 0"), Write("count", "0", f"v + (({keep}) != 0)", "i == n - 1")),
+        *funcs,
     )
     m = n if size is None else size
     y = ops.full(m, out_dtype, fill_value) if size is not None else ops.empty(m, out_dtype)
@@ -275,7 +330,7 @@ def _on_device(a: Any, host: np.ndarray) -> Any:
 
 def copy_if(
     x: Any,
-    predicate: str,
+    predicate: Any,
     *,
     size: int | None = None,
     fill_value: Any = 0,
@@ -288,10 +343,13 @@ def copy_if(
     Parameters
     ----------
     x : array_like or device array
-    predicate : str
+    predicate : str or callable
         A C expression over ``x`` (the element), ``i`` (its index) and ``n`` (the element
         count), nonzero where the element is kept: ``"x > 0"``, ``"x == x"`` (not NaN),
-        ``"i % 3 == 0 && x != 0"``. The grammar of a :class:`jitscan.Monoid`'s combine.
+        ``"i % 3 == 0 && x != 0"``, in the grammar of a :class:`jitscan.Monoid`'s combine; or
+        a Python function of the element returning a bool, typed by Numba for the array's
+        dtype and lowered to C as :func:`jitscan.operator` functions are
+        (``lambda x: x > 0 and x % 3 != 0``).
 
     Other parameters as :func:`extract`.
 
@@ -301,16 +359,17 @@ def copy_if(
     >>> jitscan.copy_if(np.array([3, -1, 4, -1, 5], np.int32), "x > 0")
     array([3, 4, 5], dtype=int32)
     """
-    pred = _predicate("copy_if", predicate)
     size = _check_size("copy_if", size)
     ops = operands("copy_if", [x], backend, ["x"])
     (v,) = ops.arrays
     reads = (("x", array_dtype("copy_if", "x", v.dtype)),)
-    y, count, _ = _keep("copy_if", ops, int(v.size), pred, "x", reads, v.dtype, size, fill_value, knobs)
+    pred = _predicate("copy_if", predicate, reads[0][1])
+    n = int(v.size)
+    y, count, _ = _keep("copy_if", ops, n, pred.text, "x", reads, v.dtype, size, fill_value, knobs, pred)
     return _finish(ops, y, count, return_count)
 
 
-def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **knobs: Any) -> tuple[Any, Any]:
+def stable_partition(x: Any, predicate: Any, *, backend: str | None = None, **knobs: Any) -> tuple[Any, Any]:
     """The elements of ``x`` (flattened) for which ``predicate`` holds, then the others, each
     in their order; and how many hold.
 
@@ -321,7 +380,7 @@ def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **kn
     Parameters
     ----------
     x : array_like or device array
-    predicate : str
+    predicate : str or callable
         As :func:`copy_if` takes it.
     backend : str, optional
     **knobs
@@ -338,10 +397,11 @@ def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **kn
     >>> y, k
     (array([ 3,  4,  5, -1, -2], dtype=int32), np.int64(3))
     """
-    pred = _predicate("stable_partition", predicate)
     ops = operands("stable_partition", [x], backend, ["x"])
     (v,) = ops.arrays
     n, vd = int(v.size), array_dtype("stable_partition", "x", v.dtype)
+    p = _predicate("stable_partition", predicate, vd)
+    pred = p.text
     y, rest = ops.empty(n, v.dtype), ops.empty(n, v.dtype)
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
     split = transform(
@@ -354,6 +414,8 @@ def stable_partition(x: Any, predicate: str, *, backend: str | None = None, **kn
             Write("rest", "i - v", "x", f"({pred}) == 0"),
             Write("count", "0", f"v + (({pred}) != 0)", "i == n - 1"),
         ),
+        p.functions,
+        p.calls,
     )
     cdt = count_dtype(n)
     prepared(split, cdt, "add", "exclusive", ops.backend, knobs)([v], [y, rest, count], n, ops.queue)

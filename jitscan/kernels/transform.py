@@ -90,6 +90,11 @@ class Transform:
         The arrays the rules write, in the order a launch passes them.
     rules : tuple of Write
         What each element writes, in order.
+    functions : str
+        C functions the expressions may call (``calls``: their names and argument counts):
+        only what jitscan wrote itself, a Python predicate lowered from Numba's typed IR
+        (``operators/lower.py``), never a user's text.
+    calls : tuple of (name, arguments)
     """
 
     name: str
@@ -97,6 +102,8 @@ class Transform:
     item: str
     writes: tuple[tuple[str, str], ...]
     rules: tuple[Write, ...]
+    functions: str = ""
+    calls: tuple[tuple[str, int], ...] = ()
     #: the rendered expressions: the item's, and each rule's (when, at, value)
     _item: str = field(init=False, compare=False, repr=False)
     _rules: tuple[tuple[str, str, str], ...] = field(init=False, compare=False, repr=False)
@@ -112,8 +119,12 @@ class Transform:
         _check_arrays("writes", self.writes, taken)
         reads = tuple(a for a, _ in self.reads)
         written = {a for a, _ in self.writes}
+        calls = tuple((str(f), int(k)) for f, k in self.calls)
+        object.__setattr__(self, "calls", calls)
+        if bool(calls) != bool(self.functions):
+            raise ValueError(f"transform {self.name!r}: functions and the calls naming them go together")
         item = expression.render(
-            self.name, self.item, (*ITEM_NAMES, *reads), reads, f"transform {self.name!r}: item"
+            self.name, self.item, (*ITEM_NAMES, *reads), reads, f"transform {self.name!r}: item", calls
         )
         rules = []
         if not self.rules:
@@ -128,7 +139,9 @@ class Transform:
             said = f"transform {self.name!r}: rule {k}"
             rules.append(
                 tuple(
-                    expression.render(self.name, text, (*RULE_NAMES, *reads), reads, f"{said}'s {part}")
+                    expression.render(
+                        self.name, text, (*RULE_NAMES, *reads), reads, f"{said}'s {part}", calls
+                    )
                     for part, text in (("when", w.when), ("at", w.at), ("value", w.value))
                 )
             )
@@ -157,6 +170,7 @@ class Transform:
             " * writes its scanned value v through rules; reads outside an array give 0, writes",
             " * outside one are dropped (kernels/transform.py) */",
             f"typedef struct {{ {members} js_i64 n; }} js_src;",
+            *([self.functions] if self.functions else []),
             f"#define JS_SRC_PARAMS {params}",
             f"#define JS_SRC_AT js_src_at({at_args}, n)",
             f"JS_DEVICE_FN js_src js_src_at({at_params}, js_size n) "

@@ -116,12 +116,14 @@ def render(
     operands: tuple[str, ...] = OPERANDS,
     arrays: tuple[str, ...] = (),
     what: str = "",
+    calls: tuple[tuple[str, int], ...] = (),
 ) -> str:
     """The C the kernels get for ``combine``, or ValueError naming what the grammar refuses.
 
     ``operands`` are the names the expression may use as values; ``arrays`` the names it
     may index, ``x[expression]``, each rendered as ``js_rd_x((js_i64)(expression))``, a
-    read its caller bounds (``kernels/transform.py``). ``what`` names the text in
+    read its caller bounds (``kernels/transform.py``); ``calls`` (name, arguments) the
+    functions it may call besides :data:`FUNCTIONS` (C its caller made). ``what`` names the text in
     messages (default: a monoid's combine). The message quotes the text from the
     offending part on, with its position.
     """
@@ -137,8 +139,9 @@ def render(
         if comment in combine:
             raise ValueError(f"{what} may not hold a comment ({comment!r} in {combine!r})")
     try:
-        tokens = _tokens(combine, frozenset(operands), frozenset(arrays))
-        text = _Parser(tokens, frozenset(operands), frozenset(arrays)).whole()
+        extra = dict(calls)
+        tokens = _tokens(combine, frozenset(operands) | frozenset(extra), frozenset(arrays))
+        text = _Parser(tokens, frozenset(operands), frozenset(arrays), extra).whole()
     except RecursionError:  # not reached within DEPTH_LIMIT; a safety net
         raise ValueError(f"{what} nests too deeply") from None
     except _Refused as why:
@@ -181,9 +184,11 @@ class _Parser:
         tokens: list[_Token],
         operands: frozenset[str] = frozenset(OPERANDS),
         arrays: frozenset[str] = frozenset(),
+        calls: dict[str, int] | None = None,
     ) -> None:
         self.tokens, self.i, self.depth = tokens, 0, 0
         self.operands, self.arrays = operands, arrays
+        self.functions = {**FUNCTIONS, **(calls or {})}
 
     @property
     def tok(self) -> _Token:
@@ -295,7 +300,7 @@ class _Parser:
             raise _Refused(
                 f"may not hold {_REFUSED[tok.text]} ({tok.text!r}) but after an array's name", tok.at
             )
-        if tok.kind == "name" and tok.text in FUNCTIONS:
+        if tok.kind == "name" and tok.text in self.functions:
             self.i += 1
             if self.tok.text != "(":
                 raise _Refused(f"names the function {tok.text!r} without calling it", tok.at)
@@ -307,9 +312,10 @@ class _Parser:
                 args.append(self.expression())
             self.take(")")
             self.depth -= 1
-            if len(args) != FUNCTIONS[tok.text]:
+            if len(args) != self.functions[tok.text]:
                 raise _Refused(
-                    f"calls {tok.text} with {len(args)} argument(s); it takes {FUNCTIONS[tok.text]}", tok.at
+                    f"calls {tok.text} with {len(args)} argument(s); it takes {self.functions[tok.text]}",
+                    tok.at,
                 )
             return f"{tok.text}({', '.join(args)})"
         if tok.kind == "name":

@@ -421,7 +421,7 @@ class _Lowering:
         self.decls.setdefault(cname, _ctype(t))
         return [cname]
 
-    def lower(self, params: tuple[str, str]) -> Lowered:
+    def lower(self, params: tuple[str, ...], head: str = "") -> Lowered:
         order = sorted(self.blocks)
         targets = {
             label
@@ -485,7 +485,7 @@ class _Lowering:
         body = [b for b in body if not (b.endswith(":;") and b[:-2] not in jumped)]
         vt = self.value_type
         decls = [f"    {c} {name};" for name, c in self.decls.items()]
-        head = f"JS_DEVICE_FN js_val js_vop(js_val {params[0]}, js_val {params[1]})"
+        head = head or f"JS_DEVICE_FN js_val js_vop(js_val {params[0]}, js_val {params[1]})"
         text = "\n".join(
             [
                 f"/* {self.name}, lowered from Python (typed by Numba as {vt}) */",
@@ -542,3 +542,14 @@ def lower(fn: Any, cres: Any, value_type: nt.Type, name: str) -> Lowered:
     low = _Lowering(fn, cres, value_type, name)
     params = tuple(low.cname(v) for v in code.co_varnames[:2])
     return low.lower(params)  # type: ignore[arg-type]
+
+
+def lower_predicate(fn: Any, cres: Any, arg_type: nt.Type, name: str, c_name: str) -> Lowered:
+    """The C function ``int c_name(x)`` of a Python predicate of one number, Numba-compiled
+    for ``arg_type``: nonzero where it holds. The subset of :func:`lower`."""
+    code = fn.__code__
+    if code.co_argcount != 1:
+        raise UnsupportedOperator(f"predicate {name!r} must take one argument, not {code.co_argcount}")
+    low = _Lowering(fn, cres, nt.boolean, name)
+    param = low.cname(code.co_varnames[0])
+    return low.lower((param,), f"JS_DEVICE_FN int {c_name}({_ctype(arg_type)} {param})")
