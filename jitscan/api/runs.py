@@ -46,8 +46,9 @@ def _runs(
     inverse: bool = False,
 ) -> dict[str, Any]:
     """The runs of the first ``fields`` arrays of ``ops``: what was asked of them, by name
-    (``u0``.. the keys, ``starts`` where runs start and, last, n; ``inverse``; ``count``),
-    each cut to the number of runs unless ``size`` is given; ``runs`` that number, where waited for.
+    (``u0``.. the keys, ``starts`` where runs start and, last, n; ``inverse``), as the
+    caller's arrays are (``Operands.result``), each cut to the number of runs unless
+    ``size`` is given; ``runs`` that number, where waited for.
 
     With ``size``, ``starts`` has ``size + 2`` entries: the starts of the first ``size + 1``
     runs (n past the last run), then n, so that they are the offsets of segments whose
@@ -86,16 +87,19 @@ def _runs(
         else:
             out[name] = ops.full(m, dt, fill_value) if size is not None else ops.empty(m, dt)
     # with size, the kernel writes all but the last of the starts (its writes stop at the end)
-    dsts = [out[name][: m + 1] if name == "starts" and size is not None else out[name] for name, _ in writes]
+    dsts = [
+        ops.head(out[name], m + 1) if name == "starts" and size is not None else out[name]
+        for name, _ in writes
+    ]
     prepared(t, count_dtype(n), "add", "inclusive", ops.backend, knobs)(keys, dsts, n, ops.queue)
-    if size is None:
-        k = out["runs"] = ops.count(out["count"])
-        for name in out:
-            if name.startswith("u"):
-                out[name] = out[name][:k]
-            elif name == "starts":
-                out[name] = out[name][: k + 1]
-    return out
+    k = ops.count(out["count"]) if size is None else None
+    got: dict[str, Any] = {"runs": k}
+    for name, _ in writes:
+        if name == "count":
+            continue
+        stop = None if k is None or name == "inverse" else k + 1 if name == "starts" else k
+        got[name] = ops.result(out[name], stop)
+    return got
 
 
 def unique_consecutive(
@@ -143,12 +147,12 @@ def unique_consecutive(
     got = _runs(
         "unique_consecutive", ops, 1, n, size, fill_value, knobs, starts=return_counts, inverse=return_inverse
     )
-    res = [ops.result(got["u0"])]
+    res = [got["u0"]]
     if return_inverse:
-        res.append(ops.result(got["inverse"]).reshape(shape))
+        res.append(got["inverse"].reshape(shape))
     if return_counts:
         s = got["starts"] if size is None else got["starts"][: size + 1]
-        res.append(ops.result(s[1:] - s[:-1]))
+        res.append(s[1:] - s[:-1])
     return res[0] if len(res) == 1 else tuple(res)
 
 
@@ -195,25 +199,29 @@ def reduce_by_key(
     size = _check_size("reduce_by_key", size)
     fields = _key_fields("reduce_by_key", keys)
     ops = operands("reduce_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
-    vals = ops.arrays[-1]
-    n = int(vals.size)
+    n = int(ops.arrays[-1].size)
     if int(ops.arrays[0].size) != n:
         raise ValueError(f"jitscan.reduce_by_key: {int(ops.arrays[0].size)} keys for {n} values")
+    vals = ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))  # as segmented_reduce takes them
     if size == 0 or (n == 0 and size is None):
         got = _runs("reduce_by_key", ops, len(fields), 0, size, fill_value, knobs)
-        empty = segmented_reduce(
-            vals[:0], offsets=ops.backend.to_device(np.zeros(1, np.int64), ops.queue), op=op
-        )
-        return _keys_out(ops, got, len(fields), isinstance(keys, (tuple, list))), ops.result(empty)
+        empty = segmented_reduce(vals[:0], offsets=_no_segments(ops), op=op)
+        return _keys_out(got, len(fields), isinstance(keys, (tuple, list))), empty
     got = _runs("reduce_by_key", ops, len(fields), n, size, fill_value, knobs)
     totals = segmented_reduce(vals, offsets=got["starts"], op=op)
     if size is not None:
         totals = totals[:size]  # the last segment holds the runs past size
-    return _keys_out(ops, got, len(fields), isinstance(keys, (tuple, list))), ops.result(totals)
+    return _keys_out(got, len(fields), isinstance(keys, (tuple, list))), totals
 
 
-def _keys_out(ops: Operands, got: dict[str, Any], fields: int, tupled: bool) -> Any:
-    out = [ops.result(got[f"u{j}"]) for j in range(fields)]
+def _no_segments(ops: Operands) -> Any:
+    """The offsets of no segment, as the caller's arrays are."""
+    none = np.zeros(1, np.int64)
+    return ops.backend.to_device(none, ops.queue) if ops.on_device else none
+
+
+def _keys_out(got: dict[str, Any], fields: int, tupled: bool) -> Any:
+    out = [got[f"u{j}"] for j in range(fields)]
     return tuple(out) if tupled else out[0]
 
 
@@ -254,18 +262,13 @@ def scan_by_key(
         raise ValueError(f"jitscan.scan_by_key: kind is 'inclusive' or 'exclusive', not {kind!r}")
     fields = _key_fields("scan_by_key", keys)
     ops = operands("scan_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
-    vals = ops.arrays[-1]
-    n = int(vals.size)
+    n = int(ops.arrays[-1].size)
     if int(ops.arrays[0].size) != n:
         raise ValueError(f"jitscan.scan_by_key: {int(ops.arrays[0].size)} keys for {n} values")
+    vals = ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))  # as segmented_scan takes them
     got = _runs("scan_by_key", ops, len(fields), n, None, 0, knobs, values=False)
-    if n == 0:
-        return ops.result(
-            segmented_scan(
-                vals, offsets=ops.backend.to_device(np.zeros(1, np.int64), ops.queue), op=op, kind=kind
-            )
-        )
-    return ops.result(segmented_scan(vals, offsets=got["starts"], op=op, kind=kind))
+    offsets = _no_segments(ops) if n == 0 else got["starts"]
+    return segmented_scan(vals, offsets=offsets, op=op, kind=kind)
 
 
 __all__ = ["reduce_by_key", "scan_by_key", "unique_consecutive"]

@@ -129,16 +129,15 @@ def _keep(
     prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(ops.arrays, [y, count], n, ops.queue)
     if size is not None:
         return y, count, None
-    k = ops.count(count)
-    return y[:k], count, k
+    return y, count, ops.count(count)
 
 
-def _finish(ops: Operands, y: Any, count: Any, return_count: bool) -> Any:
-    out = ops.result(y)
+def _finish(ops: Operands, y: Any, count: Any, return_count: bool, stop: int | None) -> Any:
+    """The result (its first ``stop`` elements), and where asked the count, as the caller's."""
+    out = ops.result(y, stop)
     if not return_count:
         return out
-    c = count.reshape(()) if ops.on_device else np.int64(ops.backend.to_host(count)[0])
-    return out, c
+    return out, count.reshape(()) if ops.on_device else np.int64(ops.count(count))
 
 
 def extract(
@@ -195,13 +194,13 @@ def extract(
     vd = array_dtype("extract", "arr", values.dtype)
     n = min(int(cond.size), int(values.size))
     if int(cond.size) > n:
-        tail = ops.backend.to_host(cond[n:]) if ops.on_device else np.asarray(ops.backend.to_host(cond[n:]))
+        tail = ops.backend.to_host(cond[n:]) if ops.on_device else np.ravel(np.asarray(condition))[n:]
         if np.any(tail):
             first = n + int(np.flatnonzero(tail)[0])
             raise IndexError(f"index {first} is out of bounds for axis 0 with size {n}")
     reads = (("c", cd), ("x", vd))
-    y, count, _ = _keep("extract", ops, n, "c", "x", reads, values.dtype, size, fill_value, knobs)
-    return _finish(ops, y, count, return_count)
+    y, count, k = _keep("extract", ops, n, "c", "x", reads, values.dtype, size, fill_value, knobs)
+    return _finish(ops, y, count, return_count, k)
 
 
 def compress(
@@ -257,8 +256,8 @@ def flatnonzero(
     ops = operands("flatnonzero", [a], backend, ["a"])
     (x,) = ops.arrays
     reads = (("x", array_dtype("flatnonzero", "a", x.dtype)),)
-    y, count, _ = _keep("flatnonzero", ops, int(x.size), "x", "i", reads, np.int64, size, fill_value, knobs)
-    return _finish(ops, y, count, return_count)
+    y, count, k = _keep("flatnonzero", ops, int(x.size), "x", "i", reads, np.int64, size, fill_value, knobs)
+    return _finish(ops, y, count, return_count, k)
 
 
 def nonzero(
@@ -308,10 +307,8 @@ def nonzero(
     prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(
         [x, dev_dims], [*outs, count], n, ops.queue
     )
-    if size is None:
-        k = ops.count(count)
-        outs = [o[:k] for o in outs]
-    return tuple(ops.result(o) for o in outs)
+    k = ops.count(count) if size is None else None
+    return tuple(ops.result(o, k) for o in outs)
 
 
 def _owned(a: Any, backend: str | None) -> bool:
@@ -365,8 +362,8 @@ def copy_if(
     reads = (("x", array_dtype("copy_if", "x", v.dtype)),)
     pred = _predicate("copy_if", predicate, reads[0][1])
     n = int(v.size)
-    y, count, _ = _keep("copy_if", ops, n, pred.text, "x", reads, v.dtype, size, fill_value, knobs, pred)
-    return _finish(ops, y, count, return_count)
+    y, count, k = _keep("copy_if", ops, n, pred.text, "x", reads, v.dtype, size, fill_value, knobs, pred)
+    return _finish(ops, y, count, return_count, k)
 
 
 def stable_partition(x: Any, predicate: Any, *, backend: str | None = None, **knobs: Any) -> tuple[Any, Any]:
@@ -430,7 +427,7 @@ def stable_partition(x: Any, predicate: Any, *, backend: str | None = None, **kn
     prepared(place, cdt, "add", "exclusive", ops.backend, knobs)([rest, count], [y], n, ops.queue)
     if ops.on_device:
         return y, count.reshape(())
-    return ops.result(y), np.int64(ops.backend.to_host(count)[0])
+    return ops.result(y), np.int64(ops.count(count))
 
 
 __all__ = ["compress", "copy_if", "extract", "flatnonzero", "nonzero", "stable_partition"]

@@ -74,7 +74,13 @@ def array_dtype(fn: str, what: str, dtype: Any) -> str:
 
 @dataclass
 class Operands:
-    """Arrays of one call on the device: the backend, the queue, and whether they came so."""
+    """Arrays of one call on the device: the backend, the queue, and whether they came so.
+
+    Host input on a device that works in host memory (OpenCL on a CPU) is not copied: the
+    kernels read the NumPy arrays and write NumPy results in place (``Backend.shared``);
+    elsewhere it is copied to the device and the results back. Results are made with
+    :meth:`empty` and :meth:`full`, and handed back with :meth:`result`.
+    """
 
     backend: Backend
     queue: Any
@@ -82,25 +88,49 @@ class Operands:
     arrays: list[Any]
 
     def empty(self, n: int, dtype: Any) -> Any:
-        return self.backend.empty((n,), np.dtype(dtype), self.queue)
+        dt = np.dtype(dtype)
+        if not self.on_device:
+            host = np.empty(n, dt)
+            shared = self.backend.shared(host, self.queue, True) if n else None
+            if shared is not None:
+                return shared
+        return self.backend.empty((n,), dt, self.queue)
 
     def full(self, n: int, dtype: Any, value: Any) -> Any:
         out = self.empty(n, dtype)
         if n:
-            self.backend.fill(out, np.dtype(dtype).type(value))
+            host = getattr(out, "host", None)
+            if isinstance(host, np.ndarray):
+                host[...] = np.dtype(dtype).type(value)
+            else:
+                self.backend.fill(out, np.dtype(dtype).type(value))
         return out
 
-    def result(self, arr: Any) -> Any:
-        """A result as the caller's arrays are: device arrays stay, host input gets NumPy."""
+    def head(self, arr: Any, k: int) -> Any:
+        """The first ``k`` elements of a result of :meth:`empty` as the kernels write them."""
+        host = getattr(arr, "host", None)
+        if isinstance(host, np.ndarray):
+            return self.backend.shared(host[:k], self.queue, True)
+        return arr[:k]
+
+    def result(self, arr: Any, stop: int | None = None) -> Any:
+        """A result as the caller's arrays are (its first ``stop`` elements): device arrays
+        stay, host input gets NumPy (the host waits for the kernels)."""
+        host = getattr(arr, "host", None)
+        if isinstance(host, np.ndarray):  # a NumPy array the kernels wrote in place
+            self.backend.settle(arr)
+            return host if stop is None else host[:stop]
+        arr = arr if stop is None else arr[:stop]
         return arr if self.on_device else self.backend.to_host(arr)
 
     def count(self, arr: Any) -> int:
-        """A count the kernels wrote (a one-element device array): the host waits for it."""
-        return int(self.backend.to_host(arr)[0])
+        """A count the kernels wrote (a one-element array): the host waits for it."""
+        return int(np.asarray(self.result(arr) if not self.on_device else self.backend.to_host(arr))[0])
 
 
 def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[str]) -> Operands:
-    """``xs`` as flat, C-contiguous device arrays of one backend and queue (host input moved).
+    """``xs`` as flat, C-contiguous arrays the kernels read, of one backend and queue (host
+    input shared in place where the device works in host memory, else moved).
 
     Raises TypeError where the arrays are of different kinds (device and host, or two
     backends), and ValueError for a device array on another device than the first's.
@@ -122,8 +152,9 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
                 raise ValueError(f"jitscan.{fn}: the arrays are on different devices")
             out.append(b.contiguous(x).reshape(-1) if x.ndim != 1 or not x.flags.c_contiguous else x)
         else:
-            host = np.asarray(x)
-            out.append(b.to_device(np.ascontiguousarray(host).reshape(-1), queue))
+            host = np.ascontiguousarray(np.asarray(x)).reshape(-1)
+            shared = b.shared(host, queue, False) if host.size else None
+            out.append(shared if shared is not None else b.to_device(host, queue))
     return Operands(b, queue, on_device, out)
 
 
@@ -220,12 +251,19 @@ class ScanKernel:
         count = int(np.size(named[t.reads[0][0]])) if n is None else int(n)
         if count < 0:
             raise ValueError(f"n must be at least 0, got {n}")
-        k = len(t.reads)
-        scan = prepared(t, self.dtype, self.op, self.kind, ops.backend, self.knobs)
-        scan(ops.arrays[:k], ops.arrays[k:], count, ops.queue)
+        k, b = len(t.reads), ops.backend
+        writes = ops.arrays[k:]
+        if not ops.on_device:  # written in place where the device works in host memory
+            shared = [b.shared(x.reshape(-1), ops.queue, True) if x.size else None for x in given[k:]]
+            writes = [s if s is not None else w for s, w in zip(shared, writes, strict=True)]
+        scan = prepared(t, self.dtype, self.op, self.kind, b, self.knobs)
+        scan(ops.arrays[:k], writes, count, ops.queue)
         if not ops.on_device:  # device arrays were written in place (contiguous: views of them)
-            for x, dev in zip(given[k:], ops.arrays[k:], strict=True):
-                x.reshape(-1)[...] = ops.backend.to_host(dev)
+            for x, dev in zip(given[k:], writes, strict=True):
+                if isinstance(getattr(dev, "host", None), np.ndarray):
+                    b.settle(dev)
+                else:
+                    x.reshape(-1)[...] = b.to_host(dev)
 
 
 __all__ = [
