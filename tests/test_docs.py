@@ -8,7 +8,7 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.api import flat, runs, running, segmented, selection, transforms
+from jitscan.api import flat, running, runs, segmented, selection, transforms
 from jitscan.operators import python
 from jitscan.plan import prepared
 

@@ -247,6 +247,25 @@ def test_scan_by_key_scans_each_run_on_its_own(backend, rng, kind):
         np.testing.assert_array_equal(got, want, err_msg=f"n={n}")
 
 
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_scan_by_key_finds_the_heads_in_the_kernel_for_keys_of_every_dtype(backend, rng, device):
+    n = 7 * tile_size(backend, "int32") + 5
+    for kd in ("int64", "uint8", "float32", "float64"):
+        keys = np.repeat(rng.integers(0, 3, n), rng.integers(1, 9, n))[:n].astype(kd)
+        if keys.dtype.kind == "f":
+            keys[::17] = np.nan  # each NaN a run of its own
+        vals = rng.integers(-9, 9, n).astype(np.int32)
+        got = jitscan.scan_by_key(
+            on(backend, keys, device), on(backend, vals, device), op="max", backend=backend
+        )
+        _, _, counts = runs_reference(keys)
+        want = jitscan.segmented_scan(vals, offsets=np.r_[0, np.cumsum(counts)], op="max", backend=backend)
+        np.testing.assert_array_equal(host(got), want, err_msg=kd)
+    blocked = jitscan.scan_by_key(keys, vals, backend=backend, simulate_blocking=3)
+    want = jitscan.segmented_scan(vals, offsets=np.r_[0, np.cumsum(counts)], backend=backend)
+    np.testing.assert_array_equal(blocked, want)
+
+
 def test_mismatched_or_unsupported_inputs_get_a_clear_error(backend):
     x = np.arange(10, dtype=np.int32)
     with pytest.raises(ValueError, match="9 keys for 10 values"):

@@ -155,6 +155,19 @@ def programs(target: str) -> dict[str, str]:
     for n in (1 << 16, None):
         add(f"tuple affine n={n}", "fallback", kind="inclusive", dtype=value_type(("float32", "float32")),
             monoid=affine, n=n, outputs=(1,))  # fmt: skip
+    # scans by key: the heads where a key changes, read from the keys (ScanSpec.head_keys)
+    for keys in ("int64", "float32"):
+        for n in (1 << 16, 1 << 22, None):
+            try:
+                spec = tuning.spec_for(
+                    info, variant="fallback", kind="inclusive", dtype=lookup("int32"), monoid=add_,
+                    segmented="flags", n=n,
+                )  # fmt: skip
+            except ValueError:
+                continue
+            out[f"by key {keys} n={n}"] = variants.get("fallback").source(
+                replace(spec, head_keys=keys), "cuda"
+            )
     # the transforms compaction and the runs functions are made of (kernels/transform.py)
     keep = Transform(
         "keep", (("c", "bool"), ("x", "float64")), "c != 0", (("y", "float64"), ("count", "int64")),

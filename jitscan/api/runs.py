@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.transform import Write
+from ..dtypes import DTYPES
+from ..kernels.transform import ARRAY_CTYPES, Write
 from ..operators import Monoid
+from ..plan import PreparedScan
 from .segmented import segmented_reduce, segmented_scan
 from .selection import _check_size
 from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
@@ -248,8 +250,11 @@ def scan_by_key(
     **knobs
         ``variant=``, ``simulate_blocking=`` (of the pass that finds the runs).
 
-    The host waits once, for the number of runs, between the pass that finds them and the
-    segmented scan.
+    One pass for keys of one array and values of a scan dtype: the tiles find a new
+    segment where the key differs from the one before it as they load the keys (no flags
+    array, no host wait). Keys of several fields (or values of other dtypes) take two: the
+    runs' starts, then a scan by those offsets, and the host waits once, for the number of
+    runs, between them.
 
     Examples
     --------
@@ -266,9 +271,30 @@ def scan_by_key(
     if int(ops.arrays[0].size) != n:
         raise ValueError(f"jitscan.scan_by_key: {int(ops.arrays[0].size)} keys for {n} values")
     vals = ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))  # as segmented_scan takes them
+    kd = np.dtype(ops.arrays[0].dtype).name
+    if len(fields) == 1 and np.dtype(vals.dtype).name in DTYPES and kd in ARRAY_CTYPES:
+        # one pass: the tiles find the heads where the key changes as they load
+        scan = _by_key(np.dtype(vals.dtype).name, op, kind, kd, ops.backend.name, knobs)
+        return scan(vals, flags=ops.arrays[0] if ops.on_device else np.ravel(np.asarray(fields[0])))
     got = _runs("scan_by_key", ops, len(fields), n, None, 0, knobs, values=False)
     offsets = _no_segments(ops) if n == 0 else got["starts"]
     return segmented_scan(vals, offsets=offsets, op=op, kind=kind)
+
+
+#: the prepared scans by key (one per values' dtype, op, kind, keys' dtype, backend, knobs)
+_BY_KEY: dict[tuple, PreparedScan] = {}
+
+
+def _by_key(dtype: str, op: str | Monoid, kind: str, keys: str, backend: str, knobs: dict) -> PreparedScan:
+    key = (dtype, op, kind, keys, backend, tuple(sorted(knobs.items())))
+    scan = _BY_KEY.get(key)
+    if scan is None:
+        if len(_BY_KEY) > 64:
+            _BY_KEY.clear()
+        scan = _BY_KEY[key] = PreparedScan(
+            dtype, op, kind=kind, segmented="flags", head_keys=keys, backend=backend, **knobs
+        )
+    return scan
 
 
 __all__ = ["reduce_by_key", "scan_by_key", "unique_consecutive"]

@@ -14,6 +14,7 @@ import numpy as np
 from ..dtypes import INPUTS, VECTOR_BYTES, DType
 from . import lanes, ptx, storage, tile_state
 from .spec import KIND_CARRY, KIND_CARRY_ARGS, KIND_CODES, KIND_STREAM, ScanSpec
+from .transform import ARRAY_CTYPES
 from .values import ValueSpelling
 
 #: an OpenCL vector's components, up to its 16
@@ -21,7 +22,7 @@ _COMPONENTS_CL = tuple(f"s{c}" for c in lanes.LANE_DIGITS)
 _COMPONENTS_CUDA = ("x", "y", "z", "w")
 
 
-def _segment_params(mode: str) -> list[str]:
+def _segment_params(mode: str, keys: str = "") -> list[str]:
     """Kernel parameters that say where segments start, per segmented mode.
 
     ``flags``/``rows``: a uint8 head array, or a row length. ``offsets``: the CSR
@@ -29,7 +30,8 @@ def _segment_params(mode: str) -> list[str]:
     themselves where tiles search), the segment count and the queue's alarm (the words a
     tile that searched raises for a bad offset); heads are then marked in local memory,
     so loading takes ``sh``, the segments' storage (``js_seg_storage``, the kernel's
-    ``sh.seg``).
+    ``sh.seg``). ``keys``: by flags, the C type of an array of keys whose changes are the
+    heads (``ScanSpec.head_keys``, ``JS_HEAD_KEYS``), read in place of uint8 flags.
     """
     if mode == "offsets":
         params = (
@@ -44,8 +46,21 @@ def _segment_params(mode: str) -> list[str]:
             "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS, &sh.seg",
             "#define JS_SEG_LOAD_FWD JS_SEG_ARGS, sh",
         ]
+    if keys:
+        return [
+            "#define JS_SEG_OFFSETS 0",
+            "/* heads where the key differs from the one before it, read from the keys themselves */",
+            "#define JS_HEAD_KEYS 1",
+            f"typedef {keys} js_key;",
+            "#define JS_SEG_PARAMS , JS_GLOBAL const js_key* heads, js_size row_len",
+            "#define JS_SEG_ARGS , heads, row_len",
+            "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS",
+            "#define JS_SEG_LOAD_ARGS JS_SEG_ARGS",
+            "#define JS_SEG_LOAD_FWD JS_SEG_ARGS",
+        ]
     return [
         "#define JS_SEG_OFFSETS 0",
+        "#define JS_HEAD_KEYS 0",
         "#define JS_SEG_PARAMS , JS_GLOBAL const js_u8* heads, js_size row_len",
         "#define JS_SEG_ARGS , heads, row_len",
         "#define JS_SEG_LOAD_PARAMS JS_SEG_PARAMS",
@@ -222,7 +237,7 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
                 "typedef js_u64 js_heads;"
                 if spec.head_words == 1
                 else "typedef struct { js_u64 w[JS_HEAD_WORDS]; } js_heads;",
-                *_segment_params(spec.segmented),
+                *_segment_params(spec.segmented, ARRAY_CTYPES.get(spec.head_keys, "")),
                 "JS_DEVICE_FN T js_pair(js_u32 h, js_val v) { T r; r.v = v; r.h = h; return r; }",
                 "#define JS_IDENTITY js_pair(0u, JS_VIDENTITY)",
                 "/* a head in b cuts off everything before it */",

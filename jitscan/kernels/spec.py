@@ -21,7 +21,7 @@ import numpy as np
 from ..dtypes import INPUTS, VECTOR_BYTES, DType, Record, loaded_as, value_type
 from ..operators import BUILTIN, Monoid
 from . import storage
-from .transform import Transform
+from .transform import ARRAY_CTYPES, Transform
 
 KINDS = ("inclusive", "exclusive", "reduce")
 #: the widest vector of a one-thread tile (CPUs; ScanSpec.lanes holds them in lanes), moved
@@ -148,6 +148,10 @@ class ScanSpec:
     transform : Transform, optional
         A chained scan of scalars that reads an expression of several arrays and writes
         through rules (``kernels/transform.py``) instead of one array in and one out.
+    head_keys : str
+        A scan by flags whose "flags" array is an array of keys of this dtype: a segment
+        starts where a key differs from the one before it (``!=``), found as the tile loads
+        (``JS_HEAD_KEYS``), no flag array made. Empty: uint8 flags.
     """
 
     variant: str
@@ -177,6 +181,7 @@ class ScanSpec:
     lane_tiles: bool = False
     search_segments: bool = False
     transform: Transform | None = None
+    head_keys: str = ""
     #: derived once: elements per tile, the element type, the input's type
     tile: int = field(init=False, compare=False, repr=False)
     dtype_info: DType | Record = field(init=False, compare=False, repr=False)
@@ -203,6 +208,8 @@ class ScanSpec:
                 raise TypeError(f"transform must be a jitscan Transform, got {self.transform!r}")
             if self.record or self.segmented or self.in_dtype or self.row_tiles or not self.chained:
                 raise ValueError("a transform is a chained scan of scalars, unsegmented, of its own arrays")
+        if self.head_keys and (self.segmented != "flags" or self.head_keys not in ARRAY_CTYPES):
+            raise ValueError(f"head_keys names a key dtype of a scan by flags, not {self.head_keys!r}")
         if self.in_dtype:
             d = INPUTS.get(self.in_dtype)
             if d is None or loaded_as(np.dtype(self.in_dtype), self.dtype_info) is None:

@@ -318,6 +318,29 @@ def heads_from_flags(flags: Any, inp: Input) -> Any:
     return shared if shared is not None else b.to_device(heads, inp.queue)
 
 
+def heads_from_keys(keys: Any, inp: Input, dtype: str) -> Any:
+    """Keys (one per value, of ``dtype``) as the contiguous array at the start of its buffer
+    that the kernels read in place of flags (None when empty)."""
+    b, n = inp.backend, inp.n
+    if inp.on_device and b.owns(keys):
+        if keys.size != n:
+            raise ValueError(f"{keys.size} keys for {n} values")
+        if np.dtype(keys.dtype).name != dtype:
+            raise TypeError(f"the keys are {keys.dtype}, not {dtype}")
+        if b.whole(keys) and b.aligned(keys):
+            return keys.reshape(n)
+        out = b.empty((n,), np.dtype(dtype), inp.queue)
+        b.copy(out, b.contiguous(keys).reshape(n))
+        return out
+    host = np.ascontiguousarray(np.asarray(to_host(keys)), dtype=np.dtype(dtype)).reshape(-1)
+    if host.size != n:
+        raise ValueError(f"{host.size} keys for {n} values")
+    if not n:
+        return None
+    shared = b.shared(host, inp.queue, False) if inp.host is not None else None
+    return shared if shared is not None else b.to_device(host, inp.queue)
+
+
 def device_offsets(offsets: Any, inp: Input) -> tuple[Any, bool]:
     """Offsets as a contiguous uint64 device array at the start of its buffer.
 

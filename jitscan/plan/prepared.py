@@ -88,9 +88,15 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         stats: bool = False,
         index_fields: tuple[int, ...] = (),
         outputs: tuple[int, ...] = (),
+        head_keys: str = "",
         **knobs: Any,
     ) -> None:
         check_knobs(knobs)
+        #: a scan by flags whose flags are keys of this dtype, a head where one changes
+        #: (ScanSpec.head_keys: scan_by_key); empty: flags
+        self.head_keys = head_keys
+        if head_keys and segmented != "flags":
+            raise ValueError("head_keys= is for a scan segmented by flags")
         self.kind = check_choice("kind", kind, KINDS)
         asked = variant
         if (
@@ -187,6 +193,8 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         #: the common call (Backend.common_call), once a Python operator is verified
         self.common = _long_way if self._unverified else self._common
         self._form_calls()  # the other forms' common call (FormCalls)
+        if head_keys:  # keys, not flags: the general call, whose _segments reads them as they are
+            self._form_common = _no_form  # type: ignore[method-assign]
         #: the other forms' common call, once a Python operator is verified
         self.form_common = _no_form if self._unverified or self._plain else self._form_common
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
@@ -449,6 +457,8 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
             raise ValueError(
                 f"a scan segmented by {mode} takes {need.get(mode, 'row_len=')} and no other segments"
             )
+        if mode == "flags" and self.head_keys:
+            return Segments(heads=arrays.heads_from_keys(flags, inp, self.head_keys)), inp.n
         if mode == "flags":
             return Segments(heads=arrays.heads_from_flags(flags, inp)), inp.n
         if mode == "rows":

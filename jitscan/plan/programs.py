@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 from bisect import bisect_left
+from dataclasses import replace
 from typing import Any
 
 from .. import variants
@@ -116,6 +117,8 @@ class Programs:
                     warnings.warn(note, stacklevel=2)
             if spec is None:
                 spec = made(**knobs)
+            if getattr(self, "head_keys", "") and spec.segmented == "flags":
+                spec = replace(spec, head_keys=self.head_keys)
             self._specs[key] = spec
         return spec
 

@@ -237,7 +237,14 @@ JS_DEVICE_FN void js_mark_heads(js_size base, js_size n JS_SEG_LOAD_PARAMS)
     ((sh->head_bits[((js_u32)js_vec_index(j) * JS_V) >> 5] >> (((js_u32)js_vec_index(j) * JS_V) & 31u)) \
      & ((1u << JS_V) - 1u))
 #elif JS_SEGMENTED
-/* The head bits of vector j: from the uint8 flags, or from the position when row_len != 0. */
+#if JS_HEAD_KEYS
+/* item i heads a segment where its key differs from the one before (NaN from everything) */
+#define JS_HEAD_AT(k, i) ((js_u32)((i) == 0 || (k)[i] != (k)[(i) - 1]))
+#else
+#define JS_HEAD_AT(f, i) ((js_u32)(f)[i])
+#endif
+/* The head bits of vector j: from the uint8 flags (or the keys), or from the position
+ * when row_len != 0. */
 JS_DEVICE_FN js_u32 js_vector_heads(js_size base, js_size n, int full, js_u32 j JS_SEG_LOAD_PARAMS)
 {
     js_size first = base + js_vec_index(j) * JS_V;
@@ -252,11 +259,17 @@ JS_DEVICE_FN js_u32 js_vector_heads(js_size base, js_size n, int full, js_u32 j 
             r = r + 1 == row_len ? 0 : r + 1;
         }
     } else if (full) {
+#if JS_HEAD_KEYS
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            h[e] = JS_HEAD_AT(heads, first + e);
+#else
         JS_VLOAD_U8(h, heads + base, js_vec_index(j));
+#endif
     } else {
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
-            h[e] = first + e < n ? heads[first + e] : 0u;
+            h[e] = first + e < n ? JS_HEAD_AT(heads, first + e) : 0u;
     }
     js_u32 bits = 0;
 #pragma unroll
@@ -296,7 +309,7 @@ JS_DEVICE_FN js_u64 js_head_word(js_size base, js_size n, int full, js_u32 j JS_
             word |= (js_u64)1u << p;
         return word;
     }
-#if JS_VPW * JS_V == 64
+#if JS_VPW * JS_V == 64 && !JS_HEAD_KEYS
     if (full) {
         /* the 64 flag bytes as 8 words (first is a multiple of 64): in each, a byte's top
          * bit is set where the byte is nonzero, and a multiply gathers the 8 top bits in
