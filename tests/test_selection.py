@@ -164,6 +164,19 @@ def test_stable_partition_puts_the_kept_first_and_keeps_both_orders(backend, rng
 
 
 @pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_a_three_way_partition_keeps_all_three_orders(backend, rng, device):
+    for n in sizes(backend):
+        x = rng.integers(-5, 6, n).astype(np.float32)
+        y, counts = jitscan.stable_partition(
+            on(backend, x, device), "x > 2", lambda v: v < 0, backend=backend
+        )
+        first, second = x > 2, (x <= 2) & (x < 0)
+        rest = ~first & ~second
+        np.testing.assert_array_equal(host(y), np.r_[x[first], x[second], x[rest]], err_msg=f"n={n}")
+        np.testing.assert_array_equal(host(counts), [first.sum(), second.sum()])
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
 def test_unique_consecutive_gives_the_runs_their_counts_and_inverse(backend, rng, device):
     for n in sizes(backend):
         for k in (

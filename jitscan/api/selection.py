@@ -41,13 +41,13 @@ class Predicate:
     calls: tuple[tuple[str, int], ...] = ()
 
 
-def _predicate(fn: str, predicate: Any, dtype: str) -> Predicate:
+def _predicate(fn: str, predicate: Any, dtype: str, k: int = 0) -> Predicate:
     """A predicate on elements of ``dtype``: a C expression over ``x`` (the element), ``i``
-    and ``n``, or a Python function of the element, typed by Numba and lowered to C."""
+    and ``n``, or a Python function of the element, typed by Numba and lowered to C (the
+    ``k``-th of a call's: its C function's name)."""
     if callable(predicate):
-        return Predicate(
-            f"{PREDICATE_FUNCTION}(x)", _lowered(fn, predicate, dtype), ((PREDICATE_FUNCTION, 1),)
-        )
+        name = f"{PREDICATE_FUNCTION}{k or ''}"
+        return Predicate(f"{name}(x)", _lowered(fn, predicate, dtype, name), ((name, 1),))
     if not isinstance(predicate, str):
         raise TypeError(
             f"jitscan.{fn}: a predicate is a C expression over x, i and n, or a Python function of x; "
@@ -58,9 +58,9 @@ def _predicate(fn: str, predicate: Any, dtype: str) -> Predicate:
     return Predicate(predicate)
 
 
-def _lowered(fn: str, predicate: Any, dtype: str) -> str:
-    """The C function ``js_pred(x)`` of a Python predicate on ``dtype`` (made once per pair)."""
-    key = (predicate, dtype)
+def _lowered(fn: str, predicate: Any, dtype: str, c_name: str = PREDICATE_FUNCTION) -> str:
+    """The C function ``c_name(x)`` of a Python predicate on ``dtype`` (made once per pair)."""
+    key = (predicate, dtype, c_name)
     done = _LOWERED.get(key)
     if done is not None:
         return done
@@ -82,7 +82,7 @@ def _lowered(fn: str, predicate: Any, dtype: str) -> str:
             f"jitscan.{fn}: predicate {name!r} returns {ret} on {dtype}, not a bool: it is no predicate"
         )
     try:
-        text = lower_predicate(predicate, dispatcher.overloads[(arg,)], arg, name, PREDICATE_FUNCTION).text
+        text = lower_predicate(predicate, dispatcher.overloads[(arg,)], arg, name, c_name).text
     except UnsupportedOperator as exc:
         raise TypeError(f"jitscan.{fn}: {exc}") from None
     if len(_LOWERED) > 256:
@@ -366,26 +366,30 @@ def copy_if(
     return _finish(ops, y, count, return_count, k)
 
 
-def stable_partition(x: Any, predicate: Any, *, backend: str | None = None, **knobs: Any) -> tuple[Any, Any]:
+def stable_partition(
+    x: Any, predicate: Any, second: Any = None, *, backend: str | None = None, **knobs: Any
+) -> tuple[Any, Any]:
     """The elements of ``x`` (flattened) for which ``predicate`` holds, then the others, each
-    in their order; and how many hold.
+    in their order; and how many hold. Given ``second`` too, three ways: those for which
+    ``predicate`` holds, then those of the rest for which ``second`` holds, then the rest,
+    with the two counts.
 
     Nothing waits: the count is a 0-d device array for device input (NumPy's int64 for host
-    input). One scan writes the kept elements in place and the others to a scratch array, and
-    a copy puts those after the kept ones.
+    input), the two counts an array of two. One scan writes the first part in place and the
+    others to scratch arrays, and a copy puts those after it.
 
     Parameters
     ----------
     x : array_like or device array
-    predicate : str or callable
-        As :func:`copy_if` takes it.
+    predicate, second : str or callable
+        As :func:`copy_if` takes them.
     backend : str, optional
     **knobs
         ``variant=``, ``simulate_blocking=``.
 
     Returns
     -------
-    (array, count)
+    (array, count) or (array, counts)
 
     Examples
     --------
@@ -393,10 +397,14 @@ def stable_partition(x: Any, predicate: Any, *, backend: str | None = None, **kn
     >>> y, k = jitscan.stable_partition(np.array([3, -1, 4, -2, 5], np.int32), "x > 0")
     >>> y, k
     (array([ 3,  4,  5, -1, -2], dtype=int32), np.int64(3))
+    >>> jitscan.stable_partition(np.array([3, -1, 0, 4, -2, 0], np.int32), "x > 0", "x < 0")
+    (array([ 3,  4, -1, -2,  0,  0], dtype=int32), array([2, 2]))
     """
     ops = operands("stable_partition", [x], backend, ["x"])
     (v,) = ops.arrays
     n, vd = int(v.size), array_dtype("stable_partition", "x", v.dtype)
+    if second is not None:
+        return _three_way(ops, v, n, vd, predicate, second, knobs)
     p = _predicate("stable_partition", predicate, vd)
     pred = p.text
     y, rest = ops.empty(n, v.dtype), ops.empty(n, v.dtype)
@@ -428,6 +436,57 @@ def stable_partition(x: Any, predicate: Any, *, backend: str | None = None, **kn
     if ops.on_device:
         return y, count.reshape(())
     return ops.result(y), np.int64(ops.count(count))
+
+
+def _three_way(
+    ops: Operands, v: Any, n: int, vd: str, first: Any, second: Any, knobs: dict
+) -> tuple[Any, Any]:
+    """stable_partition by two predicates: one scan of both counts in the halves of a 64-bit
+    sum (the first part's below bit 32, the second's above), then one copy of the second
+    part and the rest after the first."""
+    if n >= 1 << 31:
+        raise ValueError(f"a three-way stable_partition takes fewer than 2**31 elements, not {n}")
+    p, q = _predicate("stable_partition", first, vd, 1), _predicate("stable_partition", second, vd, 2)
+    one, two = f"(({p.text}) != 0)", f"(({p.text}) == 0 && ({q.text}) != 0)"
+    low, high = "(v & 4294967295)", "(v >> 32)"
+    y, mid, rest = ops.empty(n, vd), ops.empty(n, vd), ops.empty(n, vd)
+    counts = ops.full(2, np.int64, 0) if n == 0 else ops.empty(2, np.int64)
+    funcs = "\n".join(f for f in (p.functions, q.functions) if f)
+    calls = p.calls + q.calls
+    split = transform(
+        "partition3",
+        (("x", vd),),
+        f"{one} ? 1 : {two} ? ((js_i64)1 << 32) : 0",
+        (("y", vd), ("mid", vd), ("rest", vd), ("counts", "int64")),
+        (
+            Write("y", low, "x", one),
+            Write("mid", high, "x", two),
+            Write("rest", f"i - {low} - {high}", "x", f"!{one} && !{two}"),
+            Write("counts", "0", f"{low} + {one}", "i == n - 1"),
+            Write("counts", "1", f"{high} + {two}", "i == n - 1"),
+        ),
+        funcs,
+        calls,
+    )
+    prepared(split, "int64", "add", "exclusive", ops.backend, knobs)(
+        [v], [y, mid, rest, counts], n, ops.queue
+    )
+    place = transform(
+        "place_mid_rest",
+        (("mid", vd), ("rest", vd), ("counts", "int64")),
+        "0",
+        (("y", vd),),
+        (
+            Write("y", "counts[0] + i", "mid", "i < counts[1]"),
+            Write("y", "counts[0] + counts[1] + i", "rest", "i < n - counts[0] - counts[1]"),
+        ),
+    )
+    prepared(place, count_dtype(n), "add", "exclusive", ops.backend, knobs)(
+        [mid, rest, counts], [y], n, ops.queue
+    )
+    if ops.on_device:
+        return y, counts
+    return ops.result(y), ops.result(counts)
 
 
 __all__ = ["compress", "copy_if", "extract", "flatnonzero", "nonzero", "stable_partition"]
