@@ -376,3 +376,34 @@ def test_compaction_and_runs_are_right_under_an_unfair_scheduler():
     env = {**os.environ, "POCL_MAX_PTHREAD_COUNT": "8", "JITSCAN_BACKEND": "opencl"}
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
+
+
+def test_dask_arrays_are_compacted_and_run_lazily_chunk_by_chunk(backend, rng, monkeypatch):
+    da = pytest.importorskip("dask.array")
+    n = 5000
+    x = rng.integers(-4, 5, n).astype(np.int32)
+    keys = np.repeat(rng.integers(0, 3, n), rng.integers(1, 40, n))[:n].astype(np.int64)
+    dx, dk = da.from_array(x, chunks=777), da.from_array(keys, chunks=640)
+    monkeypatch.setenv("JITSCAN_BACKEND", backend)  # the chunks are NumPy: the default backend's
+    got = jitscan.extract(dx % 2 == 0, dx)
+    assert np.isnan(got.shape[0])  # lazy, of unknown size, as Dask's own x[mask]
+    np.testing.assert_array_equal(got.compute(), x[x % 2 == 0])
+    np.testing.assert_array_equal(jitscan.flatnonzero(dx).compute(), np.flatnonzero(x))
+    for g, w in zip(
+        jitscan.nonzero(dx.reshape(50, 100).rechunk((7, 30))), np.nonzero(x.reshape(50, 100)), strict=True
+    ):
+        np.testing.assert_array_equal(g.compute(), w)
+    np.testing.assert_array_equal(jitscan.copy_if(dx, "x > 1").compute(), x[x > 1])
+    y, k = jitscan.stable_partition(dx, lambda v: v < 0)
+    np.testing.assert_array_equal(y.compute(), np.r_[x[x < 0], x[x >= 0]])
+    assert int(k.compute()) == (x < 0).sum()
+    v, inv, c = jitscan.unique_consecutive(dk, return_inverse=True, return_counts=True)
+    for g, w in zip((v, inv, c), runs_reference(keys), strict=True):  # runs cross the chunks
+        np.testing.assert_array_equal(g.compute(), w)
+    got_keys, totals = jitscan.reduce_by_key(dk, dx, op="min")
+    want_keys, want = jitscan.reduce_by_key(keys, x, op="min")
+    np.testing.assert_array_equal(got_keys.compute(), want_keys)
+    np.testing.assert_array_equal(totals.compute(), want)
+    np.testing.assert_array_equal(jitscan.scan_by_key(dk, dx).compute(), jitscan.scan_by_key(keys, x))
+    with pytest.raises(TypeError, match="unknown size"):
+        jitscan.extract(dx > 0, dx, size=3)

@@ -7,7 +7,8 @@ does not take (``call.refuse``, one table for every function), and hands the cal
 the kind's handler: tuple values (``tuples.py``), Dask arrays (``chunked/``, which sits
 above the runner and calls down into it for its chunks), Awkward Arrays (taken apart
 into values and offsets, here), and arrays in memory (``runner.py``: complex, along an
-axis, plain).
+axis, plain). The functions built on transforms (``selection.py``, ``runs.py``) take no
+Call; they reach Dask's forms of themselves here too (:func:`lazy`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from typing import Any
 from ..operators import resolve
 from . import awkward, chunked, conventions, runner, tuples, warm
 from .call import AWKWARD, DASK, TUPLE, Call, kind_of, refuse
+from .chunked import selection as _lazy_selection
+
+
+def lazy() -> Any:
+    """Dask's compaction, partition and runs (``chunked/selection.py``): what selection.py
+    and runs.py hand a Dask array to, through here as every Dask call goes."""
+    return _lazy_selection
 
 
 def dispatch(x: Any, call: Call) -> Any:

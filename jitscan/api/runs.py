@@ -23,6 +23,9 @@ from ..dtypes import DTYPES
 from ..kernels.transform import ARRAY_CTYPES, Write
 from ..operators import Monoid
 from ..plan import PreparedScan
+from . import dispatch
+from .call import is_dask
+from .flat import reduce
 from .segmented import segmented_reduce, segmented_scan
 from .selection import _check_size
 from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
@@ -143,6 +146,12 @@ def unique_consecutive(
     (array([1, 2, 3, 1, 2]), array([2, 2, 1, 2, 1]))
     """
     size = _check_size("unique_consecutive", size)
+    if is_dask(x):
+        lazy = dispatch.lazy()
+
+        lazy.refuse_fixed_size("unique_consecutive", size, False)
+        runs = lambda b: unique_consecutive(b, return_counts=True, backend=backend, **knobs)  # noqa: E731
+        return lazy.unique_consecutive(runs, x, return_inverse, return_counts)
     shape = tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
     ops = operands("unique_consecutive", [x], backend, ["x"])
     n = int(ops.arrays[0].size)
@@ -200,6 +209,28 @@ def reduce_by_key(
     """
     size = _check_size("reduce_by_key", size)
     fields = _key_fields("reduce_by_key", keys)
+    if is_dask(values) or any(is_dask(f) for f in fields):
+        lazy = dispatch.lazy()
+
+        lazy.refuse_fixed_size("reduce_by_key", size, False)
+        tupled = isinstance(keys, (tuple, list))
+
+        def block(*arrays: Any) -> tuple[Any, Any]:
+            k, t = reduce_by_key(
+                tuple(arrays[:-1]) if tupled else arrays[0], arrays[-1], op, backend=backend, **knobs
+            )
+            return k, t
+
+        def combine(a: Any, b: Any) -> Any:
+            # two runs' totals (one-element arrays of the chunks' kind) combined in order
+            if type(a) is np.ndarray:
+                return reduce(np.concatenate([a, b]), op=op, backend=backend)
+            import cupy
+
+            return reduce(cupy.concatenate([a, b]), op=op, backend=backend)
+
+        out_keys, totals = lazy.reduce_by_key(block, combine, fields, values)
+        return (tuple(out_keys) if tupled else out_keys[0]), totals
     ops = operands("reduce_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
     n = int(ops.arrays[-1].size)
     if int(ops.arrays[0].size) != n:
@@ -266,6 +297,10 @@ def scan_by_key(
     if kind not in ("inclusive", "exclusive"):
         raise ValueError(f"jitscan.scan_by_key: kind is 'inclusive' or 'exclusive', not {kind!r}")
     fields = _key_fields("scan_by_key", keys)
+    if is_dask(values) or any(is_dask(f) for f in fields):
+        lazy = dispatch.lazy()
+
+        return lazy.scan_by_key(segmented_scan, fields, values, op=op, kind=kind, backend=backend, **knobs)
     ops = operands("scan_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
     n = int(ops.arrays[-1].size)
     if int(ops.arrays[0].size) != n:

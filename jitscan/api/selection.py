@@ -20,6 +20,8 @@ import numpy as np
 
 from ..kernels.transform import Write
 from ..operators import expression
+from . import dispatch
+from .call import is_dask
 from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
 
 #: a predicate's names besides x: the element's index and the element count
@@ -188,6 +190,11 @@ def extract(
     array([ 0,  2,  4, -1], dtype=int32)
     """
     size = _check_size("extract", size)
+    if is_dask(arr) or is_dask(condition):
+        lazy = dispatch.lazy()
+
+        lazy.refuse_fixed_size("extract", size, return_count)
+        return lazy.extract(lambda c, x: extract(c, x, backend=backend, **knobs), condition, arr)
     ops = operands("extract", [condition, arr], backend, ["condition", "arr"])
     cond, values = ops.arrays
     cd = array_dtype("extract", "condition", cond.dtype)
@@ -253,6 +260,11 @@ def flatnonzero(
     array([1, 2])
     """
     size = _check_size("flatnonzero", size)
+    if is_dask(a):
+        lazy = dispatch.lazy()
+
+        lazy.refuse_fixed_size("flatnonzero", size, return_count)
+        return lazy.flatnonzero(lambda b: flatnonzero(b, backend=backend, **knobs), a)
     ops = operands("flatnonzero", [a], backend, ["a"])
     (x,) = ops.arrays
     reads = (("x", array_dtype("flatnonzero", "a", x.dtype)),)
@@ -276,6 +288,11 @@ def nonzero(
     (array([0, 1]), array([1, 0]))
     """
     size = _check_size("nonzero", size)
+    if is_dask(a):
+        lazy = dispatch.lazy()
+
+        lazy.refuse_fixed_size("nonzero", size, False)
+        return lazy.nonzero(lambda b: flatnonzero(b, backend=backend, **knobs), a)
     shape = tuple(np.shape(a)) if not hasattr(a, "shape") else tuple(a.shape)
     if not shape:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jitscan.flatnonzero(a) instead.")
@@ -357,6 +374,11 @@ def copy_if(
     array([3, 4, 5], dtype=int32)
     """
     size = _check_size("copy_if", size)
+    if is_dask(x):
+        lazy = dispatch.lazy()
+
+        lazy.refuse_fixed_size("copy_if", size, return_count)
+        return lazy.copy_if(lambda b: copy_if(b, predicate, backend=backend, **knobs), x)
     ops = operands("copy_if", [x], backend, ["x"])
     (v,) = ops.arrays
     reads = (("x", array_dtype("copy_if", "x", v.dtype)),)
@@ -400,6 +422,12 @@ def stable_partition(
     >>> jitscan.stable_partition(np.array([3, -1, 0, 4, -2, 0], np.int32), "x > 0", "x < 0")
     (array([ 3,  4, -1, -2,  0,  0], dtype=int32), array([2, 2]))
     """
+    if is_dask(x):
+        lazy = dispatch.lazy()
+
+        if second is not None:
+            raise TypeError("jitscan.stable_partition of a Dask array takes one predicate (two ways)")
+        return lazy.stable_partition(lambda b: stable_partition(b, predicate, backend=backend, **knobs), x)
     ops = operands("stable_partition", [x], backend, ["x"])
     (v,) = ops.arrays
     n, vd = int(v.size), array_dtype("stable_partition", "x", v.dtype)
