@@ -5,7 +5,7 @@ Timing uses device events (CUDA events, OpenCL profiling events) through
 :mod:`jitscan.bench`; asv's own clock times the calls of :class:`PerCall` and
 :class:`PerCallForm` (the host path a user's call takes, every call form in the latter,
 which also tracks the isolated call and the pipelined rate) and the end-to-end calls of
-:class:`Call` and :class:`Segmented`.
+:class:`Call`, :class:`Segmented` and :class:`Selection` (compaction, runs, by key).
 Each class measures its whole parameter grid once, in ``setup_cache`` (one process:
 every kernel is compiled once), and its ``track_`` methods report from that cache, so a
 run costs one measurement per configuration however many metrics are tracked.
@@ -349,6 +349,60 @@ class Segmented:
         import jitscan
 
         jitscan.cumsum(self.matrix, axis=-1)
+        _sync(self.queue)
+
+
+class Selection:
+    """End-to-end compaction, unique runs and by-key calls on device arrays (host clock,
+    waited for): int32 values, half kept at random; keys in runs of mean length 8."""
+
+    params = (BACKENDS, [SIZES[-1]])
+    param_names = ("backend", "n")
+    timeout = 600
+
+    def setup(self, backend: str, n: int) -> None:
+        import numpy as np
+
+        b = _available(backend)
+        rng = np.random.default_rng(n)
+        self.queue = b.queue_of(None)
+        self.values = b.to_device(rng.integers(-1000, 1000, n).astype(np.int32), self.queue)
+        self.mask = b.to_device(rng.random(n) < 0.5, self.queue)
+        lengths = rng.geometric(1 / 8, n)  # n runs of at least one: n keys at least
+        keys = np.repeat(np.arange(lengths.size, dtype=np.int32) % 1000, lengths)[:n]
+        self.keys = b.to_device(keys, self.queue)
+        runs = (self.time_extract, self.time_extract_size, self.time_unique_counts)
+        for run in (*runs, self.time_reduce_by_key, self.time_scan_by_key):
+            run(backend, n)  # compile outside the timing
+
+    def time_extract(self, backend: str, n: int) -> None:
+        import jitscan
+
+        jitscan.extract(self.mask, self.values)
+        _sync(self.queue)
+
+    def time_extract_size(self, backend: str, n: int) -> None:
+        import jitscan
+
+        jitscan.extract(self.mask, self.values, size=n)
+        _sync(self.queue)
+
+    def time_unique_counts(self, backend: str, n: int) -> None:
+        import jitscan
+
+        jitscan.unique_consecutive(self.keys, return_counts=True)
+        _sync(self.queue)
+
+    def time_reduce_by_key(self, backend: str, n: int) -> None:
+        import jitscan
+
+        jitscan.reduce_by_key(self.keys, self.values)
+        _sync(self.queue)
+
+    def time_scan_by_key(self, backend: str, n: int) -> None:
+        import jitscan
+
+        jitscan.scan_by_key(self.keys, self.values)
         _sync(self.queue)
 
 

@@ -417,6 +417,10 @@ def test_asv_benchmarks_dry_run(opencl_queue):
     assert dm.track_device_seconds(det, "opencl", "fallback", "float32", n) > 0
     assert dm.track_percent_of_plain(det, "opencl", "fallback", "float32", n) > 0
 
+    sel = scan.Selection()
+    sel.setup("opencl", n)  # each call once, as asv's warm-up would
+    sel.time_extract("opencl", n)
+
     cache = scan.blocking_sweep(["opencl"], [0, 2], 1 << 15, reps=2)  # several tiles on any device
     bl = scan.Blocking()
     bl.setup(cache, "opencl", 2)
