@@ -108,8 +108,17 @@ def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):
                                   np.compress(cond[:9], a.ravel()[:20], axis=0))  # fmt: skip
     with pytest.raises(ValueError, match="0d arrays"):
         jitscan.nonzero(np.int32(3), backend=backend)
-    with pytest.raises(ValueError, match="axis"):
-        jitscan.compress(cond[:7], a, axis=0, backend=backend)
+    for axis in (0, 1, 2, -1):
+        c = rng.random(a.shape[axis] - 1) < 0.5  # shorter than the axis: its first slices
+        np.testing.assert_array_equal(jitscan.compress(c, a, axis=axis, backend=backend),
+                                      np.compress(c, a, axis=axis))  # fmt: skip
+    dev = on(backend, a, True)
+    np.testing.assert_array_equal(host(jitscan.compress([0, 1, 1], dev, axis=2, backend=backend)),
+                                  np.compress([0, 1, 1], a, axis=2))  # fmt: skip
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 7"):
+        jitscan.compress(np.r_[np.zeros(7), 1], a, axis=0, backend=backend)
+    with pytest.raises(ValueError, match="out of bounds for 3 dimensions"):
+        jitscan.compress(cond[:7], a, axis=3, backend=backend)
 
 
 def test_copy_if_keeps_where_the_predicate_holds(backend, rng):

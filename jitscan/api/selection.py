@@ -221,23 +221,84 @@ def compress(
     backend: str | None = None,
     **knobs: Any,
 ) -> Any:
-    """The elements of ``a`` where ``condition`` is nonzero, as :func:`numpy.compress`.
+    """The elements (or slices along ``axis``) of ``a`` where ``condition`` is nonzero, as
+    :func:`numpy.compress`.
 
-    ``axis=None`` flattens ``a``; an axis is taken for 1-D ``a`` only. ``condition`` is
-    1-D; shorter than ``a``, it selects among ``a``'s first elements. Other parameters as
-    :func:`extract`.
+    ``axis=None`` flattens ``a``, as :func:`extract`, whose other parameters it takes.
+    Along an axis the result keeps ``a``'s other dimensions; ``condition`` is 1-D, and
+    shorter than the axis it selects among the first slices (``size=`` and
+    ``return_count=`` are for ``axis=None``). One pass over ``a`` writes every kept slice's
+    elements where they go.
+
+    Examples
+    --------
+    >>> import numpy as np, jitscan
+    >>> jitscan.compress([1, 0, 1], np.arange(6).reshape(3, 2), axis=0)
+    array([[0, 1],
+           [4, 5]])
     """
-    ndim = len(np.shape(a)) if not hasattr(a, "ndim") else a.ndim
-    if axis is not None and not (ndim == 1 and axis in (0, -1)):
-        raise ValueError(
-            f"jitscan.compress takes axis=None, or axis 0 of a 1-D array; got axis={axis} of {ndim}-D"
-        )
     cnd = len(np.shape(condition)) if not hasattr(condition, "ndim") else condition.ndim
     if cnd != 1:
         raise ValueError(f"jitscan.compress: condition must be 1-D, not {cnd}-D")
-    return extract(
-        condition, a, size=size, fill_value=fill_value, return_count=return_count, backend=backend, **knobs
+    if axis is None:
+        return extract(
+            condition,
+            a,
+            size=size,
+            fill_value=fill_value,
+            return_count=return_count,
+            backend=backend,
+            **knobs,
+        )
+    if size is not None or return_count:
+        raise TypeError("jitscan.compress: size= and return_count= are for axis=None")
+    if is_dask(a) or is_dask(condition):
+        raise TypeError("jitscan.compress of a Dask array takes axis=None (it flattens the array)")
+    shape = tuple(np.shape(a)) if not hasattr(a, "shape") else tuple(a.shape)
+    if not isinstance(axis, (int, np.integer)) or not -len(shape) <= axis < len(shape):
+        raise ValueError(f"jitscan.compress: axis {axis} is out of bounds for {len(shape)} dimensions")
+    axis = int(axis) % len(shape)
+    along = shape[axis]
+    cond = _on_host(condition)  # one entry a slice: the host picks the slices
+    if np.any(cond[along:]):
+        first = along + int(np.flatnonzero(cond[along:])[0])
+        raise IndexError(f"index {first} is out of bounds for axis {axis} with size {along}")
+    kept = np.flatnonzero(cond[:along])
+    pos = np.full(along, -1, np.int64)
+    pos[kept] = np.arange(kept.size)
+    inner = int(np.prod(shape[axis + 1 :], dtype=np.int64))
+    out_shape = (*shape[:axis], kept.size, *shape[axis + 1 :])
+    dims = np.array([inner, along, kept.size], np.int64)
+    tables = [pos, dims] if not _owned(a, backend) else [_on_device(a, pos), _on_device(a, dims)]
+    ops = operands("compress", [a, *tables], backend, ["a", "pos", "dims"])
+    x = ops.arrays[0]
+    n, m = int(x.size), int(np.prod(out_shape, dtype=np.int64))
+    y = ops.empty(m, x.dtype)
+    t = transform(
+        "compress_axis",
+        (("x", array_dtype("compress", "a", x.dtype)), ("pos", "int64"), ("dims", "int64")),
+        "0",
+        (("y", np.dtype(x.dtype).name),),
+        (
+            Write(
+                "y",
+                "(i / (dims[0] * dims[1]) * dims[2] + pos[i / dims[0] % dims[1]]) * dims[0] + i % dims[0]",
+                "x",
+                "pos[i / dims[0] % dims[1]] >= 0",
+            ),
+        ),
     )
+    if n and m:
+        prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(ops.arrays, [y], n, ops.queue)
+    return ops.result(y).reshape(out_shape)
+
+
+def _on_host(x: Any) -> np.ndarray:
+    """``x`` on the host: a device array's values (the host waits), else NumPy's reading of it."""
+    from .. import backends
+
+    owner = backends.for_array(x)
+    return np.asarray(owner.to_host(x) if owner is not None else x).reshape(-1)
 
 
 def flatnonzero(
