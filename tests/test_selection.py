@@ -247,6 +247,21 @@ def test_keys_of_several_fields_end_a_run_where_any_differs(backend, rng):
     np.testing.assert_array_equal(totals, counts)
 
 
+def test_tuple_values_by_key_take_a_python_operator_and_the_index(backend, rng):
+    from jitscan.bench.operators import argmax
+
+    keys = np.repeat(rng.integers(0, 3, 2000), rng.integers(1, 9, 2000))[:2000].astype(np.int32)
+    a = rng.random(2000).astype(np.float32)
+    got_keys, (best, where) = jitscan.reduce_by_key(keys, (a, jitscan.index), op=argmax, backend=backend)
+    want_keys, _, counts = runs_reference(keys)
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(best, np.maximum.reduceat(a, starts))
+    np.testing.assert_array_equal(a[where], best)
+    _, running = jitscan.scan_by_key(keys, (a, jitscan.index), op=argmax, backend=backend)
+    assert (running >= np.repeat(starts, counts)).all()  # never reaches back past its run
+
+
 def test_reduce_by_key_of_size_pads_keys_and_gives_the_identity(backend):
     keys = np.array([1, 1, 2, 3, 3], np.int32)
     k, t = jitscan.reduce_by_key(keys, np.arange(5, dtype=np.int32), size=5, fill_value=-9, backend=backend)

@@ -184,8 +184,9 @@ def reduce_by_key(
     keys : array or tuple of arrays
         One key per value; a tuple's arrays are one key's fields (a run ends where any
         differs).
-    values : array_like or device array
-        As :func:`jitscan.segmented_reduce` takes them.
+    values : array_like, device array, or a tuple of them
+        As :func:`jitscan.segmented_reduce` takes them: a tuple value's arrays (and
+        ``jitscan.index``) with a :func:`jitscan.operator` of tuples, ``argmax`` by key say.
     op : str or Monoid
     size : int, optional
         Exactly ``size`` runs, without the host waiting: keys past the number of runs are
@@ -231,11 +232,7 @@ def reduce_by_key(
 
         out_keys, totals = lazy.reduce_by_key(block, combine, fields, values)
         return (tuple(out_keys) if tupled else out_keys[0]), totals
-    ops = operands("reduce_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
-    n = int(ops.arrays[-1].size)
-    if int(ops.arrays[0].size) != n:
-        raise ValueError(f"jitscan.reduce_by_key: {int(ops.arrays[0].size)} keys for {n} values")
-    vals = ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))  # as segmented_reduce takes them
+    ops, n, vals = _with_values("reduce_by_key", fields, values, backend)
     if size == 0 or (n == 0 and size is None):
         got = _runs("reduce_by_key", ops, len(fields), 0, size, fill_value, knobs)
         empty = segmented_reduce(vals[:0], offsets=_no_segments(ops), op=op)
@@ -245,6 +242,26 @@ def reduce_by_key(
     if size is not None:
         totals = totals[:size]  # the last segment holds the runs past size
     return _keys_out(got, len(fields), isinstance(keys, (tuple, list))), totals
+
+
+def _with_values(fn: str, fields: list[Any], values: Any, backend: str | None) -> tuple[Operands, int, Any]:
+    """The keys' operands, the element count, and the values as the segmented functions take
+    them: an array (flattened), or a tuple value's arrays (``jitscan.index`` fields kept)."""
+    tupled = isinstance(values, (tuple, list))
+    arrays = (
+        [v for v in values if hasattr(v, "shape") or isinstance(v, (list, np.ndarray))]
+        if tupled
+        else [values]
+    )
+    if not arrays:
+        raise TypeError(f"jitscan.{fn}: a tuple value needs at least one array")
+    ops = operands(fn, [*fields, arrays[0]], backend, [*(["keys"] * len(fields)), "values"])
+    n = int(ops.arrays[-1].size)
+    if int(ops.arrays[0].size) != n:
+        raise ValueError(f"jitscan.{fn}: {int(ops.arrays[0].size)} keys for {n} values")
+    if tupled:
+        return ops, n, tuple(values)
+    return ops, n, ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))
 
 
 def _no_segments(ops: Operands) -> Any:
@@ -273,7 +290,7 @@ def scan_by_key(
     ----------
     keys : array or tuple of arrays
         As :func:`reduce_by_key` takes them.
-    values : array_like or device array
+    values : array_like, device array, or a tuple of them
         As :func:`jitscan.segmented_scan` takes them; the result is of their length.
     op : str or Monoid
     kind : {"inclusive", "exclusive"}
@@ -301,13 +318,10 @@ def scan_by_key(
         lazy = dispatch.lazy()
 
         return lazy.scan_by_key(segmented_scan, fields, values, op=op, kind=kind, backend=backend, **knobs)
-    ops = operands("scan_by_key", [*fields, values], backend, [*(["keys"] * len(fields)), "values"])
-    n = int(ops.arrays[-1].size)
-    if int(ops.arrays[0].size) != n:
-        raise ValueError(f"jitscan.scan_by_key: {int(ops.arrays[0].size)} keys for {n} values")
-    vals = ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))  # as segmented_scan takes them
+    ops, n, vals = _with_values("scan_by_key", fields, values, backend)
     kd = np.dtype(ops.arrays[0].dtype).name
-    if len(fields) == 1 and np.dtype(vals.dtype).name in DTYPES and kd in ARRAY_CTYPES:
+    plain = not isinstance(vals, tuple) and np.dtype(vals.dtype).name in DTYPES
+    if len(fields) == 1 and plain and kd in ARRAY_CTYPES:
         # one pass: the tiles find the heads where the key changes as they load
         scan = _by_key(np.dtype(vals.dtype).name, op, kind, kd, ops.backend.name, knobs)
         return scan(vals, flags=ops.arrays[0] if ops.on_device else np.ravel(np.asarray(fields[0])))
