@@ -364,6 +364,19 @@ def test_scan_kernel_runs_a_users_own_transform_and_bounds_its_writes(backend):
     y = np.zeros(3, np.int32)
     near(x=np.array([1, 2, 3], np.int32), y=y, backend=backend)
     np.testing.assert_array_equal(y, [2, 4, 2])
+    # an index whose arithmetic overflows (undefined in C) is still checked as computed
+    base = on(backend, np.arange(100, 164, dtype=np.int32), True)
+    b = backends.get(backend)
+    inner = base[16:24]
+    assert host(jitscan.copy_if(inner, "x[(i + 1) * 4611686018427387904 * 2 - 1] == 115")).size == 0
+    overflow = jitscan.ScanKernel(
+        reads=[("x", "int32")], item="1", writes=[("y", "int32")],
+        rules=[jitscan.Write("y", at="(i + 1) * 4611686018427387904 * 2 - 1", value="7"),
+               jitscan.Write("y", at="x[1e19] + 1e19", value="9")],
+    )  # fmt: skip
+    around = b.to_device(np.zeros(32, np.int32), b.queue_of(None))
+    overflow(x=inner, y=around[16:24])
+    np.testing.assert_array_equal(host(around), np.zeros(32, np.int32))
     with pytest.raises(TypeError, match="missing count"):
         keep(x=x, y=y, backend=backend)
     with pytest.raises(TypeError, match="'y' is int64, not int32"):

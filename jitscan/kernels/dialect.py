@@ -82,6 +82,13 @@ class Dialect(ValueSpelling, ABC):
     def ctype(self, dtype: DType) -> str:
         """The C name of an element type."""
 
+    @abstractmethod
+    def opaque_index(self, spec: ScanSpec) -> str:
+        """``#define JS_OPAQUE_I64(x)``: the compiler forgets what it knows of ``x``, so that
+        a bounds check of an index is made on the value the code computed. A transform's
+        index may overflow a signed type (undefined in C): a compiler that assumes it does
+        not can fold the check away."""
+
     def literal(self, value: np.generic, dtype: DType, ctype: str = "js_val") -> str:
         """A C literal of type ``ctype`` for a NumPy scalar."""
         if dtype.is_float:
@@ -310,6 +317,22 @@ JS_DEVICE_FN T js_shfl_idx_pair(T x, js_u32 s)
 
 
 class OpenCLDialect(Dialect):
+    def opaque_index(self, spec: ScanSpec) -> str:
+        # NVIDIA's OpenCL (the only one with shuffles here) compiles inline PTX; a CPU's
+        # clang takes a register operand; elsewhere a volatile copy does it, at a memory
+        # round trip
+        if spec.shuffle:
+            return '#define JS_OPAQUE_I64(x) asm volatile("" : "+l"(x))'
+        return "\n".join(
+            [
+                "#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__)",
+                '#define JS_OPAQUE_I64(x) __asm__ volatile("" : "+r"(x))',
+                "#else",
+                "#define JS_OPAQUE_I64(x) do { volatile js_i64 js_o = (x); (x) = js_o; } while (0)",
+                "#endif",
+            ]
+        )
+
     """OpenCL C 1.2 (plus the 64-bit atomics extensions for the packed encoding).
 
     OpenCL C 1.2 has no portable subgroup shuffles, so the workgroup is one
@@ -480,6 +503,18 @@ static inline js_bits js_shfl_idx_bits(js_bits v, uint s) {{ return {idx}; }}
 
 
 class CUDADialect(Dialect):
+    def opaque_index(self, spec: ScanSpec) -> str:
+        # the same text is HIP: a VGPR operand on AMD, a 64-bit PTX register on NVIDIA
+        return "\n".join(
+            [
+                "#if defined(__HIP_DEVICE_COMPILE__) || defined(__AMDGCN__)",
+                '#define JS_OPAQUE_I64(x) asm volatile("" : "+v"(x))',
+                "#else",
+                '#define JS_OPAQUE_I64(x) asm volatile("" : "+l"(x))',
+                "#endif",
+            ]
+        )
+
     """CUDA C++ for NVRTC; the same text compiles as HIP for ROCm (hipRTC).
 
     The subgroup is the warp (wavefront), its size read from the device and baked

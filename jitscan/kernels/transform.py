@@ -148,12 +148,14 @@ class Transform:
         object.__setattr__(self, "_item", item)
         object.__setattr__(self, "_rules", tuple(rules))
 
-    def c_io(self) -> list[str]:
+    def c_io(self, opaque: str) -> list[str]:
         """``js_src`` and ``js_dst`` of this transform, as ``ValueSpelling.io`` gives them.
 
         Kernels take each array as a pointer, an element offset and a length. A read goes
         through ``js_rd_<name>``, which gives 0 outside the array; a write is dropped
-        outside its array.
+        outside its array. ``opaque``: the dialect's ``JS_OPAQUE_I64``, through which every
+        index passes before its bounds are checked (an expression's arithmetic may overflow,
+        which C leaves undefined: a compiler may assume it does not and fold a check away).
         """
         ins = [(a, ARRAY_CTYPES[d]) for a, d in self.reads]
         outs = [(a, ARRAY_CTYPES[d]) for a, d in self.writes]
@@ -169,6 +171,7 @@ class Transform:
             f"/* transform {self.name}: element i scans as an expression of the arrays it reads, and",
             " * writes its scanned value v through rules; reads outside an array give 0, writes",
             " * outside one are dropped (kernels/transform.py) */",
+            opaque,
             f"typedef struct {{ {members} js_i64 n; }} js_src;",
             *([self.functions] if self.functions else []),
             f"#define JS_SRC_PARAMS {params}",
@@ -179,7 +182,7 @@ class Transform:
         for a, c in ins:
             lines += [
                 f"JS_DEVICE_FN {c} js_rd_{a}_(js_src s, js_i64 j) "
-                f"{{ return j >= 0 && j < s.{a}_len ? s.{a}[j] : ({c})0; }}",
+                f"{{ JS_OPAQUE_I64(j); return j >= 0 && j < s.{a}_len ? s.{a}[j] : ({c})0; }}",
                 f"#define js_rd_{a}(j) js_rd_{a}_(js_s, j)",
             ]
         # each array's name alone is its element i (unused ones cost nothing once compiled)
@@ -203,7 +206,7 @@ class Transform:
         body = []
         for w, (when, at, value) in zip(self.rules, self._rules, strict=True):
             body.append(
-                f"if ({when}) {{ js_i64 js_at = (js_i64)({at}); "
+                f"if ({when}) {{ js_i64 js_at = (js_i64)({at}); JS_OPAQUE_I64(js_at); "
                 f"if (js_at >= 0 && js_at < js_d.{w.array}_len) "
                 f"js_d.{w.array}[js_at] = ({ctype[w.array]})({value}); }}"
             )

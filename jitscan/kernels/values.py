@@ -120,6 +120,7 @@ class ValueSpelling:
         return f"JS_F64_FROM_BITS({b})" if d.is_float else f"({self.ctype(d)})({b})"
 
     # -- arrays in and out -----------------------------------------------------------
+
     def io(self, spec: ScanSpec) -> list[str]:
         """js_src and js_dst: the arrays a kernel reads and writes, and their accessors.
 
@@ -130,7 +131,7 @@ class ValueSpelling:
         offset each) and make them with JS_SRC_AT / JS_DST_AT.
         """
         if spec.transform is not None:
-            return spec.transform.c_io()
+            return spec.transform.c_io(self.opaque_index(spec))  # type: ignore[attr-defined]
         if not spec.record:
             return [
                 "typedef JS_GLOBAL const js_in* js_src;",
