@@ -101,7 +101,7 @@ def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):
     np.testing.assert_array_equal(only, np.nonzero(a[0, 0])[0])
     padded = jitscan.nonzero(a[:2], size=40, fill_value=-1, backend=backend)
     for got, want in zip(padded, np.nonzero(a[:2]), strict=True):
-        np.testing.assert_array_equal(got, np.r_[want, np.full(40 - want.size, -1)][:40])
+        np.testing.assert_array_equal(got, np.r_[want, np.full(max(0, 40 - want.size), -1)][:40])
     cond = rng.random(a.size) < 0.5
     np.testing.assert_array_equal(jitscan.compress(cond, a, backend=backend), np.compress(cond, a))
     np.testing.assert_array_equal(jitscan.compress(cond[:9], a.ravel()[:20], axis=0, backend=backend),
@@ -444,3 +444,52 @@ def test_dask_arrays_are_compacted_and_run_lazily_chunk_by_chunk(backend, rng, m
     np.testing.assert_array_equal(jitscan.scan_by_key(dk, dx).compute(), jitscan.scan_by_key(keys, x))
     with pytest.raises(TypeError, match="unknown size"):
         jitscan.extract(dx > 0, dx, size=3)
+
+
+def test_what_a_review_found_stays_fixed(backend, monkeypatch):
+    x = np.arange(1, 9, dtype=np.int32)
+
+    # a predicate's __name__ is text of anyone's: it reaches no kernel as it is
+    def p(v):
+        return v > 3
+
+    p.__name__ = "p */\n#error injected\n/*"
+    np.testing.assert_array_equal(jitscan.copy_if(x, p, backend=backend), x[x > 3])
+    # a predicate reading a global or a captured value is typed again when that changes
+    global _LIMIT
+    for _LIMIT in (2, 6):
+        above = lambda v: v > _LIMIT  # noqa: E731, B023 - a global, read when typed
+        np.testing.assert_array_equal(jitscan.copy_if(x, above, backend=backend), x[x > _LIMIT])
+    for t in (1, 5):
+        above = (lambda t: lambda v: v > t)(t)  # noqa: B023 - a closure of t
+        np.testing.assert_array_equal(jitscan.copy_if(x, above, backend=backend), x[x > t])
+    # keys: a list is one array, a tuple a key's fields; none of them, with size=0, gives empty results
+    k, tot = jitscan.reduce_by_key([1, 1, 2], np.array([1, 2, 3], np.int32), backend=backend)
+    np.testing.assert_array_equal(k, [1, 2])
+    np.testing.assert_array_equal(tot, [3, 3])
+    (ka, kb), tot = jitscan.reduce_by_key((x, x), x, size=0, backend=backend)
+    assert ka.size == kb.size == tot.size == 0
+    # array names that C or its macros keep are refused when the kernel is described
+    for name in ("sizeof", "kernel", "in", "M_PI", "__global", "_x"):
+        with pytest.raises(ValueError, match="is taken"):
+            jitscan.ScanKernel(reads=[(name, "int32")], item="1", writes=[("y", "int32")],
+                               rules=[jitscan.Write("y", "i", "1")])  # fmt: skip
+    with pytest.raises(TypeError, match="'y' is written, so it is an array, not a list"):
+        summed = jitscan.ScanKernel(reads=[("x", "int32")], item="x", writes=[("y", "int32")],
+                                    rules=[jitscan.Write("y", "i", "v")])  # fmt: skip
+        summed(x=[1, 2], y=[0, 0], backend=backend)
+    da = pytest.importorskip("dask.array")
+    monkeypatch.setenv("JITSCAN_BACKEND", backend)
+    # one run over many chunks
+    v, c = jitscan.unique_consecutive(da.from_array(np.ones(7, int), chunks=2), return_counts=True)
+    np.testing.assert_array_equal(c.compute(), [7])
+    keys, tot = jitscan.reduce_by_key(
+        da.from_array(np.r_[np.ones(5, int), 2], chunks=2), da.from_array(x[:6], chunks=2)
+    )
+    np.testing.assert_array_equal(tot.compute(), [15, 6])
+    # a Dask chunk's i and n are its own: a predicate reading them is refused
+    with pytest.raises(ValueError, match="reads i, n or another element"):
+        jitscan.copy_if(da.from_array(x, chunks=3), "i == 0")
+
+
+_LIMIT = 0

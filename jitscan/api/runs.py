@@ -32,7 +32,8 @@ from .transforms import Operands, array_dtype, count_dtype, operands, prepared, 
 
 
 def _key_fields(fn: str, keys: Any) -> list[Any]:
-    fields = list(keys) if isinstance(keys, (tuple, list)) and keys and hasattr(keys[0], "shape") else [keys]
+    """The key arrays: a tuple's are one key's fields; anything else (a list too) is one array."""
+    fields = list(keys) if isinstance(keys, tuple) else [keys]
     if not 1 <= len(fields) <= 6:
         raise ValueError(f"jitscan.{fn}: keys are an array or a tuple of 1 to 6 arrays, not {len(fields)}")
     return fields
@@ -214,7 +215,7 @@ def reduce_by_key(
         lazy = dispatch.lazy()
 
         lazy.refuse_fixed_size("reduce_by_key", size, False)
-        tupled = isinstance(keys, (tuple, list))
+        tupled = isinstance(keys, tuple)
 
         def block(*arrays: Any) -> tuple[Any, Any]:
             k, t = reduce_by_key(
@@ -233,15 +234,15 @@ def reduce_by_key(
         out_keys, totals = lazy.reduce_by_key(block, combine, fields, values)
         return (tuple(out_keys) if tupled else out_keys[0]), totals
     ops, n, vals = _with_values("reduce_by_key", fields, values, backend)
-    if size == 0 or (n == 0 and size is None):
-        got = _runs("reduce_by_key", ops, len(fields), 0, size, fill_value, knobs)
-        empty = segmented_reduce(vals[:0], offsets=_no_segments(ops), op=op)
-        return _keys_out(got, len(fields), isinstance(keys, (tuple, list))), empty
+    if size == 0 or (n == 0 and size is None):  # no run: empty keys, and an empty reduction's result
+        got = {f"u{j}": ops.result(ops.empty(0, ops.arrays[j].dtype)) for j in range(len(fields))}
+        empty = segmented_reduce(_none_of(vals), offsets=_no_segments(ops), op=op)
+        return _keys_out(got, len(fields), isinstance(keys, tuple)), empty
     got = _runs("reduce_by_key", ops, len(fields), n, size, fill_value, knobs)
     totals = segmented_reduce(vals, offsets=got["starts"], op=op)
     if size is not None:
         totals = totals[:size]  # the last segment holds the runs past size
-    return _keys_out(got, len(fields), isinstance(keys, (tuple, list))), totals
+    return _keys_out(got, len(fields), isinstance(keys, tuple)), totals
 
 
 def _with_values(fn: str, fields: list[Any], values: Any, backend: str | None) -> tuple[Operands, int, Any]:
@@ -262,6 +263,13 @@ def _with_values(fn: str, fields: list[Any], values: Any, backend: str | None) -
     if tupled:
         return ops, n, tuple(values)
     return ops, n, ops.arrays[-1] if ops.on_device else np.ravel(np.asarray(values))
+
+
+def _none_of(values: Any) -> Any:
+    """No element of the values: each array of a tuple value cut to none (index fields kept)."""
+    if isinstance(values, tuple):
+        return tuple(v[:0] if hasattr(v, "shape") else v for v in values)
+    return values[:0]
 
 
 def _no_segments(ops: Operands) -> Any:

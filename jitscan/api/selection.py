@@ -13,6 +13,7 @@ waits; ``return_count=True`` also returns the count, a 0-d device array for devi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,29 @@ def _predicate(fn: str, predicate: Any, dtype: str, k: int = 0) -> Predicate:
     return Predicate(predicate)
 
 
+def _function_key(fn: Any) -> Any:
+    """What makes two predicates one: their code with the values they read from outside (a
+    closure's cells, defaults and the globals they name, typed: 1 and 1.0 type a function
+    apart; Numba takes them as constants), or the function itself where those cannot be
+    compared."""
+    code = getattr(fn, "__code__", None)
+    try:
+        cells = tuple(
+            (type(c.cell_contents), c.cell_contents) for c in (getattr(fn, "__closure__", None) or ())
+        )
+        defaults = tuple((type(v), v) for v in (getattr(fn, "__defaults__", None) or ()))
+        env = getattr(fn, "__globals__", {})
+        named = tuple((k, type(env[k]), env[k]) for k in getattr(code, "co_names", ()) if k in env)
+        key = ("code", code, cells, defaults, named)
+        hash(key)
+    except (TypeError, ValueError):  # unhashable or empty cells
+        return ("id", id(fn), fn)
+    return key if code is not None else ("id", id(fn), fn)
+
+
 def _lowered(fn: str, predicate: Any, dtype: str, c_name: str = PREDICATE_FUNCTION) -> str:
     """The C function ``c_name(x)`` of a Python predicate on ``dtype`` (made once per pair)."""
-    key = (predicate, dtype, c_name)
+    key = (_function_key(predicate), dtype, c_name)
     done = _LOWERED.get(key)
     if done is not None:
         return done
@@ -71,7 +92,7 @@ def _lowered(fn: str, predicate: Any, dtype: str, c_name: str = PREDICATE_FUNCTI
 
     numba = _numba()
     arg = numba.from_dtype(np.dtype(dtype))
-    name = getattr(predicate, "__name__", "predicate")
+    name = re.sub(r"[^A-Za-z0-9_]", "_", str(getattr(predicate, "__name__", "predicate")))[:64]
     try:
         dispatcher = numba.njit((arg,), error_model="numpy")(predicate)
     except numba.core.errors.NumbaError as exc:
@@ -91,6 +112,16 @@ def _lowered(fn: str, predicate: Any, dtype: str, c_name: str = PREDICATE_FUNCTI
         _LOWERED.clear()
     _LOWERED[key] = text
     return text
+
+
+def _element_only(fn: str, predicate: Any) -> None:
+    """A Dask array's chunks are scanned each on its own: a predicate there may read only its
+    element, not ``i``, ``n`` or other elements (each would be the chunk's, not the array's)."""
+    if isinstance(predicate, str) and re.search(r"\b[in]\b|\[", predicate):
+        raise ValueError(
+            f"jitscan.{fn} of a Dask array: the predicate {predicate!r} reads i, n or another element, "
+            "which would be its chunk's, not the array's; a predicate there reads x alone"
+        )
 
 
 def _check_size(fn: str, size: Any) -> int | None:
@@ -439,6 +470,7 @@ def copy_if(
         lazy = dispatch.lazy()
 
         lazy.refuse_fixed_size("copy_if", size, return_count)
+        _element_only("copy_if", predicate)
         return lazy.copy_if(lambda b: copy_if(b, predicate, backend=backend, **knobs), x)
     ops = operands("copy_if", [x], backend, ["x"])
     (v,) = ops.arrays
@@ -488,6 +520,7 @@ def stable_partition(
 
         if second is not None:
             raise TypeError("jitscan.stable_partition of a Dask array takes one predicate (two ways)")
+        _element_only("stable_partition", predicate)
         return lazy.stable_partition(lambda b: stable_partition(b, predicate, backend=backend, **knobs), x)
     ops = operands("stable_partition", [x], backend, ["x"])
     (v,) = ops.arrays

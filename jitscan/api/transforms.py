@@ -239,6 +239,15 @@ class ScanKernel:
                 + (f"; missing {', '.join(missing)}" if missing else "")
                 + (f"; unknown {', '.join(extra)}" if extra else "")
             )
+        k = len(t.reads)
+        for a in names[k:]:
+            if not hasattr(named[a], "dtype") or not hasattr(named[a], "shape"):
+                kind = type(named[a]).__name__
+                raise TypeError(f"ScanKernel {t.name!r}: {a!r} is written, so it is an array, not a {kind}")
+        # what is only read may be anything NumPy reads (a list), as the read dtype
+        for a, d in t.reads:
+            if not hasattr(named[a], "dtype"):
+                named[a] = np.asarray(named[a], dtype=np.dtype(d))
         given = [named[a] for a in names]
         for (a, d), x in zip((*t.reads, *t.writes), given, strict=True):
             if np.dtype(x.dtype).name != d:
@@ -251,7 +260,7 @@ class ScanKernel:
         count = int(np.size(named[t.reads[0][0]])) if n is None else int(n)
         if count < 0:
             raise ValueError(f"n must be at least 0, got {n}")
-        k, b = len(t.reads), ops.backend
+        b = ops.backend
         writes = ops.arrays[k:]
         if not ops.on_device:  # written in place where the device works in host memory
             shared = [b.shared(x.reshape(-1), ops.queue, True) if x.size else None for x in given[k:]]

@@ -53,8 +53,13 @@ def _check_arrays(what: str, arrays: tuple[tuple[str, str], ...], taken: set[str
     for name, dtype in arrays:
         if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
             raise ValueError(f"an array's name must be an identifier, got {name!r}")
-        if name in taken or name in expression.NAMES or name in RULE_NAMES or name.startswith(("js_", "JS_")):
-            raise ValueError(f"array name {name!r} is taken (by another array, a name of C, or i, n, v)")
+        reserved = name in expression.NAMES or name in expression.RESERVED or name in RULE_NAMES
+        # a name of the preludes (js_, JS_), of a compiler (_, __) or a macro's shape (M_PI, CL_...)
+        shaped = name.startswith(("js_", "JS_", "_")) or (name.isupper() and len(name) > 1) or "__" in name
+        if name in taken or reserved or shaped:
+            raise ValueError(
+                f"array name {name!r} is taken (by another array, a name of C or of its macros, or i, n, v)"
+            )
         if dtype not in ARRAY_CTYPES:
             raise ValueError(f"array {name!r}: dtype {dtype!r} is not one of {', '.join(ARRAY_CTYPES)}")
         taken.add(name)

@@ -57,6 +57,19 @@ CASTS = frozenset(
 )
 #: every name a combine may use
 NAMES = frozenset((*OPERANDS, *FUNCTIONS, *TYPE_WORDS, *TYPEDEFS))
+#: names the C side keeps for itself: keywords of C, C++ and OpenCL C, the preludes' and
+#: the math headers' macros (no name a caller gives may be one)
+RESERVED = frozenset(
+    (
+        "auto break case char const continue default do double else enum extern float for goto if "
+        "inline int long register restrict return short signed sizeof static struct switch typedef "
+        "union unsigned void volatile while bool true false class new delete this template typename "
+        "namespace operator private public protected virtual friend using kernel global local "
+        "constant half uint ulong uchar ushort size_t ptrdiff_t INFINITY NAN HUGE_VAL HUGE_VALF "
+        "MAXFLOAT min max abs in out inline asm typeof decltype alignof alignas noexcept nullptr "
+        "constexpr static_assert thread_local"
+    ).split()
+)
 
 #: binary operators by precedence, loosest first (C's)
 _LEVELS = (

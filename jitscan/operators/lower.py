@@ -29,6 +29,8 @@ import numpy as np
 from numba.core import ir
 from numba.core import types as nt
 
+from .expression import RESERVED
+
 #: C spelling of the scalar types the translator writes (the same in both dialects)
 C_TYPES = {
     "bool": "int",
@@ -84,15 +86,7 @@ MATH = {
 }
 _NUMBER_CLASSES = {int, float, bool}
 #: names the C side keeps for itself: keywords of C, C++ and OpenCL C, and the preludes'
-_RESERVED = set(
-    (
-        "auto break case char const continue default do double else enum extern float for goto if "
-        "inline int long register restrict return short signed sizeof static struct switch typedef "
-        "union unsigned void volatile while bool true false class new delete this template typename "
-        "namespace operator private public protected virtual friend using kernel global local "
-        "constant half uint ulong uchar ushort size_t ptrdiff_t INFINITY NAN min max abs"
-    ).split()
-)
+_RESERVED = set(RESERVED)
 
 
 class UnsupportedOperator(TypeError):
@@ -488,7 +482,10 @@ class _Lowering:
         head = head or f"JS_DEVICE_FN js_val js_vop(js_val {params[0]}, js_val {params[1]})"
         text = "\n".join(
             [
-                f"/* {self.name}, lowered from Python (typed by Numba as {vt}) */",
+                # the name as an identifier: a function's __name__ can be any text, and only
+                # what this module writes reaches a kernel
+                f"/* {re.sub(r'[^A-Za-z0-9_]', '_', str(self.name))[:64]}, lowered from Python "
+                f"(typed by Numba as {re.sub(r'[^A-Za-z0-9_(), ]', '_', str(vt))}) */",
                 head,
                 "{",
                 *decls,

@@ -157,6 +157,8 @@ def unique_consecutive(
                 counts[-1] = counts[-1].copy()
                 counts[-1][-1] += c[0]
                 v, c = v[1:], c[1:]
+                if not len(v):  # the chunk was one run, joined to the one before: nothing new
+                    continue
             values.append(v)
             counts.append(c)
         v, c = xp.concatenate(values), xp.concatenate(counts)
@@ -212,6 +214,8 @@ def reduce_by_key(
                 ts[-1] = ts[-1].copy()
                 ts[-1][-1] = combine(ts[-1][-1:], t[:1])
                 k, t = tuple(f[1:] for f in k), t[1:]
+                if not len(t):  # the chunk was one run, joined to the one before: nothing new
+                    continue
             ks.append(list(k))
             ts.append(t)
         xp = _xp(ts[0])
