@@ -177,6 +177,7 @@ class Transform:
             " * writes its scanned value v through rules; reads outside an array give 0, writes",
             " * outside one are dropped (kernels/transform.py) */",
             opaque,
+            "JS_DEVICE_FN js_i64 js_opaque(js_i64 j) { JS_OPAQUE_I64(j); return j; }",
             f"typedef struct {{ {members} js_i64 n; }} js_src;",
             *([self.functions] if self.functions else []),
             f"#define JS_SRC_PARAMS {params}",
@@ -187,11 +188,12 @@ class Transform:
         for a, c in ins:
             lines += [
                 f"JS_DEVICE_FN {c} js_rd_{a}_(js_src s, js_i64 j) "
-                f"{{ JS_OPAQUE_I64(j); return j >= 0 && j < s.{a}_len ? s.{a}[j] : ({c})0; }}",
-                f"#define js_rd_{a}(j) js_rd_{a}_(js_s, j)",
+                f"{{ return j >= 0 && j < s.{a}_len ? s.{a}[j] : ({c})0; }}",
+                f"#define js_rd_{a}(j) js_rd_{a}_(js_s, js_opaque(j))",
             ]
         # each array's name alone is its element i (unused ones cost nothing once compiled)
-        elements = " ".join(f"const {c} {a} = js_rd_{a}(i); (void){a};" for a, c in ins)
+        # the element's own index is jitscan's, never an expression's: no check to keep
+        elements = " ".join(f"const {c} {a} = js_rd_{a}_(js_s, i); (void){a};" for a, c in ins)
         names = f"const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; (void)i; (void)n; {elements}"
         lines += [
             f"JS_DEVICE_FN js_val js_src_item(js_src js_s, js_size js_i) "
@@ -220,9 +222,9 @@ class Transform:
         # a store to an array that could be the same memory (one latency a vector, not one
         # an element)
         given = ", ".join(f"{c} {a}" for a, c in ins)
-        loaded = ", ".join(f"js_rd_{a}(i)" for a, _ in ins)
+        loaded = ", ".join(f"js_rd_{a}_(js_s, i)" for a, _ in ins)
         vec_loads = " ".join(f"{c} js_e_{a}[JS_V];" for a, c in ins)
-        vec_each = " ".join(f"js_e_{a}[js_e] = js_rd_{a}((js_i64)(first + js_e));" for a, _ in ins)
+        vec_each = " ".join(f"js_e_{a}[js_e] = js_rd_{a}_(js_s, (js_i64)(first + js_e));" for a, _ in ins)
         vec_args = ", ".join(f"js_e_{a}[js_e]" for a, _ in ins)
         unused = " ".join(f"(void){a};" for a, _ in ins)
         lines += [
