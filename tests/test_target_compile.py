@@ -177,7 +177,7 @@ def programs(target: str) -> dict[str, str]:
         "runs1", (("k0", "int32"),), "i == 0 || k0 != k0[i - 1]", (("u0", "int32"), ("starts", "int64")),
         (Write("u0", "v - 1", "k0", "i == 0 || k0 != k0[i - 1]"), Write("starts", "v", "n", "i == n - 1")),
     )  # fmt: skip
-    from jitscan.api.selection import _lowered
+    from jitscan.api.predicates import _lowered
 
     lowered = _lowered("copy_if", lambda v: v > 0.5 and v < 2.0, "float64")
     by_python = Transform(

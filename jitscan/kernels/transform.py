@@ -25,19 +25,7 @@ from ..operators import expression
 
 #: the element types a transform's arrays may have, as both dialects spell them (bool is
 #: read as its byte)
-ARRAY_CTYPES = {
-    "bool": "unsigned char",
-    "uint8": "unsigned char",
-    "int8": "signed char",
-    "int16": "short",
-    "uint16": "unsigned short",
-    "int32": "int",
-    "uint32": "unsigned int",
-    "int64": "js_i64",
-    "uint64": "js_u64",
-    "float32": "float",
-    "float64": "double",
-}
+ARRAY_CTYPES = {**expression.C_SCALARS, "bool": "unsigned char"}
 #: the names an item expression may use besides its arrays (each alone: its element i; or
 #: indexed, ``x[j]``): the element's index and the count
 ITEM_NAMES = ("i", "n")

@@ -55,6 +55,20 @@ CASTS = frozenset(
     | {(s, t) for s in ("signed", "unsigned") for t in ("char", "short", "int", "long")}
     | {("short", "int"), ("long", "int"), ("unsigned", "short", "int"), ("unsigned", "long", "int")}
 )
+#: C spelling of the scalar types, the same in both dialects (a bool as a value: int)
+C_SCALARS = {
+    "bool": "int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "uint16": "unsigned short",
+    "int32": "int",
+    "uint32": "unsigned int",
+    "int64": "js_i64",
+    "uint64": "js_u64",
+    "float32": "float",
+    "float64": "double",
+}
 #: every name a combine may use
 NAMES = frozenset((*OPERANDS, *FUNCTIONS, *TYPE_WORDS, *TYPEDEFS))
 #: names the C side keeps for itself: keywords of C, C++ and OpenCL C, the preludes' and

@@ -29,22 +29,10 @@ import numpy as np
 from numba.core import ir
 from numba.core import types as nt
 
-from .expression import RESERVED
+from .expression import C_SCALARS, RESERVED
 
 #: C spelling of the scalar types the translator writes (the same in both dialects)
-C_TYPES = {
-    "bool": "int",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "uint16": "unsigned short",
-    "int32": "int",
-    "uint32": "unsigned int",
-    "int64": "js_i64",
-    "uint64": "js_u64",
-    "float32": "float",
-    "float64": "double",
-}
+C_TYPES = C_SCALARS
 
 _BINARY = {
     operator.add: "+",
