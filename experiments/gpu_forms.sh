@@ -7,6 +7,7 @@
 #   experiments/gpu_forms.sh all     build, the whole suite, then the per-call bench
 #   experiments/gpu_forms.sh selection   build, the compaction and runs tests on both
 #                                    backends, then experiments/selection_gpu.py (SIZES="20 24 28")
+#                                    and transform_tiles.py (a transform's tile vectors)
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -39,8 +40,8 @@ case "$what" in
       tests/test_docs.py -k "not unfair" --timeout 140 > "$OUT/tests.txt" 2>&1
     grep -E "^FAILED" "$OUT/tests.txt" | head -20
     timeout 150 python3 experiments/selection_gpu.py ${SIZES:-20 24 28} > "$OUT/selection.md" 2>&1
-    timeout 60 python3 experiments/profile_forms.py --opencl --top 8 10 > "$OUT/profile_ocl.md" 2>&1
-    tail -22 "$OUT/profile_ocl.md" | grep "|"
+    timeout 120 python3 experiments/transform_tiles.py 24 28 > "$OUT/tiles.md" 2>&1
+    grep -E "^\| 2[48]" "$OUT/tiles.md"; tail -3 "$OUT/tiles.md"
     tail -28 "$OUT/selection.md"; tail -2 "$OUT/tests.txt" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \

@@ -131,6 +131,14 @@ def test_tuple_value_kernels_run_race_free_under_oclgrind(tmp_path):
     _assert_right_and_clean(_oclgrind("tuples", tmp_path))
 
 
+def test_compaction_runs_and_by_key_kernels_run_race_free_under_oclgrind(tmp_path):
+    # the transforms' GPU tiles: every element's reads loaded before the rules write
+    # (tile.h), partial last tiles, tiles that never post, and the second passes
+    cases = _oclgrind("transforms", tmp_path)
+    assert len(cases) >= 14
+    _assert_right_and_clean(cases)
+
+
 def test_bad_device_offsets_make_no_access_outside_the_arrays_and_raise_at_the_next_call(tmp_path):
     # the kernels read device offsets before anything checked them on the host: whatever
     # they hold, no access may leave the arrays (Oclgrind reports every one), and the next
@@ -440,6 +448,61 @@ def _tuples(q) -> Iterator[Case]:
         yield f"argmax with jitscan.index {variant} {tile_state}".strip(), arg, want_argmax
 
 
+def _transforms(q) -> Iterator[Case]:
+    import pyopencl.array as cla
+
+    n = 3 * _tile("int32") + 5
+    x = _values(n, "int32", seed=3)
+    mask = x % 3 == 0
+    keys = np.repeat(_values(n, "int32", seed=4) % 4, 3)[:n]  # runs of 3, some joined
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    runs = keys[starts]
+    sums = np.add.reduceat(x, starts)
+    by_key = np.concatenate([np.cumsum(x[a:b]) for a, b in zip(starts, [*starts[1:], n], strict=True)])
+    for variant, blocking in (("fallback", None), ("lookback", None), ("fallback", 2)):
+        knobs = {**KNOBS, "variant": variant, **({"simulate_blocking": blocking} if blocking else {})}
+        tag = f"{variant}{' blocking' if blocking else ''}"
+
+        def dev(a):
+            return cla.to_device(q, a)
+
+        yield f"extract {tag}", lambda k=knobs: jitscan.extract(dev(mask), dev(x), **k), x[mask]
+        yield (
+            f"extract size= {tag}",
+            lambda k=knobs: jitscan.extract(dev(mask), dev(x), size=n // 2, fill_value=-1, **k),
+            np.r_[x[mask], np.full(n // 2 - mask.sum(), -1, np.int32)][: n // 2],
+        )
+        yield f"copy_if {tag}", lambda k=knobs: jitscan.copy_if(dev(x), "x > 2", **k), x[x > 2]
+        yield (
+            f"nonzero 2-D {tag}",
+            lambda k=knobs: jitscan.nonzero(dev(mask[: n - 5].reshape(3, -1)), **k),
+            np.nonzero(mask[: n - 5].reshape(3, -1)),
+        )
+        yield (
+            f"stable_partition {tag}",
+            lambda k=knobs: jitscan.stable_partition(dev(x), "x > 0", **k),
+            (np.r_[x[x > 0], x[x <= 0]], np.int64((x > 0).sum())),
+        )
+        yield (
+            f"stable_partition three ways {tag}",
+            lambda k=knobs: jitscan.stable_partition(dev(x), "x > 3", "x < -3", **k)[0],
+            np.r_[x[x > 3], x[x < -3], x[(x <= 3) & (x >= -3)]],
+        )
+        yield (
+            f"unique_consecutive {tag}",
+            lambda k=knobs: jitscan.unique_consecutive(
+                dev(keys), return_inverse=True, return_counts=True, **k
+            ),
+            (runs, np.repeat(np.arange(runs.size), np.diff([*starts, n])), np.diff([*starts, n])),
+        )
+        yield (
+            f"reduce_by_key {tag}",
+            lambda k=knobs: jitscan.reduce_by_key(dev(keys), dev(x), **k),
+            (runs, sums),
+        )
+        yield f"scan_by_key {tag}", lambda k=knobs: jitscan.scan_by_key(dev(keys), dev(x), **k), by_key
+
+
 # -- minimal kernels --------------------------------------------------------------------
 
 #: each work-item reads its neighbour's element of local memory
@@ -592,6 +655,7 @@ GROUPS: dict[str, Callable[..., Iterator[Case]]] = {
     "segmented": _segmented,
     "tuples": _tuples,
     "bad_offsets": _bad_offsets,
+    "transforms": _transforms,
     "controls": _controls,
     "faults": _faults,
 }

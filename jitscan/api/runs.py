@@ -69,10 +69,10 @@ def _runs(
     rules: list[Write] = []
     if values:
         writes += [(f"u{j}", kd[j]) for j in range(fields)]
-        rules += [Write(f"u{j}", "v - 1", f"k{j}", head) for j in range(fields)]
+        rules += [Write(f"u{j}", "v - 1", f"k{j}", "item") for j in range(fields)]
     if starts:
         writes.append(("starts", "int64"))
-        rules += [Write("starts", "v - 1", "i", head), Write("starts", "v", "n", "i == n - 1")]
+        rules += [Write("starts", "v - 1", "i", "item"), Write("starts", "v", "n", "i == n - 1")]
     if inverse:
         writes.append(("inverse", "int64"))
         rules.append(Write("inverse", "i", "v - 1"))
@@ -134,7 +134,7 @@ def unique_consecutive(
     fill_value : scalar
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``.
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (the tile).
 
     Returns
     -------
@@ -195,7 +195,7 @@ def reduce_by_key(
     fill_value : scalar
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=`` (of the pass that finds the runs).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (of the pass that finds the runs).
 
     Returns
     -------
@@ -304,7 +304,7 @@ def scan_by_key(
     kind : {"inclusive", "exclusive"}
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=`` (of the pass that finds the runs).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (of the pass that finds the runs).
 
     One pass for keys of one array and values of a scan dtype: the tiles find a new
     segment where the key differs from the one before it as they load the keys (no flags

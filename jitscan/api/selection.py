@@ -64,7 +64,7 @@ def _keep(
         reads,
         f"({keep}) != 0",
         (("y", out_dtype.name), ("count", "int64")),
-        (Write("y", "v", value, f"({keep}) != 0"), Write("count", "0", f"v + (({keep}) != 0)", "i == n - 1")),
+        (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1")),
         *funcs,
     )
     m = n if size is None else size
@@ -115,7 +115,7 @@ def extract(
         Also return how many elements are kept (a 0-d device array for device input).
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``.
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (the tile).
 
     Returns
     -------
@@ -320,8 +320,8 @@ def nonzero(
         "x != 0",
         (*((f"i{d}", "int64") for d in range(nd)), ("count", "int64")),
         (
-            *(Write(f"i{d}", "v", f"i / dims[{d}] % dims[{nd + d}]", "x != 0") for d in range(nd)),
-            Write("count", "0", "v + (x != 0)", "i == n - 1"),
+            *(Write(f"i{d}", "v", f"i / dims[{d}] % dims[{nd + d}]", "item") for d in range(nd)),
+            Write("count", "0", "v + item", "i == n - 1"),
         ),
     )
     prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(
@@ -411,7 +411,7 @@ def stable_partition(
         As :func:`copy_if` takes them.
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``.
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (the tile).
 
     Returns
     -------
@@ -448,9 +448,9 @@ def stable_partition(
         f"({pred}) != 0",
         (("y", vd), ("rest", vd), ("count", "int64")),
         (
-            Write("y", "v", "x", f"({pred}) != 0"),
-            Write("rest", "i - v", "x", f"({pred}) == 0"),
-            Write("count", "0", f"v + (({pred}) != 0)", "i == n - 1"),
+            Write("y", "v", "x", "item"),
+            Write("rest", "i - v", "x", "!item"),
+            Write("count", "0", "v + item", "i == n - 1"),
         ),
         p.functions,
         p.calls,
@@ -492,11 +492,11 @@ def _three_way(
         f"{one} ? 1 : {two} ? ((js_i64)1 << 32) : 0",
         (("y", vd), ("mid", vd), ("rest", vd), ("counts", "int64")),
         (
-            Write("y", low, "x", one),
-            Write("mid", high, "x", two),
-            Write("rest", f"i - {low} - {high}", "x", f"!{one} && !{two}"),
-            Write("counts", "0", f"{low} + {one}", "i == n - 1"),
-            Write("counts", "1", f"{high} + {two}", "i == n - 1"),
+            Write("y", low, "x", "item == 1"),
+            Write("mid", high, "x", "item > 1"),
+            Write("rest", f"i - {low} - {high}", "x", "item == 0"),
+            Write("counts", "0", f"{low} + (item == 1)", "i == n - 1"),
+            Write("counts", "1", f"{high} + (item > 1)", "i == n - 1"),
         ),
         funcs,
         calls,

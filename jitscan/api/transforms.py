@@ -24,8 +24,9 @@ from ..operators import Monoid
 from ..plan import arrays
 from ..plan.transformed import TransformScan
 
-#: the knobs every function built on a transform takes (tests: tiles that never post)
-KNOBS = ("variant", "simulate_blocking")
+#: the knobs every function built on a transform takes (tests: tiles that never post, small
+#: tiles)
+KNOBS = ("variant", "simulate_blocking", "threads", "vectors")
 #: positions and counts are scanned in 32 bits below this many elements, else in 64
 COUNT32_LIMIT = (1 << 31) - 1
 
@@ -174,8 +175,9 @@ class ScanKernel:
         The arrays the rules write.
     rules : sequence of Write
         ``Write(array, at, value, when="1")``: where ``when`` holds, ``array[at] = value``,
-        each an expression over ``i``, ``n``, ``v`` (the element's scanned value) and the
-        read arrays. A place outside the array writes nothing.
+        each an expression over ``i``, ``n``, ``v`` (the element's scanned value), ``item``
+        (the value it scanned as) and the read arrays. A place outside the array writes
+        nothing.
     dtype : dtype, default int64
         The scanned values' type.
     op : str or Monoid, default "add"
@@ -184,7 +186,7 @@ class ScanKernel:
     name : str, optional
         A C identifier naming the kernel in its program.
     **knobs
-        ``variant=`` (a chained variant) and ``simulate_blocking=``.
+        ``variant=`` (a chained variant), ``simulate_blocking=``, ``threads=`` and ``vectors=`` (the tile).
 
     Examples
     --------
@@ -193,8 +195,8 @@ class ScanKernel:
     >>> import numpy as np, jitscan
     >>> keep = jitscan.ScanKernel(
     ...     reads=[("x", "int32")], item="x > 0", writes=[("y", "int32"), ("count", "int64")],
-    ...     rules=[jitscan.Write("y", at="v", value="x", when="x > 0"),
-    ...            jitscan.Write("count", at="0", value="v + (x > 0)", when="i == n - 1")],
+    ...     rules=[jitscan.Write("y", at="v", value="x", when="item"),
+    ...            jitscan.Write("count", at="0", value="v + item", when="i == n - 1")],
     ...     kind="exclusive")
     >>> y, count = np.zeros(5, np.int32), np.zeros(1, np.int64)
     >>> keep(x=np.array([3, -1, 4, -1, 5], np.int32), y=y, count=count)

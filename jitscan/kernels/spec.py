@@ -430,8 +430,12 @@ class ScanSpec:
 
         Segmented tiles of 32-bit integers in registers (GPUs): on the H100, in turns,
         int32 by flags and by rows ran 6% faster so (2^28), float32 and float64 0.3-6%
-        slower; other tiles store each vector as it is computed (js_store_output).
+        slower; other tiles store each vector as it is computed (js_store_output). A
+        transform's GPU tiles too: their rules run once the whole tile's reads are loaded
+        (tile.h's js_store_values).
         """
+        if self.transform is not None and self.threads > 1:
+            return True
         if not self.segmented or self.threads == 1 or self.record:
             return False
         return not self.dtype_info.is_float and self.dtype_info.itemsize == 4

@@ -29,8 +29,9 @@ ARRAY_CTYPES = {**expression.C_SCALARS, "bool": "unsigned char"}
 #: the names an item expression may use besides its arrays (each alone: its element i; or
 #: indexed, ``x[j]``): the element's index and the count
 ITEM_NAMES = ("i", "n")
-#: the same for a rule, which also has the element's scanned value
-RULE_NAMES = ("i", "n", "v")
+#: the same for a rule, which also has the element's scanned value ``v`` and its ``item`` (the
+#: value it scanned as)
+RULE_NAMES = ("i", "n", "v", "item")
 #: the most arrays a transform reads, and writes
 MOST_ARRAYS = 8
 
@@ -57,8 +58,10 @@ def _check_arrays(what: str, arrays: tuple[tuple[str, str], ...], taken: set[str
 class Write:
     """One rule of a transform: ``array[at] = value`` for the elements where ``when`` holds.
 
-    Each is an expression over ``i``, ``n``, ``v`` (the element's scanned value) and the
-    transform's read arrays; a place outside the array writes nothing.
+    Each is an expression over ``i``, ``n``, ``v`` (the element's scanned value), ``item``
+    (the value it scanned as: the transform's item) and the transform's read arrays; a place
+    outside the array writes nothing. A rule reading other elements (``x[j]``) waits for
+    them after the stores before it; its element's own reads and ``item`` were loaded first.
     """
 
     array: str
@@ -205,33 +208,33 @@ class Transform:
                 f"if (js_at >= 0 && js_at < js_d.{w.array}_len) "
                 f"js_d.{w.array}[js_at] = ({ctype[w.array]})({value}); }}"
             )
-        # a rule takes each array's element i as an argument: a vector's elements are all
-        # loaded before its first rule writes, since the compiler may not move a load past
-        # a store to an array that could be the same memory (one latency a vector, not one
-        # an element)
-        given = ", ".join(f"{c} {a}" for a, c in ins)
-        loaded = ", ".join(f"js_rd_{a}_(js_s, i)" for a, _ in ins)
-        vec_loads = " ".join(f"{c} js_e_{a}[JS_V];" for a, c in ins)
-        vec_each = " ".join(f"js_e_{a}[js_e] = js_rd_{a}_(js_s, (js_i64)(first + js_e));" for a, _ in ins)
-        vec_args = ", ".join(f"js_e_{a}[js_e]" for a, _ in ins)
-        unused = " ".join(f"(void){a};" for a, _ in ins)
+        # element i's own reads and its item, loaded apart from the rules that use them: the
+        # rules write arrays the compiler must assume may be the ones read, so no load moves
+        # past a rule's store; the callers load a vector's (a GPU tile's, tile.h) first
+        fields = " ".join(f"{c} {a};" for a, c in ins)
+        loads = " ".join(f"o.{a} = js_rd_{a}_(js_s, (js_i64)js_i);" for a, _ in ins)
+        names = " ".join(f"const {c} {a} = js_o.{a}; (void){a};" for a, c in ins)
         lines += [
             f"typedef struct {{ js_src in; {members} }} js_dst;",
             f"#define JS_DST_PARAMS {params}",
             f"#define JS_DST_AT js_dst_at(JS_SRC_AT, {at_args})",
             f"JS_DEVICE_FN js_dst js_dst_at(js_src in, {at_params}) "
             f"{{ js_dst r; r.in = in; {sets} return r; }}",
-            f"JS_DEVICE_FN void js_dst_rule(js_dst js_d, js_size js_i, js_val v, {given}) "
+            "/* what a rule reads of its element: the arrays' element i, and the item it scans as */",
+            "#define JS_DST_OWN 1",
+            f"typedef struct {{ {fields} js_val item; }} js_own;",
+            "JS_DEVICE_FN js_own js_dst_own(js_dst js_d, js_size js_i) "
+            f"{{ js_src js_s = js_d.in; js_own o; {loads} o.item = js_src_item(js_s, js_i); return o; }}",
+            "JS_DEVICE_FN void js_dst_rule(js_dst js_d, js_size js_i, js_val v, js_own js_o) "
             "{ js_src js_s = js_d.in; const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; "
-            f"(void)i; (void)n; (void)v; {unused} " + " ".join(body) + " }",
+            f"const js_val item = js_o.item; (void)i; (void)n; (void)v; (void)item; {names} "
+            + " ".join(body)
+            + " }",
             "JS_DEVICE_FN void js_dst_item(js_dst js_d, js_size js_i, js_val v) "
-            f"{{ js_src js_s = js_d.in; const js_i64 i = (js_i64)js_i; "
-            f"js_dst_rule(js_d, js_i, v, {loaded}); }}",
+            "{ js_dst_rule(js_d, js_i, v, js_dst_own(js_d, js_i)); }",
             "JS_DEVICE_FN void js_dst_vector(js_dst js_d, js_size first, const js_val y[JS_V]) "
-            f"{{ js_src js_s = js_d.in; {vec_loads} "
-            f"for (js_u32 js_e = 0; js_e < JS_V; ++js_e) {{ {vec_each} }} "
-            "for (js_u32 js_e = 0; js_e < JS_V; ++js_e) "
-            f"js_dst_rule(js_d, first + js_e, y[js_e], {vec_args}); }}",
+            "{ js_own o[JS_V]; for (js_u32 e = 0; e < JS_V; ++e) o[e] = js_dst_own(js_d, first + e); "
+            "for (js_u32 e = 0; e < JS_V; ++e) js_dst_rule(js_d, first + e, y[e], o[e]); }",
             "#define JS_DST_ITEM(d, i, v) js_dst_item(d, i, v)",
             "#define JS_DST_VSTORE(y, d, base, vi) js_dst_vector(d, (base) + (js_size)(vi) * JS_V, y)",
         ]

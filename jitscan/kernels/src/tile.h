@@ -60,6 +60,29 @@ JS_UNROLL
 
 JS_DEVICE_FN void js_store_values(js_dst out, js_size base, js_size n, js_val y[JS_P][JS_V])
 {
+#if JS_DST_OWN && JS_T > 1
+    /* A transform's rules (kernels/transform.py) write arrays the compiler must assume are
+     * the ones they read, so no load moves past a store: every element's reads of the tile
+     * are loaded before the first rule runs, and their latencies overlap, where a vector at
+     * a time would wait once a vector. */
+    js_own own[JS_P][JS_V];
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            own[j][e] = js_dst_own(out, first + e); /* bounded by each array: no check of n */
+    }
+JS_UNROLL
+    for (js_u32 j = 0; j < JS_P; ++j) {
+        js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+        for (js_u32 e = 0; e < JS_V; ++e)
+            if (first + e < n)
+                js_dst_rule(out, first + e, y[j][e], own[j][e]);
+    }
+    return;
+#endif
     if (base + JS_TILE <= n) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
