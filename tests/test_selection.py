@@ -57,6 +57,25 @@ def test_extract_keeps_what_numpy_keeps_at_every_size(backend, rng, device):
             np.testing.assert_array_equal(host(got), np.extract(keep, x), err_msg=f"n={n}")
 
 
+@pytest.mark.parametrize("shape", [{}, {"vectors": 1}], ids=["device's tile", "one vector a thread"])
+def test_views_at_any_offset_read_their_own_elements(backend, rng, shape):
+    # an array's vector loads need the vector whole inside it and its pointer aligned: a
+    # view starting at an odd element, or ending inside a vector, reads element by element
+    n = 3 * tile_size(backend, "int32") + 5
+    x = rng.integers(-100, 100, n).astype(np.int32)
+    keep = rng.random(n) < 0.5
+    keys = np.repeat(rng.integers(0, 3, n), 2)[:n].astype(np.int64)
+    dx, dkeep, dkeys = (on(backend, a, True) for a in (x, keep, keys))
+    for lo, hi in ((1, n), (3, n - 1), (5, n - 6), (0, n - 3)):
+        got = jitscan.extract(dkeep[lo:hi], dx[lo:hi], backend=backend, **shape)
+        np.testing.assert_array_equal(host(got), x[lo:hi][keep[lo:hi]], err_msg=f"{lo}:{hi}")
+        runs = jitscan.unique_consecutive(dkeys[lo:hi], return_counts=True, backend=backend, **shape)
+        values, counts = runs
+        want, _, want_counts = runs_reference(keys[lo:hi])
+        np.testing.assert_array_equal(host(values), want)
+        np.testing.assert_array_equal(host(counts), want_counts)
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "int64", "float32", "float64", "bool"])
 def test_extract_takes_values_and_conditions_of_every_array_dtype(backend, rng, dtype):
     n = 5000

@@ -19,7 +19,11 @@ statement of its own.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..operators import expression
 
@@ -62,12 +66,19 @@ class Write:
     (the value it scanned as: the transform's item) and the transform's read arrays; a place
     outside the array writes nothing. A rule reading other elements (``x[j]``) waits for
     them after the stores before it; its element's own reads and ``item`` were loaded first.
+    The last element's rules (``when`` is ``i == n - 1``) run after its others.
     """
 
     array: str
     at: str
     value: str
     when: str = "1"
+
+    @property
+    def last(self) -> bool:
+        """Whether the rule is the last element's alone (``when`` is ``i == n - 1``): a GPU
+        tile runs it only where it holds that element, after the element's other rules."""
+        return self.when.replace(" ", "") == "i==n-1"
 
 
 @dataclass(frozen=True)
@@ -144,7 +155,7 @@ class Transform:
         object.__setattr__(self, "_item", item)
         object.__setattr__(self, "_rules", tuple(rules))
 
-    def c_io(self, opaque: str) -> list[str]:
+    def c_io(self, opaque: str, vector_load: Callable[[str, str], list[str]], width: int) -> list[str]:
         """``js_src`` and ``js_dst`` of this transform, as ``ValueSpelling.io`` gives them.
 
         Kernels take each array as a pointer, an element offset and a length. A read goes
@@ -152,17 +163,25 @@ class Transform:
         outside its array. ``opaque``: the dialect's ``JS_OPAQUE_I64``, through which every
         index passes before its bounds are checked (an expression's arithmetic may overflow,
         which C leaves undefined: a compiler may assume it does not and fold a check away).
+        ``vector_load(macro, dtype)``: the dialect's ``macro(dst, ptr, vi)``, vector ``vi`` of
+        ``width`` elements of ``dtype`` in accesses of at most 16 bytes.
         """
         ins = [(a, ARRAY_CTYPES[d]) for a, d in self.reads]
         outs = [(a, ARRAY_CTYPES[d]) for a, d in self.writes]
-        members = " ".join(f"JS_GLOBAL const {c}* {a}; js_i64 {a}_len;" for a, c in ins)
+        # the alignment of an array's vector loads: their 16-byte pieces, or the whole vector
+        align = {a: min(16, width * np.dtype(d).itemsize) for a, d in self.reads}
+        members = " ".join(f"JS_GLOBAL const {c}* {a}; js_i64 {a}_len; int {a}_whole;" for a, c in ins)
         params = ", ".join(
             f"JS_GLOBAL const {c}* in{k}, js_size in_off{k}, js_size in_len{k}"
             for k, (_, c) in enumerate(ins)
         )
         at_args = ", ".join(f"in{k} + in_off{k}, in_len{k}" for k in range(len(ins)))
         at_params = ", ".join(f"JS_GLOBAL const {c}* p{k}, js_size l{k}" for k, (_, c) in enumerate(ins))
-        sets = " ".join(f"r.{a} = p{k}; r.{a}_len = (js_i64)l{k};" for k, (a, _) in enumerate(ins))
+        sets = " ".join(
+            f"r.{a} = p{k}; r.{a}_len = (js_i64)l{k}; "
+            f"r.{a}_whole = (js_size)p{k} % {align[a]}u == 0 && l{k} >= n;"
+            for k, (a, _) in enumerate(ins)
+        )
         lines = [
             f"/* transform {self.name}: element i scans as an expression of the arrays it reads, and",
             " * writes its scanned value v through rules; reads outside an array give 0, writes",
@@ -181,17 +200,57 @@ class Transform:
                 f"JS_DEVICE_FN {c} js_rd_{a}_(js_src s, js_i64 j) "
                 f"{{ return j >= 0 && j < s.{a}_len ? s.{a}[j] : ({c})0; }}",
                 f"#define js_rd_{a}(j) js_rd_{a}_(js_s, js_opaque(j))",
+                *vector_load(f"JS_TLOAD_{a}", dict(self.reads)[a]),
             ]
-        # each array's name alone is its element i (unused ones cost nothing once compiled)
-        # the element's own index is jitscan's, never an expression's: no check to keep
-        elements = " ".join(f"const {c} {a} = js_rd_{a}_(js_s, i); (void){a};" for a, c in ins)
-        names = f"const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; (void)i; (void)n; {elements}"
+        # element i's own reads (each array's name alone) and its item: what the item and the
+        # rules read of their element, loaded a vector at a time where the vector lies whole
+        # in an array whose pointer is aligned for it (the element's index is jitscan's, never
+        # an expression's: no check to keep), else element by element
+        # an array read alone (its element i) in the item or a rule: its element goes in js_own
+        said = " ".join((self._item, *(part for rule in self._rules for part in rule)))
+        own = [(a, c) for a, c in ins if re.search(rf"\b{a}\b", said)]
+        fields = " ".join(f"{c} {a};" for a, c in own)
+        each = " ".join(f"o.{a} = js_rd_{a}_(js_s, (js_i64)js_i);" for a, _ in own)
+        checked = " ".join(
+            f"if (js_s.{a}_whole && first + JS_V <= (js_size)js_s.n) {{ {c} t[JS_V]; "
+            f"JS_TLOAD_{a}(t, js_s.{a} + first, 0); for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = t[e]; }} "
+            f"else {{ for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = js_rd_{a}_(js_s, (js_i64)(first + e)); }}"
+            for a, c in own
+        )
+        fast = " ".join(
+            f"{{ {c} t[JS_V]; JS_TLOAD_{a}(t, js_s.{a} + first, 0); "
+            f"for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = t[e]; }}"
+            for a, c in own
+        )
+        whole = " && ".join(f"js_s.{a}_whole" for a, _ in own) or "1"
+        names = " ".join(f"const {c} {a} = js_o.{a}; (void){a};" for a, c in own)
+        item = self._item
+        for a, _ in own:
+            before = f"js_rd_{a}((js_i64)(i - 1))"
+            item = item.replace(before, f"(js_p ? js_prev.{a} : {before})")
+        common = "const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; (void)i; (void)n;"
         lines += [
-            f"JS_DEVICE_FN js_val js_src_item(js_src js_s, js_size js_i) "
-            f"{{ {names} return (js_val)({self._item}); }}",
-            "#define JS_SRC_ITEM(s_, i) js_src_item(s_, i)",
-            "#define JS_SRC_VLOAD(v, s_, base, vi) do { for (js_u32 _e = 0; _e < JS_V; ++_e) "
-            "(v)[_e] = js_src_item(s_, (base) + (js_size)(vi) * JS_V + _e); } while (0)",
+            "/* What the item and a rule read of their element: the element i of each array read",
+            " * alone, and the item. A vector's are loaded as vectors where they lie whole in an",
+            " * array aligned for it and at least n long (js_own_fast, for a tile whose every",
+            " * array is so: no check at all), else element by element, checked. The element's",
+            " * index is jitscan's, never an expression's. */",
+            f"typedef struct {{ {fields} js_val item; }} js_own;",
+            f"JS_DEVICE_FN int js_src_whole(js_src js_s) {{ return {whole}; }}",
+            "/* js_prev: element i - 1's, where js_p says the caller holds it (a vector's items",
+            " * after its first): an item reading x[i - 1] of an array x read alone reads it there */",
+            "JS_DEVICE_FN js_val js_item_of(js_src js_s, js_size js_i, js_own js_o, "
+            "js_own js_prev, int js_p) "
+            f"{{ {common} {names} (void)js_prev; (void)js_p; return (js_val)({item}); }}",
+            f"JS_DEVICE_FN js_own js_own_at(js_src js_s, js_size js_i) {{ js_own o; {each} "
+            "o.item = js_item_of(js_s, js_i, o, o, 0); return o; }",
+            f"JS_DEVICE_FN void js_own_checked(js_src js_s, js_size first, js_own o[JS_V]) {{ {checked} }}",
+            f"JS_DEVICE_FN void js_own_fast(js_src js_s, js_size first, js_own o[JS_V]) {{ {fast} }}",
+            "#define JS_SRC_ITEM(s_, i) js_own_at(s_, i).item",
+            "#define JS_SRC_VLOAD(v, s_, base, vi) do { js_own _o[JS_V]; "
+            "js_size _first = (base) + (js_size)(vi) * JS_V; js_own_checked(s_, _first, _o); "
+            "for (js_u32 _e = 0; _e < JS_V; ++_e) "
+            "(v)[_e] = js_item_of(s_, _first + _e, _o[_e], _o[_e ? _e - 1 : 0], _e > 0); } while (0)",
         ]
         members = " ".join(f"JS_GLOBAL {c}* {a}; js_i64 {a}_len;" for a, c in outs)
         params = ", ".join(
@@ -201,39 +260,50 @@ class Transform:
         at_params = ", ".join(f"JS_GLOBAL {c}* p{k}, js_size l{k}" for k, (_, c) in enumerate(outs))
         sets = " ".join(f"r.{a} = p{k}; r.{a}_len = (js_i64)l{k};" for k, (a, _) in enumerate(outs))
         ctype = dict(outs)
-        body = []
+        most, last = [], []
         for w, (when, at, value) in zip(self.rules, self._rules, strict=True):
-            body.append(
-                f"if ({when}) {{ js_i64 js_at = (js_i64)({at}); JS_OPAQUE_I64(js_at); "
-                f"if (js_at >= 0 && js_at < js_d.{w.array}_len) "
-                f"js_d.{w.array}[js_at] = ({ctype[w.array]})({value}); }}"
+            # A place is in its array where it is below the length as unsigned (a negative
+            # one wraps above): one compare. GPUs work the place out whatever the condition (an
+            # expression has no effect and reads only inside its arrays), so that one predicate
+            # guards the store and no branch splits the subgroup; on a CPU that costs more than
+            # the branch it saves (PoCL, experiments/selection_h200.md).
+            place = f"js_i64 js_at = (js_i64)({at}); JS_OPAQUE_I64(js_at);"
+            inside = f"(js_u64)js_at < (js_u64)js_d.{w.array}_len"
+            store = f"js_d.{w.array}[js_at] = ({ctype[w.array]})({value});"
+            (last if w.last else most).append(
+                f"if (JS_T > 1) {{ {place} if (({when}) && {inside}) {store} }} "
+                f"else if ({when}) {{ {place} if ({inside}) {store} }}"
             )
-        # element i's own reads and its item, loaded apart from the rules that use them: the
-        # rules write arrays the compiler must assume may be the ones read, so no load moves
-        # past a rule's store; the callers load a vector's (a GPU tile's, tile.h) first
-        fields = " ".join(f"{c} {a};" for a, c in ins)
-        loads = " ".join(f"o.{a} = js_rd_{a}_(js_s, (js_i64)js_i);" for a, _ in ins)
-        names = " ".join(f"const {c} {a} = js_o.{a}; (void){a};" for a, c in ins)
+        rule = (
+            "{ js_src js_s = js_d.in; const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; "
+            f"const js_val item = js_o.item; (void)i; (void)n; (void)v; (void)item; {names} "
+        )
         lines += [
             f"typedef struct {{ js_src in; {members} }} js_dst;",
             f"#define JS_DST_PARAMS {params}",
             f"#define JS_DST_AT js_dst_at(JS_SRC_AT, {at_args})",
             f"JS_DEVICE_FN js_dst js_dst_at(js_src in, {at_params}) "
             f"{{ js_dst r; r.in = in; {sets} return r; }}",
-            "/* what a rule reads of its element: the arrays' element i, and the item it scans as */",
+            "/* the rules: those of every element, and those of the last (when i == n - 1), which",
+            " * a GPU tile runs only where it holds the last element (tile.h) */",
             "#define JS_DST_OWN 1",
-            f"typedef struct {{ {fields} js_val item; }} js_own;",
-            "JS_DEVICE_FN js_own js_dst_own(js_dst js_d, js_size js_i) "
-            f"{{ js_src js_s = js_d.in; js_own o; {loads} o.item = js_src_item(js_s, js_i); return o; }}",
-            "JS_DEVICE_FN void js_dst_rule(js_dst js_d, js_size js_i, js_val v, js_own js_o) "
-            "{ js_src js_s = js_d.in; const js_i64 i = (js_i64)js_i; const js_i64 n = js_s.n; "
-            f"const js_val item = js_o.item; (void)i; (void)n; (void)v; (void)item; {names} "
-            + " ".join(body)
+            "#define JS_DST_SRC(d) ((d).in)",
+            "JS_DEVICE_FN void js_dst_most(js_dst js_d, js_size js_i, js_val v, js_own js_o) "
+            + rule
+            + " ".join(most)
             + " }",
+            "JS_DEVICE_FN void js_dst_last(js_dst js_d, js_size js_i, js_val v, js_own js_o) "
+            + rule
+            + " ".join(last)
+            + " }",
+            "JS_DEVICE_FN void js_dst_rule(js_dst js_d, js_size js_i, js_val v, js_own js_o) "
+            "{ js_dst_most(js_d, js_i, v, js_o); js_dst_last(js_d, js_i, v, js_o); }",
             "JS_DEVICE_FN void js_dst_item(js_dst js_d, js_size js_i, js_val v) "
-            "{ js_dst_rule(js_d, js_i, v, js_dst_own(js_d, js_i)); }",
+            "{ js_dst_rule(js_d, js_i, v, js_own_at(js_d.in, js_i)); }",
             "JS_DEVICE_FN void js_dst_vector(js_dst js_d, js_size first, const js_val y[JS_V]) "
-            "{ js_own o[JS_V]; for (js_u32 e = 0; e < JS_V; ++e) o[e] = js_dst_own(js_d, first + e); "
+            "{ js_own o[JS_V]; js_own_checked(js_d.in, first, o); "
+            "for (js_u32 e = 0; e < JS_V; ++e) "
+            "o[e].item = js_item_of(js_d.in, first + e, o[e], o[e ? e - 1 : 0], e > 0); "
             "for (js_u32 e = 0; e < JS_V; ++e) js_dst_rule(js_d, first + e, y[e], o[e]); }",
             "#define JS_DST_ITEM(d, i, v) js_dst_item(d, i, v)",
             "#define JS_DST_VSTORE(y, d, base, vi) js_dst_vector(d, (base) + (js_size)(vi) * JS_V, y)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dtypes import VECTOR_BYTES, DType
+from ..dtypes import INPUTS, VECTOR_BYTES, DType
 from .spec import ScanSpec
 
 
@@ -131,7 +131,12 @@ class ValueSpelling:
         offset each) and make them with JS_SRC_AT / JS_DST_AT.
         """
         if spec.transform is not None:
-            return spec.transform.c_io(self.opaque_index(spec))  # type: ignore[attr-defined]
+            v = spec.vector_width
+            return spec.transform.c_io(  # type: ignore[attr-defined]
+                self.opaque_index(spec),  # type: ignore[attr-defined]
+                lambda macro, d: self.field_moves(macro, INPUTS[d], v, self.vector_load),  # type: ignore[attr-defined]
+                v,
+            )
         if not spec.record:
             return [
                 "typedef JS_GLOBAL const js_in* js_src;",

@@ -63,23 +63,54 @@ JS_DEVICE_FN void js_store_values(js_dst out, js_size base, js_size n, js_val y[
 #if JS_DST_OWN && JS_T > 1
     /* A transform's rules (kernels/transform.py) write arrays the compiler must assume are
      * the ones they read, so no load moves past a store: every element's reads of the tile
-     * are loaded before the first rule runs, and their latencies overlap, where a vector at
-     * a time would wait once a vector. */
+     * are loaded before the first rule runs (in one block, where the tile is whole, so that
+     * they are all in flight together), then the items; the last element's rules run in
+     * the last tile only. */
     js_own own[JS_P][JS_V];
+    js_src in = JS_DST_SRC(out);
+    if (base + JS_TILE <= n && js_src_whole(in)) {
 JS_UNROLL
-    for (js_u32 j = 0; j < JS_P; ++j) {
-        js_size first = base + js_vec_index(j) * JS_V;
-#pragma unroll
-        for (js_u32 e = 0; e < JS_V; ++e)
-            own[j][e] = js_dst_own(out, first + e); /* bounded by each array: no check of n */
+        for (js_u32 j = 0; j < JS_P; ++j)
+            js_own_fast(in, base + js_vec_index(j) * JS_V, own[j]);
+    } else {
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j)
+            js_own_checked(in, base + js_vec_index(j) * JS_V, own[j]);
     }
 JS_UNROLL
     for (js_u32 j = 0; j < JS_P; ++j) {
         js_size first = base + js_vec_index(j) * JS_V;
 #pragma unroll
         for (js_u32 e = 0; e < JS_V; ++e)
-            if (first + e < n)
-                js_dst_rule(out, first + e, y[j][e], own[j][e]);
+            own[j][e].item = js_item_of(in, first + e, own[j][e], own[j][e ? e - 1 : 0], e > 0);
+    }
+    if (base + JS_TILE <= n) {
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                js_dst_most(out, first + e, y[j][e], own[j][e]);
+        }
+    } else {
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                if (first + e < n)
+                    js_dst_most(out, first + e, y[j][e], own[j][e]);
+        }
+    }
+    if (base + JS_TILE >= n) {
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                if (first + e == n - 1)
+                    js_dst_last(out, first + e, y[j][e], own[j][e]);
+        }
     }
     return;
 #endif
@@ -116,6 +147,24 @@ JS_DEVICE_FN void js_load_vector(js_src in, js_size base, js_size n, int full, j
 
 JS_DEVICE_FN void js_load_values(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
+#if JS_DST_OWN && JS_T > 1
+    /* a transform's whole tile: every element's reads in one block, then the items (each
+     * vector's loads and item in turn would wait for a vector's loads before the next's) */
+    if (base + JS_TILE <= n && js_src_whole(in)) {
+        js_own own[JS_P][JS_V];
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j)
+            js_own_fast(in, base + js_vec_index(j) * JS_V, own[j]);
+JS_UNROLL
+        for (js_u32 j = 0; j < JS_P; ++j) {
+            js_size first = base + js_vec_index(j) * JS_V;
+#pragma unroll
+            for (js_u32 e = 0; e < JS_V; ++e)
+                x[j][e] = js_item_of(in, first + e, own[j][e], own[j][e ? e - 1 : 0], e > 0);
+        }
+        return;
+    }
+#endif
     if (base + JS_TILE <= n) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)

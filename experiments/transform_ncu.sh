@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# transform_profile.py on the lent GPU, then the same calls under Nsight Compute (one launch each, 2^24):
+# OUT=$OUT bash experiments/transform_ncu.sh   (carry .whl and .dev)
+. .dev/gpu-env.sh; export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 setup.py build_ext --inplace > /dev/null 2>&1
+timeout 200 python3 experiments/transform_profile.py 24 28 > $OUT/prof.md 2>&1; tail -32 $OUT/prof.md
+M=gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,smsp__inst_executed.sum,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio
+timeout 300 ncu --csv --profile-from-start off --kernel-name regex:js_ --metrics $M python3 experiments/transform_profile.py --ncu 24 > $OUT/ncu.csv 2>$OUT/ncu.err; tail -3 $OUT/ncu.err
+python3 experiments/ncu_table.py $OUT/ncu.csv "$(grep order: $OUT/ncu.csv | sed 's/order: //')"
