@@ -8,6 +8,8 @@
 #   experiments/gpu_forms.sh selection   build, the compaction and runs tests on both
 #                                    backends, then experiments/selection_gpu.py (SIZES="20 24 28")
 #                                    and transform_tiles.py (a transform's tile vectors)
+#   experiments/gpu_forms.sh transforms  build, the compaction tests, transform_profile.py,
+#                                    transform_tiles.py, selection_gpu.py, transform_host.py
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -43,6 +45,17 @@ case "$what" in
     timeout 120 python3 experiments/transform_tiles.py 24 28 > "$OUT/tiles.md" 2>&1
     grep -E "^\| 2[48]" "$OUT/tiles.md"; tail -3 "$OUT/tiles.md"
     tail -28 "$OUT/selection.md"; tail -2 "$OUT/tests.txt" ;;
+  transforms)  # the compaction tests, then a transform's pass against its parts, its tiles, the
+               # functions beside their peers, and the host's part of a call
+    timeout 150 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_selection.py -k "not unfair" \
+      --timeout 140 > "$OUT/tests.txt" 2>&1
+    tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
+    timeout 100 python3 experiments/transform_profile.py 24 28 > "$OUT/prof.md" 2>&1
+    timeout 100 python3 experiments/transform_tiles.py 24 28 > "$OUT/tiles.md" 2>&1
+    timeout 150 python3 experiments/selection_gpu.py ${SIZES:-20 24 28} > "$OUT/selection.md" 2>&1
+    timeout 60 python3 experiments/transform_host.py 10 > "$OUT/host.md" 2>&1
+    grep -hE "^\| 2" "$OUT/prof.md" "$OUT/tiles.md"; grep -E "^\| (2|j|c)" "$OUT/selection.md" | tail -30
+    head -8 "$OUT/host.md" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1

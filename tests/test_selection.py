@@ -99,7 +99,8 @@ def test_size_gives_exactly_that_many_padded_or_cut_without_waiting(backend, rng
     x = rng.integers(0, 100, n).astype(np.int32)
     keep = rng.random(n) < 0.3
     ref = np.extract(keep, x)
-    for size in (0, 1, ref.size - 1, ref.size, ref.size + 9):
+    # up to n the elements not kept write the padding (from the end back); past n it is filled
+    for size in (0, 1, ref.size - 1, ref.size, ref.size + 9, n - 1, n, n + 7):
         got, count = jitscan.extract(
             on(backend, keep, device), on(backend, x, device), size=size, fill_value=-5, return_count=True,
             backend=backend,
@@ -108,6 +109,13 @@ def test_size_gives_exactly_that_many_padded_or_cut_without_waiting(backend, rng
         np.testing.assert_array_equal(host(got), want)
         assert int(host(count)) == ref.size
         assert (np.ndim(count) == 0) and (device or isinstance(count, np.integer))
+    # the padding's value is data, not the program's: NaN and another value, one after the other
+    f = rng.random(n).astype(np.float32)
+    for fill in (np.nan, 2.5):
+        got = jitscan.extract(
+            on(backend, keep, device), on(backend, f, device), size=n, fill_value=fill, backend=backend
+        )
+        np.testing.assert_array_equal(host(got), np.r_[f[keep], np.full(n - keep.sum(), fill, np.float32)])
 
 
 def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):

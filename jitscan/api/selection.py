@@ -56,21 +56,25 @@ def _keep(
     knobs: dict,
     pred: Predicate | None = None,
 ) -> tuple[Any, Any, int | None]:
-    """The kept values of one compaction: (result, count array, count where waited for)."""
+    """The kept values of one compaction: (result, count array, count where waited for).
+
+    With ``size`` at most ``n`` nothing fills the result first: the elements not kept write
+    ``fill_value`` from its end back (the r-th of them at ``n - 1 - r``), which covers every
+    place past the count, in the same pass."""
     out_dtype = np.dtype(out_dtype)
     funcs = (pred.functions, pred.calls) if pred is not None else ("", ())
-    t = transform(
-        "keep",
-        reads,
-        f"({keep}) != 0",
-        (("y", out_dtype.name), ("count", "int64")),
-        (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1")),
-        *funcs,
-    )
+    rules = (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1"))
     m = n if size is None else size
-    y = ops.full(m, out_dtype, fill_value) if size is not None else ops.empty(m, out_dtype)
+    padded = size is not None and 0 < size <= n
+    args = list(ops.arrays)
+    if padded:
+        reads = (*reads, ("fill", out_dtype.name))
+        rules = (*rules, Write("y", "n - 1 - (i - v)", "fill[0]", "!item"))
+        args.append(ops.constant(fill_value, out_dtype))
+    t = transform("keep", reads, f"({keep}) != 0", (("y", out_dtype.name), ("count", "int64")), rules, *funcs)
+    y = ops.full(m, out_dtype, fill_value) if size is not None and not padded else ops.empty(m, out_dtype)
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
-    prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(ops.arrays, [y, count], n, ops.queue)
+    prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(args, [y, count], n, ops.queue)
     if size is not None:
         return y, count, None
     return y, count, ops.count(count)

@@ -35,6 +35,8 @@ _PREPARED: dict[tuple, TransformScan] = {}
 #: costs a call more than its launch
 transform = functools.lru_cache(maxsize=512)(Transform)
 _LOCK = threading.Lock()
+#: Operands.constant's arrays: (queue, array) by (backend, queue, dtype, value)
+_CONSTANTS: dict[tuple, tuple[Any, Any]] = {}
 
 
 def prepared(
@@ -106,6 +108,18 @@ class Operands:
             else:
                 self.backend.fill(out, np.dtype(dtype).type(value))
         return out
+
+    def constant(self, value: Any, dtype: Any) -> Any:
+        """A one-element array of ``value`` the kernels read (never write), made once per
+        value, dtype and queue: a launch's fill value without a copy or a fill of its own."""
+        v = np.dtype(dtype).type(value)
+        key = (self.backend.name, id(self.queue), v.dtype.str, v.tobytes())
+        held = _CONSTANTS.get(key)
+        if held is None or held[0] is not self.queue:
+            if len(_CONSTANTS) > 256:
+                _CONSTANTS.clear()
+            held = _CONSTANTS[key] = (self.queue, self.full(1, v.dtype, v))
+        return held[1]
 
     def head(self, arr: Any, k: int) -> Any:
         """The first ``k`` elements of a result of :meth:`empty` as the kernels write them."""

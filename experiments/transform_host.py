@@ -1,0 +1,61 @@
+"""The host's part of a compaction call on a CUDA GPU: µs a call, and where they go.
+
+Usage: python experiments/transform_host.py [LOG2N]   (default 10)
+
+CuPy arrays, int32, half kept: the host time of 2000 calls back to back (the device waited
+for once at the end) of ``jitscan.extract(mask, x, size=n)`` (the form that never waits),
+``jitscan.cumsum(x, out=y)`` and CuPy's ``x[mask]`` beside it; then cProfile's top functions of
+the extract call by their own time.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import time
+
+import cupy
+import numpy as np
+
+import jitscan
+
+
+def per_call(fn, calls: int = 2000) -> float:
+    for _ in range(100):
+        fn()
+    cupy.cuda.runtime.deviceSynchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    took = time.perf_counter() - t
+    cupy.cuda.runtime.deviceSynchronize()
+    return took / calls * 1e6
+
+
+def main() -> None:
+    n = 1 << (int(sys.argv[1]) if len(sys.argv) > 1 else 10)
+    rng = np.random.default_rng(0)
+    x = cupy.asarray(rng.integers(0, 100, n, dtype=np.int32))
+    mask = cupy.asarray(rng.random(n) < 0.5)
+    y = cupy.empty_like(x)
+    calls = {
+        "jitscan.extract(mask, x, size=n)": lambda: jitscan.extract(mask, x, size=n),
+        "jitscan.unique_consecutive(x, size=n)": lambda: jitscan.unique_consecutive(x, size=n),
+        "jitscan.cumsum(x, out=y)": lambda: jitscan.cumsum(x, out=y),
+        "cupy x[mask]": lambda: x[mask],
+    }
+    print("| call | host µs a call |\n|---|---|")
+    for name, fn in calls.items():
+        print(f"| {name} | {per_call(fn):.1f} |")
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(2000):
+        jitscan.extract(mask, x, size=n)
+    profile.disable()
+    cupy.cuda.runtime.deviceSynchronize()
+    pstats.Stats(profile).sort_stats("tottime").print_stats(22)
+
+
+if __name__ == "__main__":
+    main()
