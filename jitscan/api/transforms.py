@@ -65,9 +65,20 @@ def count_dtype(n: int) -> str:
     return "int32" if n < COUNT32_LIMIT else "int64"
 
 
+#: array_dtype's names by dtype (NumPy's dtype.name costs a call microseconds)
+_NAMES: dict[Any, str] = {}
+
+
 def array_dtype(fn: str, what: str, dtype: Any) -> str:
     """The transform's name of an array's dtype, or TypeError naming the ones taken."""
-    name = np.dtype(dtype).name
+    try:
+        name = _NAMES.get(dtype)
+    except TypeError:  # unhashable: a structured dtype's description, say
+        name, dtype = None, np.dtype(dtype)
+    if name is None:
+        name = np.dtype(dtype).name
+        if name in ARRAY_CTYPES and len(_NAMES) < 64:
+            _NAMES[dtype] = name
     if name not in ARRAY_CTYPES:
         raise TypeError(
             f"jitscan.{fn}: {what} of dtype {name} is not supported; dtypes: {', '.join(ARRAY_CTYPES)}"

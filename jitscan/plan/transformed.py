@@ -21,7 +21,6 @@ from ..kernels.transform import Transform
 from ..operators import Monoid
 from ..operators.monoid import resolve
 from ..variants.base import Fields
-from ..variants.segments import NONE
 from . import tuning
 
 #: the variant transforms run by default: it needs no forward-progress guarantee
@@ -90,10 +89,13 @@ class TransformScan:
             )
         self.simulate_blocking = simulate_blocking
         self.threads, self.vectors = threads, vectors
-        self._bounds: dict[tuple[Any, int], tuple[Any, Any]] = {}
+        self._bounds: dict[tuple[Any, int], tuple[Any, Any, Any]] = {}
         self._lock = threading.Lock()
 
-    def _bound(self, queue: Any, n: int) -> tuple[Any, Any]:
+    def _bound(self, queue: Any, n: int) -> tuple[Any, Any, Any]:
+        """(bound program, launch arguments, the variant's form launcher) of ``n`` elements
+        on ``queue``, made once per size class: the launcher looks up once what a launch
+        does not take from its arrays (Variant.form_launcher)."""
         cls = tuning.size_class(n * self.dtype.itemsize)
         key = (queue, cls)
         held = self._bounds.get(key)
@@ -123,12 +125,14 @@ class TransformScan:
                         kind=self.kind,
                         simulate_blocking=self.simulate_blocking,
                     )
-                    held = self._bounds[key] = (self.variant.bind(spec, self.backend, queue), launch)
+                    bound = self.variant.bind(spec, self.backend, queue)
+                    go = self.variant.form_launcher(bound, queue, launch)
+                    held = self._bounds[key] = (bound, launch, go)
         return held
 
     def source(self, queue: Any, n: int) -> str:
         """The program that scans ``n`` elements on ``queue``'s device."""
-        bound, _ = self._bound(queue, n)
+        bound, _, _ = self._bound(queue, n)
         return self.variant.source(bound.spec, self.backend.dialect)
 
     def __call__(self, reads: list[Any], writes: list[Any], n: int, queue: Any) -> None:
@@ -142,10 +146,7 @@ class TransformScan:
             )
         if n <= 0:
             return
-        bound, launch = self._bound(queue, n)
-        self.variant.run(
-            bound, queue, launch, Fields(tuple(reads), True), Fields(tuple(writes), True), n, NONE
-        )
+        self._bound(queue, n)[2](Fields(tuple(reads), True), Fields(tuple(writes), True), n)
 
 
 __all__ = ["DEFAULT_VARIANT", "TransformScan"]

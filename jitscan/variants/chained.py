@@ -267,7 +267,7 @@ class Chained(Variant):
         buffer = b.buffer
         with lock:  # its scratch is the queue's, made under it
             pre = segments.prepass(bound, queue) if mode == "offsets" else None
-        record = bool(spec.record)
+        record = bool(spec.record) or spec.transform is not None  # src and dst as Fields
 
         def form_go(
             src: Any, dst: Any, n: int, seg_array: Any = None, row_len: int = 0, carry: Any = None
