@@ -54,6 +54,8 @@ case "$what" in
     timeout 100 python3 experiments/transform_tiles.py 24 28 > "$OUT/tiles.md" 2>&1
     timeout 150 python3 experiments/selection_gpu.py ${SIZES:-20 24 28} > "$OUT/selection.md" 2>&1
     timeout 60 python3 experiments/transform_host.py 10 > "$OUT/host.md" 2>&1
+    timeout 90 python3 experiments/selection_ocl.py 20 24 > "$OUT/ocl.md" 2>&1
+    grep -E "^(\||device)" "$OUT/ocl.md" | tail -8
     grep -hE "^\| 2" "$OUT/prof.md" "$OUT/tiles.md"; grep -E "^\| (2|j|c)" "$OUT/selection.md" | tail -30
     head -8 "$OUT/host.md" ;;
   tests)
