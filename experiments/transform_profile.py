@@ -9,7 +9,8 @@ in turns), each through :class:`jitscan.ScanKernel` into arrays made once unless
   int32 (1 in, 4 out);
 - ``copy through a transform``: item 0, ``y[i] = x`` (the transform's machinery, dense);
 - ``dense keep``: item ``c != 0``, ``y[i] = x`` where kept (no scatter);
-- ``compaction``: ``y[v] = x`` where kept, and the count (the real one), by variant;
+- ``compaction``: ``y[v] = x`` where kept, and the count (the real one), by the vectors a
+  thread holds and the workgroups a core is to hold (``min_blocks``: registers);
 - ``compaction, no count rule``: without the ``i == n - 1`` rule.
 With ``--ncu`` each call runs once between ``cupy.cuda.profiler.start()`` and ``stop()``.
 """
@@ -54,8 +55,9 @@ def calls_for(n: int) -> dict:
         "dense keep": kernel("dense", "c != 0", [Write("y", "i", "x", "item")]),
         "compaction, no count rule": kernel("nocount", "c != 0", keep[:1]),
     }
-    for variant, p in (("fallback", 8), ("fallback", 4), ("fallback", 2), ("lookback", 4)):
-        kernels[f"compaction {variant} P={p}"] = kernel("keep", "c != 0", keep, variant=variant, vectors=p)
+    for p, blocks in ((8, 3), (8, 4), (4, 3), (4, 6)):
+        name = f"compaction P={p} min_blocks={blocks}"
+        kernels[name] = kernel("keep", "c != 0", keep, vectors=p, min_blocks=blocks)
     calls = {
         "flat cumsum int32": lambda: jitscan.cumsum(x, out=yi),
         "flat cumsum bool -> int32": lambda: jitscan.cumsum(mask, dtype=np.int32, out=yi),

@@ -24,7 +24,7 @@ import numpy as np
 import jitscan
 from jitscan import Write
 
-VECTORS = (2, 4, 8, 16)
+VECTORS = (4, 8)
 
 
 def pipelined(fn, calls: int = 10) -> float:

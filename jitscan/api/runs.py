@@ -134,7 +134,7 @@ def unique_consecutive(
     fill_value : scalar
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (the tile).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=``, ``min_blocks=`` (the tile).
 
     Returns
     -------
@@ -195,7 +195,8 @@ def reduce_by_key(
     fill_value : scalar
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (of the pass that finds the runs).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=``, ``min_blocks=`` (of the
+        pass that finds the runs).
 
     Returns
     -------
@@ -304,7 +305,8 @@ def scan_by_key(
     kind : {"inclusive", "exclusive"}
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (of the pass that finds the runs).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=``, ``min_blocks=`` (of the
+        pass that finds the runs).
 
     One pass for keys of one array and values of a scan dtype: the tiles find a new
     segment where the key differs from the one before it as they load the keys (no flags

@@ -119,7 +119,7 @@ def extract(
         Also return how many elements are kept (a 0-d device array for device input).
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (the tile).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=``, ``min_blocks=`` (the tile).
 
     Returns
     -------
@@ -415,7 +415,7 @@ def stable_partition(
         As :func:`copy_if` takes them.
     backend : str, optional
     **knobs
-        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=`` (the tile).
+        ``variant=``, ``simulate_blocking=``, ``threads=``, ``vectors=``, ``min_blocks=`` (the tile).
 
     Returns
     -------

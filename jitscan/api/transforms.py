@@ -26,7 +26,7 @@ from ..plan.transformed import TransformScan
 
 #: the knobs every function built on a transform takes (tests: tiles that never post, small
 #: tiles)
-KNOBS = ("variant", "simulate_blocking", "threads", "vectors")
+KNOBS = ("variant", "simulate_blocking", "threads", "vectors", "min_blocks")
 #: positions and counts are scanned in 32 bits below this many elements, else in 64
 COUNT32_LIMIT = (1 << 31) - 1
 
@@ -211,7 +211,8 @@ class ScanKernel:
     name : str, optional
         A C identifier naming the kernel in its program.
     **knobs
-        ``variant=`` (a chained variant), ``simulate_blocking=``, ``threads=`` and ``vectors=`` (the tile).
+        ``variant=`` (a chained variant), ``simulate_blocking=``, ``threads=``, ``vectors=`` and
+        ``min_blocks=`` (the tile).
 
     Examples
     --------

@@ -55,9 +55,10 @@ class TransformScan:
         A chained variant (default ``fallback``).
     simulate_blocking : int, optional
         As :func:`jitscan.plan` takes it (tests: tiles that never post).
-    threads, vectors : int, optional
-        The tile's shape, as :func:`jitscan.plan` takes it (tests: small tiles); by default
-        the device's, with at most ``GPU_VECTORS`` vectors on GPUs.
+    threads, vectors, min_blocks : int, optional
+        The tile's shape and the workgroups a GPU's core is to hold, as :func:`jitscan.plan`
+        takes them (tests: small tiles); by default the device's, with at most
+        ``GPU_VECTORS`` vectors on GPUs.
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class TransformScan:
         simulate_blocking: int | None = None,
         threads: int | None = None,
         vectors: int | None = None,
+        min_blocks: int | None = None,
     ) -> None:
         if not isinstance(transform, Transform):
             raise TypeError(f"a transform scan takes a jitscan Transform, got {transform!r}")
@@ -88,7 +90,7 @@ class TransformScan:
                 f"{variants.either(variants.names('blocking'))}"
             )
         self.simulate_blocking = simulate_blocking
-        self.threads, self.vectors = threads, vectors
+        self.threads, self.vectors, self.min_blocks = threads, vectors, min_blocks
         self._bounds: dict[tuple[Any, int], tuple[Any, Any, Any]] = {}
         self._lock = threading.Lock()
 
@@ -115,6 +117,7 @@ class TransformScan:
                         kind=self.kind,
                         threads=self.threads,
                         vectors=self.vectors,
+                        min_blocks=self.min_blocks,
                     )
                     shape = self.vectors or vectors_for(spec)
                     spec = replace(spec, transform=self.transform, vectors=shape)
