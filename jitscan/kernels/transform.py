@@ -304,7 +304,9 @@ class Transform:
             "{ js_own o[JS_V]; js_own_checked(js_d.in, first, o); "
             "for (js_u32 e = 0; e < JS_V; ++e) "
             "o[e].item = js_item_of(js_d.in, first + e, o[e], o[e ? e - 1 : 0], e > 0); "
-            "for (js_u32 e = 0; e < JS_V; ++e) js_dst_rule(js_d, first + e, y[e], o[e]); }",
+            "for (js_u32 e = 0; e < JS_V; ++e) js_dst_most(js_d, first + e, y[e], o[e]); "
+            "if (first + JS_V >= (js_size)js_d.in.n) "
+            "for (js_u32 e = 0; e < JS_V; ++e) js_dst_last(js_d, first + e, y[e], o[e]); }",
             "#define JS_DST_ITEM(d, i, v) js_dst_item(d, i, v)",
             "#define JS_DST_VSTORE(y, d, base, vi) js_dst_vector(d, (base) + (js_size)(vi) * JS_V, y)",
         ]
