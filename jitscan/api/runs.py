@@ -15,6 +15,7 @@ for exactly that many runs instead, so that nothing waits (keys padded with
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,33 @@ def _key_fields(fn: str, keys: Any) -> list[Any]:
     if not 1 <= len(fields) <= 6:
         raise ValueError(f"jitscan.{fn}: keys are an array or a tuple of 1 to 6 arrays, not {len(fields)}")
     return fields
+
+
+@functools.lru_cache(maxsize=256)
+def _runs_transform(
+    kd: tuple[str, ...], values: bool, starts: bool, inverse: bool
+) -> tuple[Any, tuple[tuple[str, str], ...]]:
+    """The runs' transform of keys of dtypes ``kd``, and what it writes (made once: making
+    its rules costs a call microseconds)."""
+    fields = len(kd)
+    head = "i == 0 || " + " || ".join(f"k{j} != k{j}[i - 1]" for j in range(fields))
+    writes: list[tuple[str, str]] = []
+    rules: list[Write] = []
+    if values:
+        writes += [(f"u{j}", kd[j]) for j in range(fields)]
+        rules += [Write(f"u{j}", "v - 1", f"k{j}", "item") for j in range(fields)]
+    if starts:
+        writes.append(("starts", "int64"))
+        rules += [Write("starts", "v - 1", "i", "item"), Write("starts", "v", "n", "i == n - 1")]
+    if inverse:
+        writes.append(("inverse", "int64"))
+        rules.append(Write("inverse", "i", "v - 1"))
+    writes.append(("count", "int64"))
+    rules.append(Write("count", "0", "v", "i == n - 1"))
+    t = transform(
+        f"runs{fields}", tuple((f"k{j}", kd[j]) for j in range(fields)), head, tuple(writes), tuple(rules)
+    )
+    return t, tuple(writes)
 
 
 def _runs(
@@ -64,23 +92,7 @@ def _runs(
     for k in keys[1:]:
         if int(k.size) != n:
             raise ValueError(f"jitscan.{fn}: the key arrays differ in size: {n} and {int(k.size)}")
-    head = "i == 0 || " + " || ".join(f"k{j} != k{j}[i - 1]" for j in range(fields))
-    writes: list[tuple[str, str]] = []
-    rules: list[Write] = []
-    if values:
-        writes += [(f"u{j}", kd[j]) for j in range(fields)]
-        rules += [Write(f"u{j}", "v - 1", f"k{j}", "item") for j in range(fields)]
-    if starts:
-        writes.append(("starts", "int64"))
-        rules += [Write("starts", "v - 1", "i", "item"), Write("starts", "v", "n", "i == n - 1")]
-    if inverse:
-        writes.append(("inverse", "int64"))
-        rules.append(Write("inverse", "i", "v - 1"))
-    writes.append(("count", "int64"))
-    rules.append(Write("count", "0", "v", "i == n - 1"))
-    t = transform(
-        f"runs{fields}", tuple((f"k{j}", kd[j]) for j in range(fields)), head, tuple(writes), tuple(rules)
-    )
+    t, writes = _runs_transform(tuple(kd), values, starts, inverse)
     m = n if size is None else size
     out: dict[str, Any] = {}
     for name, dt in writes:

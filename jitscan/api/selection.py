@@ -43,6 +43,14 @@ def _check_size(fn: str, size: Any) -> int | None:
     return int(size)
 
 
+#: compaction of size= fills its result in its own pass up to this many elements, and with
+#: a launch of its own above: the elements not kept writing the padding saved the fill's
+#: launch, but at 2^28 int32 took 560 us more than CuPy's fill (H200, selection_gpu.py)
+FUSED_FILL_MOST = 1 << 20
+#: _keep's transforms by what they are made of: making one's rules costs a call microseconds
+_KEEPS: dict[tuple, Any] = {}
+
+
 def _keep(
     fn: str,
     ops: Operands,
@@ -58,20 +66,27 @@ def _keep(
 ) -> tuple[Any, Any, int | None]:
     """The kept values of one compaction: (result, count array, count where waited for).
 
-    With ``size`` at most ``n`` nothing fills the result first: the elements not kept write
-    ``fill_value`` from its end back (the r-th of them at ``n - 1 - r``), which covers every
-    place past the count, in the same pass."""
+    With ``size`` at most ``n`` (and ``n`` up to ``FUSED_FILL_MOST``) nothing fills the result
+    first: the elements not kept write ``fill_value`` from its end back (the r-th of them at
+    ``n - 1 - r``), which covers every place past the count, in the same pass."""
     out_dtype = np.dtype(out_dtype)
-    funcs = (pred.functions, pred.calls) if pred is not None else ("", ())
-    rules = (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1"))
+    out_name = array_dtype(fn, "the result", out_dtype)
     m = n if size is None else size
-    padded = size is not None and 0 < size <= n
-    args = list(ops.arrays)
-    if padded:
-        reads = (*reads, ("fill", out_dtype.name))
-        rules = (*rules, Write("y", "n - 1 - (i - v)", "fill[0]", "!item"))
-        args.append(ops.constant(fill_value, out_dtype))
-    t = transform("keep", reads, f"({keep}) != 0", (("y", out_dtype.name), ("count", "int64")), rules, *funcs)
+    padded = size is not None and 0 < size <= n <= FUSED_FILL_MOST
+    key = (keep, value, reads, out_name, padded, pred)
+    t = _KEEPS.get(key)
+    if t is None:
+        funcs = (pred.functions, pred.calls) if pred is not None else ("", ())
+        rules = (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1"))
+        if padded:
+            rules = (*rules, Write("y", "n - 1 - (i - v)", "fill[0]", "!item"))
+        writes = (("y", out_name), ("count", "int64"))
+        with_fill = (*reads, ("fill", out_name)) if padded else reads
+        t = transform("keep", with_fill, f"({keep}) != 0", writes, rules, *funcs)
+        if len(_KEEPS) > 256:
+            _KEEPS.clear()
+        _KEEPS[key] = t
+    args = [*ops.arrays, ops.constant(fill_value, out_dtype)] if padded else ops.arrays
     y = ops.full(m, out_dtype, fill_value) if size is not None and not padded else ops.empty(m, out_dtype)
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
     prepared(t, count_dtype(n), "add", "exclusive", ops.backend, knobs)(args, [y, count], n, ops.queue)

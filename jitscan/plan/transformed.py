@@ -33,6 +33,12 @@ DEFAULT_VARIANT = "fallback"
 GPU_VECTORS = 8
 
 
+#: the workgroups an NVIDIA GPU's core is to hold of a transform (its launch bounds: at most
+#: 128 registers a thread at 128 threads): on the H200, 8 vectors at 4 ran compaction of int32
+#: 1.16-1.20x faster than at the flat scan's 3 (2^24, 2^28; experiments/transform_profile.py)
+GPU_MIN_BLOCKS = 4
+
+
 def vectors_for(spec: Any) -> int:
     """The vectors a thread of ``spec``'s tile holds in a transform (one-thread CPU tiles keep
     the device's)."""
@@ -106,6 +112,7 @@ class TransformScan:
                 held = self._bounds.get(key)
                 if held is None:
                     info = self.backend.device_info(queue)
+                    blocks = GPU_MIN_BLOCKS if info.is_gpu and not info.amd else None
                     bounds = tuning.SIZE_BOUNDS
                     top = bounds[cls] // self.dtype.itemsize if cls < len(bounds) else None
                     spec = tuning.spec_for(
@@ -117,7 +124,7 @@ class TransformScan:
                         kind=self.kind,
                         threads=self.threads,
                         vectors=self.vectors,
-                        min_blocks=self.min_blocks,
+                        min_blocks=self.min_blocks or blocks,
                     )
                     shape = self.vectors or vectors_for(spec)
                     spec = replace(spec, transform=self.transform, vectors=shape)
