@@ -411,9 +411,10 @@ def test_scan_kernel_runs_a_users_own_transform_and_bounds_its_writes(backend):
     with pytest.raises(ValueError, match="rule 0 writes 'z'"):
         jitscan.ScanKernel(reads=[("x", "int32")], item="x", writes=[("y", "int32")],
                            rules=[jitscan.Write("z", "i", "x")])  # fmt: skip
-    with pytest.raises(ValueError, match="array name 'n' is taken"):
-        jitscan.ScanKernel(reads=[("n", "int32")], item="1", writes=[("y", "int32")],
-                           rules=[jitscan.Write("y", "i", "1")])  # fmt: skip
+    for name in ("n", "item"):  # a rule's names: i, n, v and the element's item
+        with pytest.raises(ValueError, match=f"array name '{name}' is taken"):
+            jitscan.ScanKernel(reads=[(name, "int32")], item="1", writes=[("y", "int32")],
+                               rules=[jitscan.Write("y", "i", "1")])  # fmt: skip
 
 
 def _is_pocl() -> bool:

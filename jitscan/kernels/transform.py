@@ -51,7 +51,8 @@ def _check_arrays(what: str, arrays: tuple[tuple[str, str], ...], taken: set[str
         shaped = name.startswith(("js_", "JS_", "_")) or (name.isupper() and len(name) > 1) or "__" in name
         if name in taken or reserved or shaped:
             raise ValueError(
-                f"array name {name!r} is taken (by another array, a name of C or of its macros, or i, n, v)"
+                f"array name {name!r} is taken (by another array, a name of C or of its macros, "
+                "or i, n, v, item)"
             )
         if dtype not in ARRAY_CTYPES:
             raise ValueError(f"array {name!r}: dtype {dtype!r} is not one of {', '.join(ARRAY_CTYPES)}")
