@@ -203,28 +203,28 @@ class Transform:
                 f"#define js_rd_{a}(j) js_rd_{a}_(js_s, js_opaque(j))",
                 *vector_load(f"JS_TLOAD_{a}", dict(self.reads)[a]),
             ]
-        # element i's own reads (each array's name alone) and its item: what the item and the
-        # rules read of their element, loaded a vector at a time where the vector lies whole
-        # in an array whose pointer is aligned for it (the element's index is jitscan's, never
-        # an expression's: no check to keep), else element by element
-        # an array read alone (its element i) in the item or a rule: its element goes in js_own
+        # the arrays read alone (element i) in the item or a rule: their elements go in js_own
         said = " ".join((self._item, *(part for rule in self._rules for part in rule)))
         own = [(a, c) for a, c in ins if re.search(rf"\b{a}\b", said)]
         fields = " ".join(f"{c} {a};" for a, c in own)
         each = " ".join(f"o.{a} = js_rd_{a}_(js_s, (js_i64)js_i);" for a, _ in own)
+
+        def vector(a: str, c: str) -> str:  # a vector's elements of array a, unchecked
+            return (
+                f"{{ {c} t[JS_V]; JS_TLOAD_{a}(t, js_s.{a} + first, 0); "
+                f"for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = t[e]; }}"
+            )
+
         checked = " ".join(
-            f"if (js_s.{a}_whole && first + JS_V <= (js_size)js_s.n) {{ {c} t[JS_V]; "
-            f"JS_TLOAD_{a}(t, js_s.{a} + first, 0); for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = t[e]; }} "
+            f"if (js_s.{a}_whole && first + JS_V <= (js_size)js_s.n) {vector(a, c)} "
             f"else {{ for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = js_rd_{a}_(js_s, (js_i64)(first + e)); }}"
             for a, c in own
         )
-        fast = " ".join(
-            f"{{ {c} t[JS_V]; JS_TLOAD_{a}(t, js_s.{a} + first, 0); "
-            f"for (js_u32 e = 0; e < JS_V; ++e) o[e].{a} = t[e]; }}"
-            for a, c in own
-        )
+        fast = " ".join(vector(a, c) for a, c in own)
         whole = " && ".join(f"js_s.{a}_whole" for a, _ in own) or "1"
         names = " ".join(f"const {c} {a} = js_o.{a}; (void){a};" for a, c in own)
+        # x[i - 1] of an array read alone, as the grammar renders it: the element before,
+        # which a vector holds for all but its first
         item = self._item
         for a, _ in own:
             before = f"js_rd_{a}((js_i64)(i - 1))"

@@ -58,17 +58,14 @@ JS_UNROLL
 
 /* The input and output arrays: values in, values out. */
 
-JS_DEVICE_FN void js_store_values(js_dst out, js_size base, js_size n, js_val y[JS_P][JS_V])
-{
 #if JS_DST_OWN && JS_T > 1
-    /* A transform's rules (kernels/transform.py) write arrays the compiler must assume are
-     * the ones they read, so no load moves past a store: every element's reads of the tile
-     * are loaded before the first rule runs (in one block, where the tile is whole, so that
-     * they are all in flight together), then the items; the last element's rules run in
-     * the last tile only. */
-    js_own own[JS_P][JS_V];
-    js_src in = JS_DST_SRC(out);
-    if (base + JS_TILE <= n && js_src_whole(in)) {
+/* A transform's tile of its elements' reads and items (kernels/transform.py): every read
+ * first, in one block (as vectors without a check where the tile is `whole`), then the
+ * items, so that the loads are in flight together; a vector's loads and items in turn
+ * would wait for each vector's loads before the next's. */
+JS_DEVICE_FN void js_own_tile(js_src in, js_size base, int whole, js_own own[JS_P][JS_V])
+{
+    if (whole) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
             js_own_fast(in, base + js_vec_index(j) * JS_V, own[j]);
@@ -84,6 +81,17 @@ JS_UNROLL
         for (js_u32 e = 0; e < JS_V; ++e)
             own[j][e].item = js_item_of(in, first + e, own[j][e], own[j][e ? e - 1 : 0], e > 0);
     }
+}
+#endif
+
+JS_DEVICE_FN void js_store_values(js_dst out, js_size base, js_size n, js_val y[JS_P][JS_V])
+{
+#if JS_DST_OWN && JS_T > 1
+    /* A transform's rules (kernels/transform.py) write arrays the compiler must assume are
+     * the ones they read, so no load moves past a store: the tile's reads and items come
+     * first (js_own_tile); the last element's rules run in the last tile only. */
+    js_own own[JS_P][JS_V];
+    js_own_tile(JS_DST_SRC(out), base, base + JS_TILE <= n && js_src_whole(JS_DST_SRC(out)), own);
     if (base + JS_TILE <= n) {
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j) {
@@ -148,20 +156,14 @@ JS_DEVICE_FN void js_load_vector(js_src in, js_size base, js_size n, int full, j
 JS_DEVICE_FN void js_load_values(js_src in, js_size base, js_size n, js_val x[JS_P][JS_V])
 {
 #if JS_DST_OWN && JS_T > 1
-    /* a transform's whole tile: every element's reads in one block, then the items (each
-     * vector's loads and item in turn would wait for a vector's loads before the next's) */
     if (base + JS_TILE <= n && js_src_whole(in)) {
         js_own own[JS_P][JS_V];
+        js_own_tile(in, base, 1, own);
 JS_UNROLL
         for (js_u32 j = 0; j < JS_P; ++j)
-            js_own_fast(in, base + js_vec_index(j) * JS_V, own[j]);
-JS_UNROLL
-        for (js_u32 j = 0; j < JS_P; ++j) {
-            js_size first = base + js_vec_index(j) * JS_V;
 #pragma unroll
             for (js_u32 e = 0; e < JS_V; ++e)
-                x[j][e] = js_item_of(in, first + e, own[j][e], own[j][e ? e - 1 : 0], e > 0);
-        }
+                x[j][e] = own[j][e].item;
         return;
     }
 #endif
