@@ -13,6 +13,7 @@ waits; ``return_count=True`` also returns the count, a 0-d device array for devi
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -47,8 +48,27 @@ def _check_size(fn: str, size: Any) -> int | None:
 #: a launch of its own above: the elements not kept writing the padding saved the fill's
 #: launch, but at 2^28 int32 took 560 us more than CuPy's fill (H200, selection_gpu.py)
 FUSED_FILL_MOST = 1 << 20
-#: _keep's transforms by what they are made of: making one's rules costs a call microseconds
-_KEEPS: dict[tuple, Any] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _keep_transform(
+    keep: str,
+    value: str,
+    reads: tuple[tuple[str, str], ...],
+    out_name: str,
+    padded: bool,
+    pred: Predicate | None,
+) -> Any:
+    """A compaction's transform, made once (making its rules costs a call microseconds):
+    ``value`` where ``keep`` holds at the kept count, the count, and with ``padded`` the
+    padding from ``fill[0]`` (:func:`_keep`)."""
+    funcs = (pred.functions, pred.calls) if pred is not None else ("", ())
+    rules = (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1"))
+    if padded:
+        rules = (*rules, Write("y", "n - 1 - (i - v)", "fill[0]", "!item"))
+    writes = (("y", out_name), ("count", "int64"))
+    with_fill = (*reads, ("fill", out_name)) if padded else reads
+    return transform("keep", with_fill, f"({keep}) != 0", writes, rules, *funcs)
 
 
 def _keep(
@@ -73,19 +93,7 @@ def _keep(
     out_name = array_dtype(fn, "the result", out_dtype)
     m = n if size is None else size
     padded = size is not None and 0 < size <= n <= FUSED_FILL_MOST
-    key = (keep, value, reads, out_name, padded, pred)
-    t = _KEEPS.get(key)
-    if t is None:
-        funcs = (pred.functions, pred.calls) if pred is not None else ("", ())
-        rules = (Write("y", "v", value, "item"), Write("count", "0", "v + item", "i == n - 1"))
-        if padded:
-            rules = (*rules, Write("y", "n - 1 - (i - v)", "fill[0]", "!item"))
-        writes = (("y", out_name), ("count", "int64"))
-        with_fill = (*reads, ("fill", out_name)) if padded else reads
-        t = transform("keep", with_fill, f"({keep}) != 0", writes, rules, *funcs)
-        if len(_KEEPS) > 256:
-            _KEEPS.clear()
-        _KEEPS[key] = t
+    t = _keep_transform(keep, value, reads, out_name, padded, pred)
     args = [*ops.arrays, ops.constant(fill_value, out_dtype)] if padded else ops.arrays
     y = ops.full(m, out_dtype, fill_value) if size is not None and not padded else ops.empty(m, out_dtype)
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
