@@ -24,6 +24,7 @@ import cupy
 import numpy as np
 
 import jitscan
+from jitscan.bench.studies import selection_cases
 
 try:
     import torch
@@ -58,12 +59,8 @@ def main() -> None:
 
 def one_size(log2n: int, rows: list[tuple[int, str, float]]) -> None:
     n = 1 << log2n
-    rng = np.random.default_rng(log2n)
-    x = cupy.asarray(rng.integers(-1000, 1000, n, dtype=np.int32))
-    mask = cupy.asarray(rng.random(n) < 0.5)
-    lengths = rng.geometric(1 / 8, n // 4)
-    keys_h = np.repeat(np.arange(lengths.size, dtype=np.int32) % 1000, lengths)[:n]
-    keys = cupy.asarray(keys_h)
+    x_h, mask_h, keys_h = selection_cases(log2n)
+    x, mask, keys = cupy.asarray(x_h), cupy.asarray(mask_h), cupy.asarray(keys_h)
     flags = cupy.asarray(np.r_[1, keys_h[1:] != keys_h[:-1]].astype(np.uint8))
     vals = x
     yard = cupy.empty(n * 7 // 2, np.uint8)

@@ -13,24 +13,19 @@ from __future__ import annotations
 import cProfile
 import pstats
 import sys
-import time
 
 import cupy
 import numpy as np
 
 import jitscan
+from jitscan.bench.studies import host_block
 
 
 def per_call(fn, calls: int = 2000) -> float:
-    for _ in range(100):
+    for _ in range(100):  # warm: compiled, pools grown
         fn()
     cupy.cuda.runtime.deviceSynchronize()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    took = time.perf_counter() - t
-    cupy.cuda.runtime.deviceSynchronize()
-    return took / calls * 1e6
+    return host_block(fn, calls)
 
 
 def main() -> None:

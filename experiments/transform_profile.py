@@ -25,16 +25,7 @@ import numpy as np
 
 import jitscan
 from jitscan import Write
-
-
-def pipelined(fn, calls: int = 10) -> float:
-    a, b = cupy.cuda.Event(), cupy.cuda.Event()
-    a.record()
-    for _ in range(calls):
-        fn()
-    b.record()
-    b.synchronize()
-    return cupy.cuda.get_elapsed_time(a, b) * 1e3 / calls
+from jitscan.bench.studies import piped, selection_cases
 
 
 def kernel(name: str, item: str, rules: list[Write], kind: str = "exclusive", **knobs) -> jitscan.ScanKernel:
@@ -45,9 +36,8 @@ def kernel(name: str, item: str, rules: list[Write], kind: str = "exclusive", **
 
 
 def calls_for(n: int) -> dict:
-    rng = np.random.default_rng(n)
-    x = cupy.asarray(rng.integers(-1000, 1000, n, dtype=np.int32))
-    mask = cupy.asarray(rng.random(n) < 0.5)
+    x_h, mask_h, _ = selection_cases(n.bit_length() - 1)
+    x, mask = cupy.asarray(x_h), cupy.asarray(mask_h)
     y, yi, count = cupy.empty(n, np.int32), cupy.empty(n, np.int32), cupy.empty(1, np.int64)
     keep = [Write("y", "v", "x", "item"), Write("count", "0", "v + item", "i == n - 1")]
     kernels = {
@@ -91,7 +81,7 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(7):
             for name, fn in calls.items():
-                times[name].append(pipelined(fn))
+                times[name].append(piped(fn))
         med = {name: statistics.median(t) for name, t in times.items()}
         for name, us in med.items():
             print(f"| {log2n} | {name} | {us:.1f} | {med['copy 3.5n bytes'] / us:.2f} |")

@@ -23,18 +23,9 @@ import numpy as np
 
 import jitscan
 from jitscan import Write
+from jitscan.bench.studies import piped, selection_cases
 
 VECTORS = (4, 8)
-
-
-def pipelined(fn, calls: int = 10) -> float:
-    a, b = cupy.cuda.Event(), cupy.cuda.Event()
-    a.record()
-    for _ in range(calls):
-        fn()
-    b.record()
-    b.synchronize()
-    return cupy.cuda.get_elapsed_time(a, b) * 1e3 / calls
 
 
 def kernels(p: int) -> tuple[jitscan.ScanKernel, jitscan.ScanKernel]:
@@ -55,12 +46,8 @@ def kernels(p: int) -> tuple[jitscan.ScanKernel, jitscan.ScanKernel]:
 
 def one_size(log2n: int) -> list[tuple[str, float]]:
     n = 1 << log2n
-    rng = np.random.default_rng(log2n)
-    x = cupy.asarray(rng.integers(-1000, 1000, n, dtype=np.int32))
-    mask = cupy.asarray(rng.random(n) < 0.5)
-    lengths = rng.geometric(1 / 8, n // 4)
-    keys_h = np.repeat(np.arange(lengths.size, dtype=np.int32) % 1000, lengths)[:n]
-    k = cupy.asarray(keys_h)
+    x_h, mask_h, keys_h = selection_cases(log2n)
+    x, mask, k = cupy.asarray(x_h), cupy.asarray(mask_h), cupy.asarray(keys_h)
     y, u = cupy.empty(n, np.int32), cupy.empty(n, np.int32)
     starts, count = cupy.empty(n, np.int64), cupy.empty(1, np.int64)
     yard = {w: cupy.empty(int(n * w), np.uint8) for w in (3.5, 2.75)}
@@ -88,7 +75,7 @@ def one_size(log2n: int) -> list[tuple[str, float]]:
     cupy.cuda.runtime.deviceSynchronize()
     for _ in range(7):
         for name, fn in calls.items():
-            times[name].append(pipelined(fn))
+            times[name].append(piped(fn))
     return [(name, statistics.median(t)) for name, t in times.items()]
 
 

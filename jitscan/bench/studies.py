@@ -198,13 +198,21 @@ def host_and_piped(
         fn()
         host.append(time.perf_counter() - t)
     cupy.cuda.get_current_stream().synchronize()
+    return statistics.median(host) * 1e6, piped(fn, piped_calls)
+
+
+def piped(fn: Callable[[], object], calls: int = 10) -> float:
+    """µs a call of ``fn`` on the current CuPy stream: ``calls`` calls back to back between
+    two events, one synchronization."""
+    import cupy
+
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
-    for _ in range(piped_calls):
+    for _ in range(calls):
         fn()
     stop.record()
     stop.synchronize()
-    return statistics.median(host) * 1e6, cupy.cuda.get_elapsed_time(start, stop) * 1e3 / piped_calls
+    return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls
 
 
 def host_block(fn: Callable[[], object], calls: int, stub: Any = False) -> float:
@@ -284,6 +292,18 @@ def numpy_cases(
             y = np.empty_like(x)
             ends = np.cumsum(rng.integers(1, 2 * mean, n // mean + 2))
             yield dt, e, x, y, np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+
+
+def selection_cases(log2n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The compaction and runs experiments' inputs of 2^log2n elements: int32 values, a mask
+    keeping half of them at random, and int32 keys in runs of geometric length, mean 8."""
+    n = 1 << log2n
+    rng = np.random.default_rng(log2n)
+    x = rng.integers(-1000, 1000, n, dtype=np.int32)
+    mask = rng.random(n) < 0.5
+    lengths = rng.geometric(1 / 8, n // 4)
+    keys = np.repeat(np.arange(lengths.size, dtype=np.int32) % 1000, lengths)[:n]
+    return x, mask, keys
 
 
 def heads_from_offsets(off: np.ndarray, n: int) -> np.ndarray:
