@@ -124,6 +124,20 @@ if opencl:
         "enqueue_copy to host, not waiting": lambda: cl.enqueue_copy(queue, host, buf, is_blocking=False),
         "enqueue_fill_buffer 4 bytes": lambda: cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, 4),
     }
+    pinned = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, 16)
+    rw = cl.map_flags.READ | cl.map_flags.WRITE
+    mapped, _ = cl.enqueue_map_buffer(queue, pinned, rw, 0, (4,), np.uint32)
+    into = mapped[:1]
+    pieces["_enqueue_read_buffer to pinned, not waiting"] = lambda: cl._cl._enqueue_read_buffer(
+        queue, buf, into, 0, None, False
+    )
+    pieces["_enqueue_read_buffer to pageable, not waiting"] = lambda: cl._cl._enqueue_read_buffer(
+        queue, buf, host, 0, None, False
+    )
+    backend = jitscan.backends.get("opencl")
+    pieces["backend.empty(64 int32) (PyOpenCL's fast constructor)"] = lambda: backend.empty(
+        (64,), np.dtype(np.int32), queue
+    )
     ev = cl.enqueue_marker(queue)
     sync()
     pieces["event.command_execution_status"] = lambda: ev.command_execution_status

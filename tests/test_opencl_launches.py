@@ -2,7 +2,9 @@
 
 A kernel keeps its arguments from one enqueue to the next. The chained scan's launcher sets
 every argument through PyOpenCL's invoker on its first call and whenever anything but the
-arrays and the epoch changes; other calls set the arrays and the epoch and enqueue.
+arrays and the epoch changes; other calls set the arrays and the epoch and enqueue. A
+form's launcher (segmented scans, tuple values, a pre-pass) sets every argument on its
+first call, then the arrays and the scalars that changed.
 """
 
 from __future__ import annotations
@@ -112,3 +114,52 @@ def test_without_pyopencls_private_setters_every_call_sets_every_argument(invoke
     queue = _queue()
     calls = _calls(queue, jitscan.plan("int32", backend="opencl"), rng)
     assert invoker_only.full_calls == calls
+
+
+def _segmented_calls(queue, rng, scan, mode):
+    """Calls by flags or offsets that change the arrays, the length and the segments; each checked."""
+    x = rng.integers(-9, 9, 6000).astype(np.int32)
+    dx = cla.to_device(queue, x)
+    out = cla.empty_like(dx)
+    made = 0
+    for n in (4000, 4000, 3000, 5000, 3000):
+        heads = np.sort(rng.choice(np.arange(1, n), 40, replace=False))
+        offsets = np.r_[0, heads, n].astype(np.int64)
+        flags = np.zeros(n, np.uint8)
+        flags[offsets[:-1]] = 1
+        seg = (
+            {"flags": cla.to_device(queue, flags)}
+            if mode == "flags"
+            else {"offsets": cla.to_device(queue, offsets)}
+        )
+        for given_out in (True, False):
+            y = scan(dx[:n], out=out[:n], **seg) if given_out else scan(dx[:n], **seg)
+            want = np.concatenate(
+                [np.cumsum(x[a:b], dtype=np.int32) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+            )
+            np.testing.assert_array_equal(y.get(), want)
+            made += 1
+    return made
+
+
+@pytest.mark.parametrize("mode", ["flags", "offsets"])
+def test_a_form_launcher_sets_every_argument_once_then_what_a_call_changes(counted, rng, mode):
+    # lengths and segments change from call to call: the scalars that changed are set
+    # again, or the answers would be of an earlier call's; each kernel object (the scan's,
+    # a pre-pass's) goes through PyOpenCL's invoker on its first call only
+    queue = _queue()
+    scan = jitscan.plan("int32", segmented=mode, backend="opencl")  # launchers of its own
+    _segmented_calls(queue, rng, scan, mode)
+    kernels = counted.full_calls
+    assert kernels >= 1
+    _segmented_calls(queue, rng, scan, mode)
+    assert counted.full_calls == kernels
+
+
+def test_without_pyopencls_private_setters_a_form_launcher_sets_every_argument(invoker_only, rng):
+    queue = _queue()
+    scan = jitscan.plan("int32", segmented="offsets", backend="opencl")
+    _segmented_calls(queue, rng, scan, "offsets")
+    first = invoker_only.full_calls
+    calls = _segmented_calls(queue, rng, scan, "offsets")
+    assert invoker_only.full_calls - first >= calls

@@ -427,6 +427,29 @@ def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_their_queue(bac
             jitscan.segmented_reduce(x, offsets=good)
 
 
+def test_bad_offsets_reach_the_host_through_the_flags_copy_where_the_device_writes_no_host_memory(
+    monkeypatch,
+):
+    # an OpenCL GPU writes no host memory: the flag is copied back behind each call by
+    # offsets (into pinned memory); a CPU device made to do the same shows that copy's path
+    cl = pytest.importorskip("pyopencl")
+    b = backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"backend 'opencl' unavailable here: {b.unavailable_reason()}")
+    monkeypatch.setattr(type(b), "_writes_in_place", lambda self, queue: False)
+    q = cl.CommandQueue(b.default_queue().context)  # a queue of its own: its alarm is made now
+    alarm = b.alarm(q)
+    assert alarm._copy is not None  # the flag's copy, not the host's own memory
+    x, good = b.to_device(X, q), b.to_device(np.array([0, 4, 10]), q)
+    for bad, message in zip([o for o, _ in BAD_OFFSETS], DEVICE_WORDS, strict=True):
+        jitscan.segmented_cumsum(x, offsets=b.to_device(bad, q))
+        q.finish()
+        with pytest.raises(ValueError, match="earlier call on this queue.*" + message):
+            jitscan.segmented_cumsum(x, offsets=good)
+        got = jitscan.segmented_cumsum(x, offsets=good)
+        np.testing.assert_array_equal(b.to_host(got), np.r_[np.cumsum(X[:4]), np.cumsum(X[4:])])
+
+
 def test_device_offsets_stay_on_the_device(backend, rng):
     b = backends.get(backend)
     q = b.queue_of(None)

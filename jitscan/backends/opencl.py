@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+import operator
 import os
 import threading
 import time
@@ -58,6 +60,8 @@ _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 #: the OpenCL C types of the float dtypes plus_zero takes
 _CL_FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+#: whether PyOpenCL's Array takes the fast constructor's keywords (2021 and later)
+_FAST_ARRAY = cl_array is not None and "_fast" in inspect.signature(cl_array.Array.__init__).parameters
 #: write_bytes' copies held at once (their events keep the host bytes alive)
 _WRITES_HELD = 256
 
@@ -401,7 +405,30 @@ class OpenCLBackend(Backend):
             nbytes = math.prod(shape) * dtype.itemsize
             if pool.managed_bytes - pool.active_bytes > 4 * nbytes:
                 pool.free_held()
-        return cl_array.empty(queue, shape, dtype, allocator=pool)
+        if not _FAST_ARRAY:
+            return cl_array.empty(queue, shape, dtype, allocator=pool)
+        # PyOpenCL's own fast constructor (the one its arrays' views use): its checked
+        # constructor spends 10-20 us a call on shape, size and strides, several times the
+        # launch of a small scan (experiments/profile_forms.py --opencl)
+        shape = tuple(map(operator.index, shape))
+        dtype = np.dtype(dtype)
+        size = math.prod(shape)
+        strides = []
+        step = dtype.itemsize
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= max(extent, 1)
+        return cl_array.Array(
+            None,
+            shape,
+            dtype,
+            allocator=pool,
+            strides=tuple(reversed(strides)),
+            _fast=True,
+            _size=size,
+            _context=queue.context,
+            _queue=queue,
+        )
 
     def _new_pool(self, queue: Any) -> Any:
         with self._pools_lock:
@@ -523,6 +550,7 @@ class OpenCLBackend(Backend):
             mf = cl.mem_flags
             word = cl.Buffer(queue.context, mf.READ_WRITE, 4)
             host = np.zeros(4, np.uint32)  # 16 bytes: the alignment a host buffer is given
+            owner: Any = None
             in_place = not self.device_info(queue).is_gpu and self._writes_in_place(queue)
             copy = None
             if in_place:
@@ -530,10 +558,27 @@ class OpenCLBackend(Backend):
                 flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
             else:
                 flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
+                # the copy's destination is pinned (the mapped memory of a buffer the driver
+                # allocates on the host, as NVIDIA's guide has it for fast copies): a copy into
+                # pageable memory is staged by the driver (15 us a call on NVIDIA's, 2^10 a
+                # scan by offsets took 27 us against 11 for a flat one); and PyOpenCL's own
+                # enqueue, not enqueue_copy, which dispatches on its arguments in Python
+                pinned = cl.Buffer(queue.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, 16)
+                host, _ = cl.enqueue_map_buffer(
+                    queue, pinned, cl.map_flags.READ | cl.map_flags.WRITE, 0, (4,), np.uint32
+                )
+                host[:] = 0
+                owner = pinned
+                into = host[:1]
+                read = getattr(cl._cl, "_enqueue_read_buffer", None)
+                done = cl.command_execution_status.COMPLETE
 
                 def copy() -> Callable[[], bool]:
-                    event = cl.enqueue_copy(queue, host[:1], flag, is_blocking=False)
-                    return lambda: event.command_execution_status == cl.command_execution_status.COMPLETE
+                    if read is None:
+                        event = cl.enqueue_copy(queue, into, flag, is_blocking=False)
+                    else:
+                        event = read(queue, flag, into, 0, None, False)
+                    return lambda: event.command_execution_status == done
 
             def reset() -> None:
                 cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
@@ -541,7 +586,7 @@ class OpenCLBackend(Backend):
                     cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
 
             reset()
-            made = Alarm(word, flag, host, reset, owner=None, copy=copy)
+            made = Alarm(word, flag, host, reset, owner=owner, copy=copy)
             self._alarms[queue.int_ptr] = (queue, made)
             return made
 

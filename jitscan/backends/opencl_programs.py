@@ -7,6 +7,7 @@ Apart from the backend (opencl.py), as the device choice is (opencl_devices.py).
 from __future__ import annotations
 
 import re
+import struct
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -45,6 +46,8 @@ __kernel void js_gather(__global const WORD* src, long offset, __global WORD* ds
 
 
 _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
+#: a scalar argument's bytes, as the kernel takes it (standard sizes, the host's order)
+_PACKS = {np.uint64: struct.Struct("=Q").pack, np.uint32: struct.Struct("=I").pack}
 
 #: what a compiler logs of a program that says nothing wrong of its source: NVIDIA's OpenCL
 #: driver (580), for every kernel, a note on its own handling of kernels; PoCL's clang, for
@@ -171,9 +174,7 @@ class CLProgram(Program):
     def packer(self, plan: LaunchPlan, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
         if plan.tail is None or len(constants) != plan.nconst:
             return super().packer(plan, queue, constants)
-        kernel = self._kernel(plan.entry)  # a kernel object of its own: its arguments are its own
-        local = self.local
-        width = local[0]
+        launch = self._setter(plan.entry, queue)
         held = tuple(constants)
         zeros = NO_CARRY[: plan.ncarry]
 
@@ -181,10 +182,69 @@ class CLProgram(Program):
             groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None, carry: Any = None
         ) -> None:
             consts = held if constants is None else constants
-            words = zeros if carry is None else carry
-            kernel(queue, (groups * width,), local, *head, *consts, *words, *tail)
+            launch(groups, (*head, *consts, *(zeros if carry is None else carry), *tail))
 
         return fire
+
+    def fixed(self, entry: str, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
+        launch, held = self._setter(entry, queue), tuple(constants)
+
+        def fire(groups: int, *head: Any) -> None:
+            launch(groups, (*head, *held))
+
+        return fire
+
+    def _setter(self, entry: str, queue: Any) -> Callable[[int, Sequence[Any]], None]:
+        """``launch(groups, args)``: ``entry`` on ``queue`` with all of its arguments,
+        through a kernel object of its own that keeps them from one enqueue to the next.
+
+        The first call sets every argument through PyOpenCL's invoker (which checks their
+        count and kinds); later calls set every buffer (not held here, so that they may be
+        freed), the scalars that differ from the last call's, and enqueue. PyOpenCL's
+        invoker packs every argument on every call: 3-25 us for a segmented scan's twenty
+        on NVIDIA's driver and on PoCL, against about 2 us for an enqueue alone
+        (experiments/profile_forms.py --opencl). As :meth:`Program.launcher`'s ``fire``,
+        calls of one must not overlap (the queue's lock).
+        """
+        kernel = self._kernel(entry)
+        local = self.local
+        width = local[0]
+        signature = self._signatures[entry]
+        set_buffers = getattr(kernel, "_set_arg_multi", None)
+        set_bytes = getattr(kernel, "_set_arg_buf_multi", None)
+        if set_buffers is None or set_bytes is None:  # without PyOpenCL's own setters
+
+            def every(groups: int, args: Sequence[Any]) -> None:
+                kernel(queue, (groups * width,), local, *args)
+
+            return every
+
+        count = len(signature)
+        buffers = tuple(i for i, t in enumerate(signature) if t is None)
+        scalars = tuple((i, _PACKS[t]) for i, t in enumerate(signature) if t is not None)
+        enqueue = cl.enqueue_nd_range_kernel
+        held: list[Any] | None = None  # the scalars set (None at the buffers)
+
+        def changed(groups: int, args: Sequence[Any]) -> None:
+            nonlocal held
+            last, held = held, None  # a call that fails part way leaves arguments of both calls
+            if last is None or len(args) != count:
+                kernel(queue, (groups * width,), local, *args)
+                held = [None if t is None else a for a, t in zip(args, signature, strict=True)]
+                return
+            set_buffers(tuple(x for i in buffers for x in (i, args[i])))
+            packed: list[Any] = []
+            for i, pack in scalars:
+                a = args[i]
+                if a != last[i]:
+                    packed += (i, pack(a))
+                    last[i] = a
+            if packed:
+                set_bytes(tuple(packed))
+            enqueue(queue, kernel, (groups * width,), local)
+            held = last
+
+        return changed
 
 
 def with_occupancy(program: Any, build: Build, device: Any) -> Any:
