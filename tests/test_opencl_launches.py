@@ -163,3 +163,20 @@ def test_without_pyopencls_private_setters_a_form_launcher_sets_every_argument(i
     first = invoker_only.full_calls
     calls = _segmented_calls(queue, rng, scan, "offsets")
     assert invoker_only.full_calls - first >= calls
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (3, 0, 2), (4, 5), (2, 3, 7)])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.uint8])
+def test_a_result_array_is_the_array_pyopencl_would_make(shape, dtype):
+    # results are made by PyOpenCL's fast constructor (its checked one costs several launches)
+    queue = _queue()
+    b = backends.get("opencl")
+    got = b.empty(shape, np.dtype(dtype), queue)
+    want = cla.empty(queue, shape, dtype)
+    for attr in ("shape", "dtype", "strides", "size", "nbytes", "offset", "queue", "context"):
+        assert getattr(got, attr) == getattr(want, attr), attr
+    assert got.flags.c_contiguous and got.flags.forc
+    assert (got.base_data is None) == (want.base_data is None)
+    if got.size:
+        got.fill(3)
+        np.testing.assert_array_equal(got.get(), np.full(shape, 3, dtype))
