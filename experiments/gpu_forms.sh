@@ -10,6 +10,9 @@
 #                                    and transform_tiles.py (a transform's tile vectors)
 #   experiments/gpu_forms.sh transforms  build, the compaction tests, transform_profile.py,
 #                                    transform_tiles.py, selection_gpu.py, transform_host.py
+#   experiments/gpu_forms.sh explore     build, the OpenCL launch and segmented tests, then the
+#                                    OpenCL forms' host time, search_sweep.py, small_forms.py and
+#                                    the pair scan's shapes at 2^28 (tuples_sweep.py)
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -58,6 +61,16 @@ case "$what" in
     grep -E "^(\||device)" "$OUT/ocl.md" | tail -8
     grep -hE "^\| 2" "$OUT/prof.md" "$OUT/tiles.md"; grep -E "^\| (2|j|c)" "$OUT/selection.md" | tail -30
     head -8 "$OUT/host.md" ;;
+  explore)
+    timeout 150 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_opencl_launches.py tests/test_segmented.py \
+      -k "not unfair" --timeout 140 > "$OUT/tests.txt" 2>&1
+    tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
+    timeout 120 python3 experiments/profile_forms.py --opencl --top 4 10 > "$OUT/ocl_prof.md" 2>&1
+    timeout 150 python3 experiments/search_sweep.py 20 22 24 26 28 > "$OUT/search.md" 2>&1
+    timeout 120 python3 experiments/small_forms.py 10 13 16 > "$OUT/small.md" 2>&1
+    timeout 120 python3 experiments/tuples_sweep.py 28 recurrence > "$OUT/tuples.md" 2>&1
+    tail -22 "$OUT/ocl_prof.md"; grep -E "^\| 2" "$OUT/search.md"; tail -8 "$OUT/tuples.md"
+    grep -E "default|CUB|torch|flat" "$OUT/small.md"; grep -E "^\| " "$OUT/small.md" | sort -t'|' -k2,3 -s | awk -F'|' '!seen[$2 $3]++' ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1

@@ -1,6 +1,6 @@
 """Which tile shapes suit tuple values on a CUDA GPU? A sweep of threads x vectors x blocks per SM.
 
-Usage: python experiments/tuples_sweep.py [LOG2N]   (default 26)
+Usage: python experiments/tuples_sweep.py [LOG2N [CASE ...]]   (default 26, every case)
 
 For each case of ``tuples_gpu.py`` (the recurrence scan, argmax's reduction and running
 form, Welford's running form), every shape of threads {128, 256} x vectors {2, 4, 8, 16}
@@ -59,7 +59,10 @@ def main() -> None:
     }
     print(f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, n = 2^{e}")
     print("case | threads | vectors | min_blocks | µs | GB/s | / default")
+    only = sys.argv[2:]
     for name, (call, per) in cases.items():
+        if only and name not in only:
+            continue
         base = piped(lambda call=call: call())
         rows = []
         for threads in (128, 256):

@@ -456,7 +456,7 @@ def spec_for(
         geo["min_blocks"] = 0
     # small size classes by offsets on GPUs: tiles that search the offsets, no pre-pass
     search = segmented == "offsets" and chained and info.is_gpu and geo["threads"] > 1
-    search = search and n is not None and n * dtype.packed_bytes <= SEARCH_SEGMENTS_BYTES
+    search = search and (math.inf if n is None else n * dtype.packed_bytes) <= SEARCH_SEGMENTS_BYTES
     spec = ScanSpec(
         variant=variant,
         dtype=dtype.name,
