@@ -6,6 +6,7 @@ Apart from the backend (opencl.py), as the device choice is (opencl_devices.py).
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 import threading
@@ -46,8 +47,9 @@ __kernel void js_gather(__global const WORD* src, long offset, __global WORD* ds
 
 
 _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
-#: a scalar argument's bytes, as the kernel takes it (standard sizes, the host's order)
-_PACKS = {np.uint64: struct.Struct("=Q").pack, np.uint32: struct.Struct("=I").pack}
+#: the type characters PyOpenCL's packing setter takes for each scalar argument (its
+#: struct codes of native sizes: no 8-byte unsigned one where a C long has 4 bytes)
+_PACKED = {np.uint64: b"L", np.uint32: b"I"} if struct.calcsize("L") == 8 else None
 
 #: what a compiler logs of a program that says nothing wrong of its source: NVIDIA's OpenCL
 #: driver (580), for every kernel, a note on its own handling of kernels; PoCL's clang, for
@@ -200,19 +202,21 @@ class CLProgram(Program):
 
         The first call sets every argument through PyOpenCL's invoker (which checks their
         count and kinds); later calls set every buffer (not held here, so that they may be
-        freed), the scalars that differ from the last call's, and enqueue. PyOpenCL's
-        invoker packs every argument on every call: 3-25 us for a segmented scan's twenty
-        on NVIDIA's driver and on PoCL, against about 2 us for an enqueue alone
-        (experiments/profile_forms.py --opencl). As :meth:`Program.launcher`'s ``fire``,
-        calls of one must not overlap (the queue's lock).
+        freed), the scalars where any differs from the last call's, all in one call, and
+        enqueue. As :meth:`Program.launcher`'s ``fire``, calls of one must not overlap
+        (the queue's lock).
         """
         kernel = self._kernel(entry)
         local = self.local
         width = local[0]
         signature = self._signatures[entry]
         set_buffers = getattr(kernel, "_set_arg_multi", None)
-        set_bytes = getattr(kernel, "_set_arg_buf_multi", None)
-        if set_buffers is None or set_bytes is None:  # without PyOpenCL's own setters
+        set_packed = getattr(kernel, "_set_arg_buf_pack_multi", None)
+        buffers = tuple(i for i, t in enumerate(signature) if t is None)
+        scalars = tuple(i for i, t in enumerate(signature) if t is not None)
+        # (an itemgetter of one index gives the value, not a tuple: such kernels take the invoker)
+        plain = set_buffers is None or set_packed is None or _PACKED is None
+        if plain or len(buffers) < 2 or len(scalars) < 2:
 
             def every(groups: int, args: Sequence[Any]) -> None:
                 kernel(queue, (groups * width,), local, *args)
@@ -220,29 +224,29 @@ class CLProgram(Program):
             return every
 
         count = len(signature)
-        buffers = tuple(i for i, t in enumerate(signature) if t is None)
-        scalars = tuple((i, _PACKS[t]) for i, t in enumerate(signature) if t is not None)
+        # the setters' flat tuples as templates: the values go in by slice, at C's speed
+        # (a loop over the arguments in Python cost more than PyOpenCL's own invoker)
+        buffers_of, scalars_of = operator.itemgetter(*buffers), operator.itemgetter(*scalars)
+        buffer_row: list[Any] = [x for i in buffers for x in (i, None)]
+        scalar_row: list[Any] = [x for i in scalars for x in (i, _PACKED[signature[i]], None)]
         enqueue = cl.enqueue_nd_range_kernel
-        held: list[Any] | None = None  # the scalars set (None at the buffers)
+        held: tuple | None = None  # the scalars set
 
         def changed(groups: int, args: Sequence[Any]) -> None:
             nonlocal held
             last, held = held, None  # a call that fails part way leaves arguments of both calls
             if last is None or len(args) != count:
                 kernel(queue, (groups * width,), local, *args)
-                held = [None if t is None else a for a, t in zip(args, signature, strict=True)]
+                held = scalars_of(args)
                 return
-            set_buffers(tuple(x for i in buffers for x in (i, args[i])))
-            packed: list[Any] = []
-            for i, pack in scalars:
-                a = args[i]
-                if a != last[i]:
-                    packed += (i, pack(a))
-                    last[i] = a
-            if packed:
-                set_bytes(tuple(packed))
+            buffer_row[1::2] = buffers_of(args)
+            set_buffers(tuple(buffer_row))
+            values = scalars_of(args)
+            if values != last:
+                scalar_row[2::3] = values
+                set_packed(tuple(scalar_row))
             enqueue(queue, kernel, (groups * width,), local)
-            held = last
+            held = values
 
         return changed
 
