@@ -520,11 +520,11 @@ def test_device_offsets_are_checked_by_the_pre_pass_and_nothing_is_read_back(rb)
 
 
 def test_small_launches_by_offsets_on_a_gpu_have_their_tiles_search_and_check_the_offsets(rb):
-    # the programs of size classes up to tuning.SEARCH_SEGMENTS_BYTES search the offsets
+    # the programs of small size classes (tuning.SEARCH_SEGMENTS_BYTES) search the offsets
     # themselves (the offsets in the table's slot) and check what they read, raising the
     # queue's alarm in the kernel's own arguments: one launch
     add, int32 = resolve("add"), lookup("int32")
-    small = tuning.SEARCH_SEGMENTS_BYTES // 4
+    small = tuning.SEARCH_SEGMENTS_REDUCE_BYTES // 4  # within both bounds
 
     def spec(n: int | None, variant: str = "fallback", kind: str = "inclusive") -> ScanSpec:
         return tuning.spec_for(
@@ -541,9 +541,13 @@ def test_small_launches_by_offsets_on_a_gpu_have_their_tiles_search_and_check_th
     (scan,) = rb.launches()
     assert scan.entry == chained.KERNEL and scan.groups == 4
     assert scan.args[-5:] == (offsets.buf, offsets.buf, 2999, alarm.word, alarm.flag)
-    # the larger classes keep the pre-pass's table and its kernel; rts's reductions, whose
-    # fix-up reads the table, never search
-    assert not spec(small + 1).searches_segments and not spec(None).searches_segments
+    # scans search in the classes up to SEARCH_SEGMENTS_BYTES, reductions up to
+    # SEARCH_SEGMENTS_REDUCE_BYTES; the larger classes keep the pre-pass's table and its
+    # kernel; rts's reductions, whose fix-up reads the table, never search
+    scans = tuning.SEARCH_SEGMENTS_BYTES // 4
+    assert spec(scans).searches_segments and not spec(scans + 1).searches_segments
+    assert not spec(small + 1, kind="reduce").searches_segments
+    assert not spec(None).searches_segments and not spec(None, kind="reduce").searches_segments
     assert not spec(small, "rts", "reduce").searches_segments
 
 
@@ -876,7 +880,7 @@ def test_device_offsets_are_checked_on_the_device_without_a_wait(registered):
     assert y.shape == (100,)
     launched = [launch.entry for launch in rb.launches()]
     assert launched == [chained.KERNEL]  # a small class: its tiles search and check them
-    big = Array((1 << 20,), np.int32)  # past tuning.SEARCH_SEGMENTS_BYTES: the pre-pass checks
+    big = Array((1 << 20,), np.int32)  # past tuning.SEARCH_SEGMENTS_REDUCE_BYTES: the pre-pass checks
     scan(big, offsets=offsets)
     rb.clear()
     scan(big, offsets=offsets)

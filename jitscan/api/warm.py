@@ -158,16 +158,17 @@ def _rows(x: Any, call: Call, long: Long) -> Warm | None:
         shape = x.shape
         row = shape[-1]
         if row:
-            if device and out is None:  # the common call of rows writes the input's shape
-                res = _form(p, x, None, None, None, row)
-                if res is None:
-                    res = p(x, None, row_len=row)
-                return res if res.shape == shape else res.reshape(shape)
+            if device and (out is None or out.shape == shape):
+                # the common call of rows writes the input's shape, and takes an out of it
+                # only where the kernels write it as it is (contiguous, apart from x)
+                res = _form(p, x, out, None, None, row)
+                if res is not None:
+                    return res
             if out is None:
-                return p(x, None, row_len=row).reshape(shape)
+                res = p(x, None, row_len=row)
+                return res if res.shape == shape else res.reshape(shape)
             if out.shape == shape and out.flags.c_contiguous:  # its flat view is itself
-                if not device or _form(p, x, out, None, None, row) is None:
-                    p(x, out if device else out.reshape(-1), row_len=row)  # rows take either
+                p(x, out if device else out.reshape(-1), row_len=row)  # rows take either
                 return out
         return long(x, replace(plain, out=out))
 

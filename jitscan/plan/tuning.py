@@ -87,14 +87,16 @@ RTS_REDUCE_BYTES = 1 << 22
 #: a mean length of 1024 too (a reduction along rows: experiments/seg_reduce_shapes.py,
 #: 0.34-0.96x rts's time up to 2^24, 1.24x at 2^26, and no tile shape of its own closer)
 RTS_SEG_REDUCE_BYTES = 1 << 26
-#: a chained scan or reduction by offsets on a GPU compiles tiles that search the offsets
-#: themselves (ScanSpec.search_segments: no pre-pass launch, each tile two searches of a
-#: few rounds and the check of what it reads) for size classes up to this; above, the
-#: pre-pass's table, and the kernel of old: on the H200 (int32, in turns, pipelined) the
-#: search took 0.41-0.47x the pre-pass's time a call at 2^14-2^19, where launches decide,
-#: and its kernel cost 1.06x at 2^28 where it was compiled in beside the table's
-#: (experiments/call_forms_h200.md, run F)
-SEARCH_SEGMENTS_BYTES = 1 << 21
+#: a chained scan by offsets on a GPU compiles tiles that search the offsets themselves
+#: (ScanSpec.search_segments: no pre-pass launch, each tile two searches of a few rounds
+#: and the check of what it reads) for size classes up to this, a reduction by offsets up
+#: to SEARCH_SEGMENTS_REDUCE_BYTES; above, the pre-pass's table, and the kernel of old. On
+#: the H200 (int32, mean length 100, in turns, pipelined; experiments/search_sweep.py):
+#: at 2^14-2^19 the search took 0.41-0.47x the pre-pass's time a call (run F of
+#: experiments/call_forms_h200.md), in the 2-16 MiB class 0.72x (2^20) and 0.98x (2^22)
+#: for scans, 0.77x and 1.11x for reductions, and in the largest class 1.25-1.41x
+SEARCH_SEGMENTS_BYTES = 1 << 24
+SEARCH_SEGMENTS_REDUCE_BYTES = 1 << 21
 #: tiles of deterministic segmented scans on GPUs in the 2-16 MiB class, by the largest
 #: input in bytes each takes on a GPU of DET_SEGMENTED_UNITS multiprocessors: (threads,
 #: vectors, min_blocks, window). They run best where their tiles fit in one wave or fill
@@ -456,7 +458,8 @@ def spec_for(
         geo["min_blocks"] = 0
     # small size classes by offsets on GPUs: tiles that search the offsets, no pre-pass
     search = segmented == "offsets" and chained and info.is_gpu and geo["threads"] > 1
-    search = search and (math.inf if n is None else n * dtype.packed_bytes) <= SEARCH_SEGMENTS_BYTES
+    bound = SEARCH_SEGMENTS_REDUCE_BYTES if kind == "reduce" else SEARCH_SEGMENTS_BYTES
+    search = search and (math.inf if n is None else n * dtype.packed_bytes) <= bound
     spec = ScanSpec(
         variant=variant,
         dtype=dtype.name,
