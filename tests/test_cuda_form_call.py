@@ -491,3 +491,140 @@ def test_a_tuple_values_record_has_a_slot_for_each_array_and_the_call_names_its_
         FieldsRig(outputs=(np.dtype([]),))
     with pytest.raises(ValueError, match="at most 8"):
         FieldsRig(fields=(FieldsRig.F32,) * 9)
+
+
+# -- a reduction by offsets in stages (rts: the pre-pass, the tile pass, the spine, the fix-up)
+
+SPINE_F, FIXUP_F = 0x5B1, 0xF1C  # the stages' function handles
+SPINE_BUF, OPEN_BUF = 0x5B0000, 0x0B0000
+
+
+class StagesRig:
+    """A compiled reduction by offsets in stages, its record made by cupy.py's
+    _stages_record from rts's own description of its launches (rts.stage_codes)."""
+
+    def __init__(self, spine_tiles: int = 64, open_tiles: int = 64, first_tiles: int = 64):
+        from types import SimpleNamespace
+
+        from jitscan.backends import cupy as cupy_backend
+        from jitscan.backends import targets
+        from jitscan.dtypes import lookup
+        from jitscan.operators import resolve
+        from jitscan.plan import tuning
+        from jitscan.variants import rts
+
+        spec = tuning.spec_for(
+            targets.target("sm_90"), variant="rts", kind="reduce", dtype=lookup("int32"),
+            monoid=resolve("add"), n=None, segmented="offsets",
+        )  # fmt: skip
+        self.stages = rts.stage_codes(spec)
+        self.blocks, self.params, fires = [], [], []
+        for (_, groups, codes), function in zip(self.stages, (MAIN, SPINE_F, FIXUP_F), strict=True):
+            block = np.array([KIND if c == ARG_CONST else 0 for c in codes], np.uint64)
+            params = (ctypes.c_void_p * len(codes))(*(block.ctypes.data + 8 * k for k in range(len(codes))))
+            self.blocks.append(block)
+            self.params.append(params)
+            fire = SimpleNamespace(cuda=(function, ctypes.addressof(params), block.ctypes.data, THREADS))
+            fires.append((fire, groups, codes))
+        for block, (_, _, codes) in zip(self.blocks, self.stages, strict=True):  # the offsets' 0, the kind
+            block[[k for k, c in enumerate(codes) if c == ARG_CONST]] = 0
+        self.blocks[1][-1] = KIND  # the spine's last constant: the launch's kind
+        # the alarm's words, as the tile pass's launcher packed them
+        self.blocks[0][[k for k, c in enumerate(self.stages[0][2]) if c in (ARG_WORD, ARG_FLAG)]] = ALARM
+        self.pre_slots = np.array([0, 0, 0, 0, 0xA1, 0xA2, 1], np.uint64)
+        self.pre_params = (ctypes.c_void_p * 7)(*(self.pre_slots.ctypes.data + 8 * k for k in range(7)))
+        self.flag = np.zeros(1, np.uint32)
+        self.lock = threading.RLock()
+        self.spine, self.open, self.first = Scratch(), Scratch(), Scratch()
+        self.spine.replace(SPINE_BUF, 4 * spine_tiles)
+        self.open.replace(OPEN_BUF, 4 * open_tiles)
+        self.first.replace(FIRST, 8 * (first_tiles + 1))
+        pre_cuda = (PRE, ctypes.addressof(self.pre_params), self.pre_slots.ctypes.data, PRE_THREADS)
+        pre = SimpleNamespace(
+            fire=SimpleNamespace(cuda=pre_cuda), searches=False, first=self.first,
+            alarm=SimpleNamespace(flag=self.flag.ctypes.data),
+        )  # fmt: skip
+        self.stream = object()
+        self.state = (self.lock, self.spine, self.open, TILE, 4, 4, tuple(fires), pre)
+        self.record = cupy_backend._stages_record(self.stream, 0x5EA, 0, 1 << 20, "", "offsets", self.state)
+        self.launches: list[dict] = []
+        self.slow_calls: list[tuple] = []
+        counts = {
+            MAIN: len(self.stages[0][2]),
+            SPINE_F: len(self.stages[1][2]),
+            FIXUP_F: len(self.stages[2][2]),
+            PRE: 7,
+        }
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            words = [int(ctypes.c_uint64.from_address(params[k]).value) for k in range(counts[function])]
+            self.launches.append(dict(function=function, groups=gx, threads=bx, stream=stream, args=words))
+            return 0
+
+        self._launch = _PROTOTYPE(launch)
+
+        def slow(*args):
+            self.slow_calls.append(args)
+            return "python"
+
+        self.call = _cuda_call.CommonCall(
+            ndarray=Arr, dtype=np.dtype(np.int32), loads={np.dtype(np.int32): ""},
+            stream_of=lambda: self.stream, slow=slow, osize=4, align=16, one=True,
+            launch=ctypes.cast(self._launch, ctypes.c_void_p).value, form=True,
+            flag_types=(np.dtype(np.uint8),), offset_types=(np.dtype(np.int64), np.dtype(np.uint64)),
+        )  # fmt: skip
+        self.call.remember(self.record)
+
+
+def test_a_reduction_in_stages_runs_the_pre_pass_the_tile_pass_the_spine_and_the_fix_up():
+    rig = StagesRig()
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")  # 300 segments over 6 tiles
+    r = rig.call(x, None, None, o, 0, None)
+    assert isinstance(r, Arr) and r.shape == (300,) and not rig.slow_calls
+    pre, tiles, spine, fixup = rig.launches
+    assert (pre["function"], pre["groups"]) == (PRE, -(-301 // PRE_THREADS))
+    assert pre["args"] == [0x40000, 300, 3000, FIRST, 0xA1, 0xA2, 1]
+    assert (tiles["function"], tiles["groups"], tiles["stream"]) == (MAIN, 6, 0x5EA)
+    assert tiles["args"] == [0x10000, 0, 3000, SPINE_BUF, NEW, 0, OPEN_BUF, 0x40000, FIRST, 300, *ALARM]
+    assert (spine["function"], spine["groups"]) == (SPINE_F, 1)
+    assert spine["args"] == [SPINE_BUF, 6, NEW, 0, KIND]
+    assert (fixup["function"], fixup["groups"]) == (FIXUP_F, -(-6 // THREADS))
+    assert fixup["args"] == [SPINE_BUF, OPEN_BUF, NEW, 0, 6, FIRST]
+    out = Arr(0x90000, 300)
+    assert rig.call(x, out, None, o, 0, None) is out and rig.launches[-1]["args"][2] == 0x90000
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a spine too small",
+        "open partials too small",
+        "first segments too small",
+        "the alarm set",
+        "no segment",
+    ],
+)
+def test_a_reduction_in_stages_leaves_to_python_what_it_cannot_launch_as_python_would(case):
+    rig = StagesRig(
+        spine_tiles=5 if case == "a spine too small" else 64,
+        open_tiles=5 if case == "open partials too small" else 64,
+        first_tiles=5 if case == "first segments too small" else 64,
+    )
+    if case == "the alarm set":
+        rig.flag[0] = 1
+    o = Arr(0x40000, 1 if case == "no segment" else 301, "int64")
+    assert rig.call(Arr(0x10000, 3000), None, None, o, 0, None) == "python"
+    assert not rig.launches and rig.lock.acquire(blocking=False)
+    rig.lock.release()
+
+
+def test_remember_takes_stages_only_in_stages_and_of_the_codes_a_stage_takes():
+    rig = StagesRig()
+    record, form = rig.record[:-1], rig.record[-1]
+    with pytest.raises(ValueError, match="stages"):  # stages of a plain reduction by offsets
+        rig.call.remember(record + ((MODES["offsets"], *form[1:]),))
+    with pytest.raises(ValueError, match="stages"):  # a reduction in stages without them
+        rig.call.remember(record + (form[:-3],))
+    bad = ((*form[-1][0][:5], bytes([ARG_SCRATCH])), form[-1][1])
+    with pytest.raises(ValueError, match="stage"):  # a scratch's epoch: no stage takes one
+        rig.call.remember(record + ((*form[:-1], bad),))

@@ -382,7 +382,7 @@ def test_the_compiled_call_refuses_a_record_of_codes_it_does_not_know_or_a_slot_
 
 def test_the_extension_names_the_slot_codes_as_the_plan_does():
     ext = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
-    assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == 4
+    assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == 5
     if not os.environ.get("JITSCAN_NO_EXTENSION"):  # so cupy.py uses it
         assert cupy_backend._CommonCall is ext.CommonCall
 

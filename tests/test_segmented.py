@@ -571,3 +571,27 @@ def test_an_awkward_array_refuses_initial_as_offsets_do():
 def test_offsets_beyond_int64_are_named_as_given():
     with pytest.raises(ValueError, match=r"fit int64: offsets\[1\] == 9223372036854775813"):
         jitscan.segmented_cumsum(np.arange(8), offsets=np.array([0, 2**63 + 5, 8], np.uint64))
+
+
+def test_large_reductions_by_offsets_in_stages_stay_right_call_after_call(backend, rng):
+    # past tuning.RTS_SEG_REDUCE_BYTES a GPU reduces by offsets in rts's stages (the
+    # pre-pass, the tile pass, the spine, the fix-up), which CUDA's compiled call launches
+    # after Python's first: every call, of sizes that grow the queue's buffers and shrink
+    # again, with segments of every length, gives NumPy's totals
+    from jitscan.plan import tuning
+
+    b = backends.get(backend)
+    if not device_info(backend).is_gpu:
+        pytest.skip("a CPU reduces by offsets in rts at every size: the other tests hold it")
+    q = b.queue_of(None)
+    base = tuning.RTS_SEG_REDUCE_BYTES // 4
+    for n in (base + 4099, base + 3 * 8192 + 5, base + 4099, base + 1):
+        x = rng.integers(-9, 9, n).astype(np.int32)
+        off = np.r_[0, np.sort(rng.choice(np.arange(1, n), 2000, replace=False)), n].astype(np.int64)
+        off[5:9] = off[5]  # empty segments
+        off[10] = off[11] = off[12]
+        dx, d_off = b.to_device(x, q), b.to_device(off, q)
+        want = np.add.reduceat(x, off[:-1]).astype(np.int32)
+        want[np.diff(off) == 0] = 0
+        for _ in range(3):
+            np.testing.assert_array_equal(b.to_host(jitscan.segmented_reduce(dx, offsets=d_off)), want)

@@ -18,7 +18,10 @@
  * themselves, above it the offsets' pre-pass launched first, from a record of its own; the
  * call left to Python where the queue's alarm is set: Python raises what an earlier call's
  * offsets did) or of rows (of whole tiles: the plain program, the row's tiles in its count
- * slot), a reduction by offsets, and tuple values' scans.
+ * slot), a reduction by offsets, a reduction by offsets in stages (MODE_STAGES, rts's:
+ * the pre-pass, then launches of argument blocks of their own, each with a rule for its
+ * workgroups, over a spine and each tile's open segment's partial, buffers of the queue
+ * that only grow), and tuple values' scans.
  *
  * It knows no kernel: the record says what each 8-byte slot of the argument block holds
  * (one code a slot: an array's pointer, the element count, the scratch buffer, the
@@ -41,14 +44,15 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
-#define LAYOUT 4
+#define LAYOUT 5
 
 /* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which cupy.py compares with it) */
 enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN,
-       ARG_CARRY, ARG_WORD, ARG_FLAG, ARG_COUNT };
-static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scratch", "code", "epoch", "const",
-                                                  "seg",  "first", "segn", "carry",   "word", "flag"};
+       ARG_CARRY, ARG_WORD, ARG_FLAG, ARG_TILES, ARG_SPINE, ARG_OPEN, ARG_COUNT };
+static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scratch", "code", "epoch",
+                                                  "const", "seg", "first", "segn",    "carry", "word",
+                                                  "flag", "tiles", "spine", "open"};
 
 /* the 8-byte words of a carry in a launch's arguments (launch.py's CARRY_WORDS) */
 #define CARRY_WORDS 4
@@ -58,6 +62,24 @@ static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scra
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                          unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+
+/* a reduction by offsets in stages (MODE_STAGES: rts's): the launches after the first,
+ * each of its own argument block, a rule for its workgroups (GROUPS_*), and the slots a
+ * call fills in */
+#define MAX_STAGES 2
+enum { GROUPS_TILES, GROUPS_ONE, GROUPS_TILES_PER_THREAD };
+/* a slot a call fills in: where it is and what it holds */
+typedef struct {
+    Py_ssize_t at;
+    int code;
+} Fill;
+typedef struct {
+    void *function, **params;
+    uint64_t *slots;
+    unsigned threads;
+    int groups, nfill;
+    Fill fill[ARG_COUNT];
+} Stage;
 
 /* The launch the last call found: what remember() took, its objects borrowed from the
  * record tuple, which keeps them alive. */
@@ -76,10 +98,7 @@ typedef struct {
     int ncarry;
     /* the slots a call fills in (the record's codes but the constants, which the launcher
      * packed once): where each is and what it holds, each code at most once */
-    struct {
-        Py_ssize_t at;
-        int code;
-    } fill[ARG_COUNT + 2 * MAX_FIELDS];
+    Fill fill[ARG_COUNT + 2 * MAX_FIELDS];
     int nfill;
     void *function, **params, *hstream;
     uint64_t *slots; /* the argument block, its constants packed by the launcher */
@@ -97,9 +116,16 @@ typedef struct {
     uint64_t *pre_slots;
     unsigned pre_threads;
     volatile const uint32_t *flag;
+    /* in stages (MODE_STAGES): the first launch's scratch is the spine (header 0, no
+     * epoch); ``open`` the Scratch of each tile's open segment's partial, ``open_per_tile``
+     * bytes a tile; then the stages */
+    PyObject *open;
+    Py_ssize_t open_per_tile;
+    int nstages;
+    Stage stage[MAX_STAGES];
 } Launch;
 
-enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS, MODE_FIELDS };
+enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS, MODE_FIELDS, MODE_STAGES };
 
 typedef struct {
     PyObject_HEAD
@@ -326,6 +352,20 @@ typedef struct {
     uint64_t words[CARRY_WORDS];
 } Args;
 
+/* a block's slots as ``fill`` says: each code's value, a tuple value's arrays in turn */
+static void fill_slots(uint64_t *a, const Fill *fill, int nfill, const uint64_t value[ARG_COUNT], const Args *c)
+{
+    int src = 0, dst = 0;
+    for (int k = 0; k < nfill; k++) {
+        uint64_t *slot = a + fill[k].at;
+        switch (fill[k].code) {
+        case ARG_SRC: *slot = c->at[src++]; break;
+        case ARG_DST: *slot = c->to[dst++]; break;
+        default: *slot = value[fill[k].code]; break; /* remember() let no other in */
+        }
+    }
+}
+
 /* The launch of ``c`` under the queue's lock, taken without waiting (see the top of this
  * file): 1 launched, 0 not (left to Python, nothing done), -1 an error */
 static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
@@ -336,28 +376,33 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     Py_DECREF(got);
     if (got != Py_True)
         return 0;
-    int launched = 0, mode = l->mode;
+    int launched = 0, mode = l->mode, stages = mode == MODE_STAGES;
     PyObject *e = NULL;
-    uint64_t scratch = 0, first = 0;
+    uint64_t scratch = 0, first = 0, open = 0;
     /* by offsets: the tiles search them (the offsets in the table's slot), or the pre-pass */
-    int prepass = mode == MODE_OFFSETS && c->tiles > l->search_tiles;
+    int prepass = (mode == MODE_OFFSETS || stages) && c->tiles > l->search_tiles;
     /* a buffer to grow is Python's */
     if (scratch_holds(l->scratch, l->header + c->tiles * l->per_tile, &scratch) <= 0)
         goto done;
     if (prepass && scratch_holds(l->first, (c->tiles + 1) * 8, &first) <= 0)
         goto done;
+    if (stages && scratch_holds(l->open, c->tiles * l->open_per_tile, &open) <= 0)
+        goto done;
     if (mode == MODE_OFFSETS && !prepass)
         first = c->seg_at;
-    e = PyObject_GetAttr(l->scratch, s_epoch);
-    if (e == NULL)
-        goto done;
-    unsigned long long epoch = PyLong_AsUnsignedLongLong(e) + 1;
-    Py_CLEAR(e);
-    if (PyErr_Occurred() || epoch > l->limit)
-        goto done; /* past the limit the tags would overflow: Python zeroes the buffer */
-    e = PyLong_FromUnsignedLongLong(epoch);
-    if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
-        goto done;
+    unsigned long long epoch = 0;
+    if (!stages) { /* a stage's scratch is a spine, of no epoch */
+        e = PyObject_GetAttr(l->scratch, s_epoch);
+        if (e == NULL)
+            goto done;
+        epoch = PyLong_AsUnsignedLongLong(e) + 1;
+        Py_CLEAR(e);
+        if (PyErr_Occurred() || epoch > l->limit)
+            goto done; /* past the limit the tags would overflow: Python zeroes the buffer */
+        e = PyLong_FromUnsignedLongLong(epoch);
+        if (e == NULL || PyObject_SetAttr(l->scratch, s_epoch, e) < 0)
+            goto done;
+    }
     /* each slot as the record says; a constant stays as the launcher packed it (under this
      * lock, as everything written here); a tuple value's arrays in turn */
     uint64_t *a = l->slots;
@@ -367,20 +412,25 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
         for (int k = 0; k < CARRY_WORDS; k++)
             a[l->carry_at[k]] = c->words[k];
     }
-    int src = 0, dst = 0;
-    for (int k = 0; k < l->nfill; k++) {
-        uint64_t *slot = a + l->fill[k].at;
-        switch (l->fill[k].code) {
-        case ARG_SRC: *slot = c->at[src++]; break;
-        case ARG_DST: *slot = c->to[dst++]; break;
-        case ARG_N: *slot = (uint64_t)c->n; break;
-        case ARG_SCRATCH: *slot = scratch; break;
-        case ARG_CODE: *slot = code; break;
-        case ARG_EPOCH: *slot = epoch; break;
-        case ARG_SEG: *slot = c->seg_at; break;
-        case ARG_FIRST: *slot = first; break;
-        default: *slot = c->segn; break; /* ARG_SEGN: remember() let no other in */
-        }
+    uint64_t value[ARG_COUNT] = {0};
+    value[ARG_N] = (uint64_t)c->n;
+    value[ARG_SCRATCH] = value[ARG_SPINE] = scratch;
+    value[ARG_CODE] = code;
+    value[ARG_EPOCH] = epoch;
+    value[ARG_SEG] = c->seg_at;
+    value[ARG_FIRST] = first;
+    value[ARG_SEGN] = c->segn;
+    value[ARG_TILES] = (uint64_t)c->tiles;
+    value[ARG_OPEN] = open;
+    fill_slots(a, l->fill, l->nfill, value, c);
+    unsigned groups[MAX_STAGES] = {0};
+    for (int k = 0; k < l->nstages; k++) {
+        const Stage *st = l->stage + k;
+        fill_slots(st->slots, st->fill, st->nfill, value, c);
+        Py_ssize_t g = st->groups == GROUPS_ONE ? 1
+                       : st->groups == GROUPS_TILES ? c->tiles
+                                                     : (c->tiles + st->threads - 1) / st->threads;
+        groups[k] = (unsigned)g; /* at most tiles, which launch_as bounded */
     }
     if (prepass) { /* the pre-pass: its constants (the alarm, the check) packed once */
         l->pre_slots[0] = c->seg_at;
@@ -389,11 +439,11 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
         l->pre_slots[3] = first;
     }
     /* without the GIL, as CuPy launches: a full launch queue blocks here, and a host
-     * function in the stream may need the GIL to run. The argument block is the lock's, and
-     * the record (held by fast()) keeps it alive. A launch that fails launches nothing:
-     * Python's path then launches, or raises (a thread without a context binds one there);
-     * the epoch skipped is never reused (a pre-pass launched before a failed launch is
-     * launched again: it writes what it wrote) */
+     * function in the stream may need the GIL to run. The argument blocks are the lock's,
+     * and the record (held by fast()) keeps them alive. A launch that fails launches
+     * nothing: Python's path then launches, or raises (a thread without a context binds one
+     * there); the epoch skipped is never reused (launches made before a failed one are
+     * launched again: each writes what it wrote, from what comes before it) */
     int status = 0;
     Py_BEGIN_ALLOW_THREADS
     if (prepass)
@@ -402,6 +452,9 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     if (status == 0)
         status = self->launch(l->function, (unsigned)c->tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params,
                               NULL);
+    for (int k = 0; k < l->nstages && status == 0; k++)
+        status = self->launch(l->stage[k].function, groups[k], 1, 1, l->stage[k].threads, 1, 1, 0, l->hstream,
+                              l->stage[k].params, NULL);
     Py_END_ALLOW_THREADS
     launched = status == 0;
 done:
@@ -586,8 +639,11 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     }
     if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (out == Py_None && self->one && mode == MODE_PLAIN))
         return NULL; /* a reduction's result without out is a 0-d view: Python's */
-    if (self->one && mode != MODE_PLAIN && mode != MODE_OFFSETS)
+    int by_offsets = mode == MODE_OFFSETS || mode == MODE_STAGES;
+    if (self->one && mode != MODE_PLAIN && !by_offsets)
         return NULL; /* a reduction by segments is by offsets */
+    if (mode == MODE_STAGES && !self->one)
+        return NULL; /* stages reduce */
     int flag = truth_attr(x, s_c_contiguous);
     if (flag <= 0)
         return NULL;
@@ -615,7 +671,7 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         if (k != n) /* one flag a value (-1: an error, which stays set) */
             return NULL;
         seg_bytes = k;
-    } else if (mode == MODE_OFFSETS) {
+    } else if (by_offsets) {
         Py_ssize_t k = segments_of(self->ndarray, self->offset_types, seg, &seg_at);
         if (k <= 0)
             return NULL;
@@ -647,7 +703,7 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
 
     Py_ssize_t tiles = (n + l->tile - 1) / l->tile;
     Py_ssize_t pre_groups = 0;
-    if (mode == MODE_OFFSETS)
+    if (by_offsets)
         pre_groups = ((tiles > (Py_ssize_t)segn ? tiles : (Py_ssize_t)segn) + 1 + l->pre_threads - 1) / l->pre_threads;
     if ((size_t)tiles > UINT_MAX || (size_t)pre_groups > UINT_MAX)
         return NULL; /* more groups than a launch takes: Python's raises */
@@ -712,6 +768,7 @@ static PyObject *fast_form(CommonCall *self, PyObject *const *args, PyObject *ca
         seg = flags;
         break;
     case MODE_OFFSETS:
+    case MODE_STAGES:
         if (flags != Py_None || row_len)
             return NULL;
         seg = offsets;
@@ -780,22 +837,28 @@ static PyObject *remember(CommonCall *self, PyObject *record)
                           &threads, &carry_code, &keep, &PyTuple_Type, &form))
         return NULL;
     /* a form call's: (mode, whole, rows_tile, first, pre_function, pre_params, pre_slots,
-     * pre_threads, flag, search_tiles): see Launch */
+     * pre_threads, flag, search_tiles), and in stages (open, open_per_tile, stages), each
+     * stage (function, params, slots, threads, groups, codes): see Launch and Stage */
     int mode = MODE_PLAIN, whole = 0;
-    Py_ssize_t rows_tile = 0, search_tiles = 0;
-    PyObject *first = NULL;
+    Py_ssize_t rows_tile = 0, search_tiles = 0, open_per_tile = 0;
+    PyObject *first = NULL, *open = NULL, *stages = NULL;
     unsigned long long pre_function = 0, pre_params = 0, pre_slots = 0, flag = 0;
     unsigned pre_threads = 0;
     if (form != NULL) {
-        if (!PyArg_ParseTuple(form, "ipnOKKKIKn:remember", &mode, &whole, &rows_tile, &first, &pre_function,
-                              &pre_params, &pre_slots, &pre_threads, &flag, &search_tiles))
+        if (!PyArg_ParseTuple(form, "ipnOKKKIKn|OnO!:remember", &mode, &whole, &rows_tile, &first, &pre_function,
+                              &pre_params, &pre_slots, &pre_threads, &flag, &search_tiles, &open, &open_per_tile,
+                              &PyTuple_Type, &stages))
             return NULL;
-        int offsets = mode == MODE_OFFSETS;
-        if (mode < MODE_FLAGS || mode > MODE_FIELDS || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 || search_tiles < 0 ||
+        int offsets = mode == MODE_OFFSETS || mode == MODE_STAGES;
+        int staged = mode == MODE_STAGES;
+        if (mode < MODE_FLAGS || mode > MODE_STAGES || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 || search_tiles < 0 ||
             (whole && rows_tile != tile) ||
-            (offsets && (!pre_function || !pre_params || !pre_slots || !pre_threads || !flag))) {
+            (offsets && (!pre_function || !pre_params || !pre_slots || !pre_threads || !flag)) ||
+            staged != (stages != NULL) ||
+            (staged && (search_tiles || open_per_tile <= 0 || PyTuple_GET_SIZE(stages) > MAX_STAGES))) {
             PyErr_SetString(PyExc_ValueError, "remember: a form of the segments' modes, whole rows of the "
-                                              "launch's tile, a pre-pass and alarm by offsets");
+                                              "launch's tile, a pre-pass and alarm by offsets, stages of a "
+                                              "reduction in stages alone");
             return NULL;
         }
     }
@@ -817,9 +880,17 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         /* a carry's words stay as the launcher packed them, as constants do: a launch
          * without JS_CARRY_ARGS_BIT reads none of them (a carry is Python's); so does the
          * queue's alarm of a launch by offsets (the same buffers on every call) */
-        int alarm = mode == MODE_OFFSETS && (c[i] == ARG_WORD || c[i] == ARG_FLAG);
+        int alarm = (mode == MODE_OFFSETS || mode == MODE_STAGES) && (c[i] == ARG_WORD || c[i] == ARG_FLAG);
         int kept = c[i] == ARG_CONST || c[i] == ARG_CARRY || alarm;
         int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN && mode != MODE_FIELDS;
+        /* a stage's own: its tiles' count, the spine, the open segments' partials (not its
+         * epoch, scratch or code: a spine has none) */
+        int staged = mode == MODE_STAGES;
+        if (staged && (c[i] == ARG_SCRATCH || c[i] == ARG_CODE || c[i] == ARG_EPOCH || c[i] == ARG_CARRY)) {
+            PyErr_SetString(PyExc_ValueError, "remember: a slot code a launch in stages does not take");
+            return NULL;
+        }
+        segs = segs || (staged && c[i] >= ARG_TILES && c[i] < ARG_COUNT);
         /* a tuple value's arrays: one slot a field in memory, one a field written */
         int arrays = mode == MODE_FIELDS && (c[i] == ARG_SRC || c[i] == ARG_DST);
         if (c[i] >= ARG_COUNT || (c[i] > ARG_CONST && !segs && !kept) || (!kept && !arrays && seen[c[i]]++)) {
@@ -850,6 +921,39 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice (the fields' arrays)");
             return NULL;
         }
+    }
+    for (Py_ssize_t k = 0; stages != NULL && k < PyTuple_GET_SIZE(stages); k++) {
+        Stage *st = l.stage + k;
+        unsigned long long function = 0, params = 0, slots = 0;
+        PyObject *scodes;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(stages, k), "KKKIiS:remember", &function, &params, &slots,
+                              &st->threads, &st->groups, &scodes))
+            return NULL;
+        const unsigned char *sc = (const unsigned char *)PyBytes_AS_STRING(scodes);
+        Py_ssize_t count = PyBytes_GET_SIZE(scodes);
+        int once[ARG_COUNT] = {0}, bad = !function || !params || !slots || !st->threads || count > ARG_COUNT;
+        bad = bad || st->groups < GROUPS_TILES || st->groups > GROUPS_TILES_PER_THREAD;
+        for (Py_ssize_t i = 0; i < count && !bad; i++) {
+            /* a stage's slots: the arrays, the count, the segments' and the stages' own, or
+             * kept as packed (constants, the alarm); each filled one at most once */
+            int kept = sc[i] == ARG_CONST || sc[i] == ARG_WORD || sc[i] == ARG_FLAG;
+            int takes = sc[i] == ARG_SRC || sc[i] == ARG_DST || sc[i] == ARG_N || sc[i] == ARG_SEG ||
+                        sc[i] == ARG_FIRST || sc[i] == ARG_SEGN || (sc[i] >= ARG_TILES && sc[i] < ARG_COUNT);
+            bad = !(kept || takes) || (takes && once[sc[i]]++);
+            if (takes && !bad) {
+                st->fill[st->nfill].at = i;
+                st->fill[st->nfill++].code = sc[i];
+            }
+        }
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "remember: a stage of a function, a block, threads, a rule for its "
+                                              "workgroups and slot codes it takes, each at most once");
+            return NULL;
+        }
+        st->function = (void *)(uintptr_t)function;
+        st->params = (void **)(uintptr_t)params;
+        st->slots = (uint64_t *)(uintptr_t)slots;
+        l.nstages++;
     }
     l.record = Py_NewRef(record);
     l.stream = stream;
@@ -882,6 +986,8 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     l.pre_slots = (uint64_t *)(uintptr_t)pre_slots;
     l.pre_threads = pre_threads;
     l.flag = (volatile const uint32_t *)(uintptr_t)flag;
+    l.open = open;
+    l.open_per_tile = open_per_tile;
     PyObject *old = self->last.record;
     self->last = l;
     Py_XDECREF(old); /* last: what it frees may run code, even another remember() */

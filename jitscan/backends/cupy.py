@@ -33,6 +33,7 @@ from .launch import (
     ARG_SLOTS,
     ARG_SRC,
     FIRE_ORDER,
+    GROUPS_TILES,
     NO_CARRY,
     Alarm,
     LaunchPlan,
@@ -65,7 +66,7 @@ try:  # the common call compiled (setup.py builds it where a C compiler is; opti
 
     # a build of another record or other slot codes (an editable install's stale build) is
     # left unused
-    _same = getattr(_cuda_call, "LAYOUT", 0) == 4 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
+    _same = getattr(_cuda_call, "LAYOUT", 0) == 5 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
     _CommonCall = _cuda_call.CommonCall if _same else None
 except ImportError:  # pragma: no cover - depends on the install
     _CommonCall = None
@@ -366,8 +367,9 @@ def _record(
     )
 
 
-#: the segments' modes as _cuda_call.c numbers them (MODE_*)
-_MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4}
+#: the segments' modes as _cuda_call.c numbers them (MODE_*; "stages": a reduction by
+#: offsets of several launches, which _form_record finds by its launch function)
+_MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4, "stages": 5}
 #: the dtypes of flags and offsets the kernels read as they are (plan/forms.py's rules)
 _FLAG_TYPES = (np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8))
 _OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
@@ -383,14 +385,19 @@ def _form_record(
     rows_tile: int,
     go: Any,
     arrays: tuple[int, int] = (1, 1),
+    hstream: int = 0,
 ) -> tuple | None:
     """What a compiled form call reuses of this call's launch (_cuda_call.c's remember()
     with a form's part), or None where ``go`` is not a launch it can make.
 
     ``go.launch_state()`` gives _launch_record's state, then the offsets' pre-pass
     (variants.segments.Prepass, or None). A launch of rows of whole tiles passes the
-    row's tiles in the plain program's last constant: the count slot here.
+    row's tiles in the plain program's last constant: the count slot here. A reduction
+    by offsets in stages (``go.stages_state``) is :func:`_stages_record`'s.
     """
+    stages = getattr(go, "stages_state", None)
+    if stages is not None:
+        return _stages_record(stream, hstream, lo, hi, load, mode, stages()) if hstream else None
     state = getattr(go, "launch_state", None)
     if state is None or mode not in _MODES:
         return None
@@ -416,6 +423,30 @@ def _form_record(
         form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag, search_tiles)
     cuda = (codes, *cuda[1:])
     return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, (fire, pre)) + (form,)
+
+
+def _stages_record(
+    stream: Any, hstream: int, lo: int, hi: int, load: str, mode: str, state: tuple
+) -> tuple | None:
+    """remember()'s record of a reduction by offsets in stages (MODE_STAGES), from the
+    launch function's ``stages_state()``: the queue's lock, the spine's and the open
+    segments' Scratch and their bytes a tile, each launch's (launcher, workgroups rule,
+    slot codes), the first of a workgroup a tile, and the pre-pass; None where a launcher
+    is not one a compiled call makes."""
+    lock, spine, open_, tile, spine_bytes, open_bytes, fires, pre = state
+    pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
+    cudas = [getattr(fire, "cuda", None) for fire, _, _ in fires]
+    if mode != "offsets" or pre_cuda is None or None in cudas or pre.searches or not fires:
+        return None
+    if fires[0][1] != GROUPS_TILES or len(fires) - 1 > 2:  # the first: a workgroup a tile
+        return None
+    (function, params, slots, threads), codes = cudas[0], fires[0][2]
+    rest = tuple((*cuda, groups, c) for cuda, (_, groups, c) in zip(cudas[1:], fires[1:], strict=True))
+    # a spine has no header, epoch, code or carry: those fields are the plain launch's
+    record = (stream, lo, hi, load, lock.acquire, lock.release, spine, tile, 0, spine_bytes)
+    record += (0, 0, 0, sys.maxsize, codes, function, params, slots, hstream, threads, 0, (fires, pre))
+    form = (_MODES["stages"], False, 0, pre.first, *pre_cuda, pre.alarm.flag, 0, open_, open_bytes, rest)
+    return record + (form,)
 
 
 @functools.cache
@@ -724,7 +755,8 @@ class CupyBackend(Backend):
         def remember(
             queue: CudaQueue, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any
         ) -> None:
-            compiled.remember(_form_record(queue.stream, lo, hi, load, mode, whole, tile, go, arrays))
+            record = _form_record(queue.stream, lo, hi, load, mode, whole, tile, go, arrays, queue.ptr)
+            compiled.remember(record)
 
         return compiled, remember
 

@@ -22,11 +22,14 @@ import numpy as np
 #: their count (the row length of rows), a word of a carry's bits (a launch from a
 #: value the host knows: :data:`CARRY_WORDS` of them, 0 where there is none), and the
 #: queue's alarm (its word and flag buffers: :class:`Alarm`), which kernels that check
-#: what they read raise.
+#: what they read raise; and a launch in stages' own (a reduction by offsets of
+#: several launches, rts's): the launch's tile count, a buffer of a value a tile (the
+#: spine) and one of a partial a tile (each tile's open segment's).
 #: ``_cuda_call.c`` reads the same codes, and says so (its ``SLOTS``, which cupy.py
 #: compares with these names).
 ARG_SLOTS = (
-    "src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry", "word", "flag"
+    "src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry", "word", "flag",
+    "tiles", "spine", "open",
 )  # fmt: skip
 (
     ARG_SRC,
@@ -42,7 +45,13 @@ ARG_SLOTS = (
     ARG_CARRY,
     ARG_WORD,
     ARG_FLAG,
+    ARG_TILES,
+    ARG_SPINE,
+    ARG_OPEN,
 ) = range(len(ARG_SLOTS))
+#: the workgroups of a launch in stages, by rule: one a tile, one, one a thread's worth of
+#: tiles (``_cuda_call.c`` numbers them so: GROUPS_*)
+GROUPS_TILES, GROUPS_ONE, GROUPS_TILES_PER_THREAD = range(3)
 #: the 8-byte words of a carry passed in a launch's arguments (its bits, then zeros)
 CARRY_WORDS = 4
 #: a launch without a carry in its arguments

@@ -10,9 +10,22 @@ small fix-up, ``js_rts_seg_fixup``, completes those that cross tile edges.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from ..backends.base import DeviceInfo
+from ..backends.launch import (
+    ARG_CONST,
+    ARG_DST,
+    ARG_N,
+    ARG_OPEN,
+    ARG_SPINE,
+    ARG_SRC,
+    ARG_TILES,
+    GROUPS_ONE,
+    GROUPS_TILES,
+    GROUPS_TILES_PER_THREAD,
+)
 from ..kernels.spec import LaunchArgs, ScanSpec
 from . import segments
 from .base import Bound, Capabilities, Variant, expand, operands
@@ -87,6 +100,17 @@ class ReduceThenScan(Variant):
                 _stages(spec, b, queue, fire, ins, outs, n, tiles, extra, kind)
                 pre.alarm.watch()  # the host sees what the pre-pass's check raised
 
+        launches = stage_codes(spec)
+
+        def stages_state() -> tuple:
+            # what a compiled form call needs to launch as go does (CupyBackend.form_call):
+            # the lock, the spine's and the open segments' scratch of the queue and their
+            # bytes a tile, each launch's launcher, workgroups rule and slots, the pre-pass
+            spine, open_ = b.scratch(0, queue, "spine"), b.scratch(0, queue, "carry")
+            fires = tuple((fixed[entry], groups, codes) for entry, groups, codes in launches)
+            return lock, spine, open_, tile, spec.element_bytes, spec.dtype_info.itemsize, fires, pre
+
+        go.stages_state = stages_state  # type: ignore[attr-defined]
         return go
 
     def run(
@@ -158,6 +182,31 @@ def _stages(
     fire(SPINE, 1, spine, tiles, *outs, kind_code)
     # extra[1] is each tile's first segment, from the offsets pre-pass
     fire(FIXUP, -(-tiles // spec.threads), spine, carry, *outs, tiles, extra[1])
+
+
+def stage_codes(spec: ScanSpec) -> tuple[tuple[str, int, bytes], ...]:
+    """Each launch of :func:`_stages` after the pre-pass, in order: its entry point, the
+    rule of its workgroups (``GROUPS_*``) and what each of its arguments holds
+    (``ARG_*``, an array as its pointer and an offset of 0), from a run of it on stand-ins:
+    the description a compiled call reads (``_cuda_call.c``'s MODE_STAGES), so that it is
+    written once, here."""
+    tiles = 1_000_003  # a count no workgroup rule or other argument comes to by chance
+    src, dst, off, n, kind = (object() for _ in range(5))
+    seg = [object() for _ in segments.SLOTS["offsets"]]
+    codes = {id(src): ARG_SRC, id(dst): ARG_DST, id(off): ARG_CONST, id(n): ARG_N, id(kind): ARG_CONST}
+    codes.update({id(t): code for t, code in zip(seg, segments.SLOTS["offsets"], strict=True)})
+    held = {"spine": object(), "carry": object()}
+    codes.update({id(held["spine"]): ARG_SPINE, id(held["carry"]): ARG_OPEN})
+    backend = SimpleNamespace(scratch=lambda nbytes, queue, slot: SimpleNamespace(buf=held[slot]))
+    rules = {tiles: GROUPS_TILES, 1: GROUPS_ONE, -(-tiles // spec.threads): GROUPS_TILES_PER_THREAD}
+    out: list[tuple[str, int, bytes]] = []
+
+    def fire(entry: str, groups: int, *args: Any) -> None:
+        slots = [ARG_TILES if type(a) is int and a == tiles else codes[id(a)] for a in args]
+        out.append((entry, rules[groups], bytes(slots)))
+
+    _stages(spec, backend, None, fire, [src, off], [dst, off], n, tiles, seg, kind)  # type: ignore[arg-type]
+    return tuple(out)
 
 
 RTS = ReduceThenScan()
