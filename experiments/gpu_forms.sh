@@ -19,6 +19,11 @@ what=${1:-bench}
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import cupy, numpy, pyopencl as cl; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'pyopencl', cl.VERSION_TEXT)"
+  python3 -c "import torch, importlib.metadata as m; print('torch', torch.__version__, 'cuda-cccl', m.version('cuda-cccl'))"
+} > "$OUT/env.txt" 2>&1
 python3 setup.py build_ext --inplace > "$OUT/build.txt" 2>&1 || tail -5 "$OUT/build.txt"
 python3 -c "import jitscan.backends.cupy as c; print('compiled call:', c._CommonCall is not None)"
 case "$what" in
