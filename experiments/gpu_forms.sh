@@ -10,6 +10,8 @@
 #                                    and transform_tiles.py (a transform's tile vectors)
 #   experiments/gpu_forms.sh transforms  build, the compaction tests, transform_profile.py,
 #                                    transform_tiles.py, selection_gpu.py, transform_host.py
+#   experiments/gpu_forms.sh measure     build, the per-call bench of every form on CUDA (SIZES) and
+#                                    on NVIDIA's OpenCL, then the OpenCL forms' host time
 #   experiments/gpu_forms.sh explore     build, the OpenCL launch and segmented tests, then the
 #                                    OpenCL forms' host time, search_sweep.py, small_forms.py and
 #                                    the pair scan's shapes at 2^28 (tuples_sweep.py)
@@ -66,6 +68,14 @@ case "$what" in
     grep -E "^(\||device)" "$OUT/ocl.md" | tail -8
     grep -hE "^\| 2" "$OUT/prof.md" "$OUT/tiles.md"; grep -E "^\| (2|j|c)" "$OUT/selection.md" | tail -30
     head -8 "$OUT/host.md" ;;
+  measure)
+    timeout 330 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,19,22,25,28} \
+      --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
+    timeout 120 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10,20 \
+      --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
+    timeout 80 python3 experiments/profile_forms.py --opencl --top 4 10 > "$OUT/ocl_prof.md" 2>&1
+    grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | head -80; grep -E "host \|" "$OUT/ocl.md"
+    tail -12 "$OUT/ocl_prof.md" ;;
   explore)
     timeout 150 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_opencl_launches.py tests/test_segmented.py \
       -k "not unfair" --timeout 140 > "$OUT/tests.txt" 2>&1
