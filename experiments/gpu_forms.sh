@@ -11,7 +11,8 @@
 #   experiments/gpu_forms.sh transforms  build, the compaction tests, transform_profile.py,
 #                                    transform_tiles.py, selection_gpu.py, transform_host.py
 #   experiments/gpu_forms.sh measure     build, the per-call bench of every form on CUDA (SIZES) and
-#                                    on NVIDIA's OpenCL, then the OpenCL forms' host time
+#                                    on NVIDIA's OpenCL, then the OpenCL forms' host time and
+#                                    whether a kernel's write reaches a host mapping (ocl_zero_copy.py)
 #   experiments/gpu_forms.sh explore     build, the OpenCL launch and segmented tests, then the
 #                                    OpenCL forms' host time, search_sweep.py, small_forms.py and
 #                                    the pair scan's shapes at 2^28 (tuples_sweep.py)
@@ -74,8 +75,9 @@ case "$what" in
     timeout 120 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10,20 \
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
     timeout 80 python3 experiments/profile_forms.py --opencl --top 4 10 > "$OUT/ocl_prof.md" 2>&1
+    timeout 30 python3 experiments/ocl_zero_copy.py > "$OUT/zero_copy.txt" 2>&1
     grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | head -80; grep -E "host \|" "$OUT/ocl.md"
-    tail -12 "$OUT/ocl_prof.md" ;;
+    tail -12 "$OUT/ocl_prof.md"; cat "$OUT/zero_copy.txt" ;;
   explore)
     timeout 150 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_opencl_launches.py tests/test_segmented.py \
       -k "not unfair" --timeout 140 > "$OUT/tests.txt" 2>&1
