@@ -10,6 +10,7 @@
 #                                    and transform_tiles.py (a transform's tile vectors)
 #   experiments/gpu_forms.sh transforms  build, the compaction tests, transform_profile.py,
 #                                    transform_tiles.py, selection_gpu.py, transform_host.py
+#   experiments/gpu_forms.sh verify      build, the tests of the launch paths on both backends, then measure
 #   experiments/gpu_forms.sh measure     build, the per-call bench of every form on CUDA (SIZES) and
 #                                    on NVIDIA's OpenCL, then the OpenCL forms' host time and
 #                                    whether a kernel's write reaches a host mapping (ocl_zero_copy.py)
@@ -69,6 +70,12 @@ case "$what" in
     grep -E "^(\||device)" "$OUT/ocl.md" | tail -8
     grep -hE "^\| 2" "$OUT/prof.md" "$OUT/tiles.md"; grep -E "^\| (2|j|c)" "$OUT/selection.md" | tail -30
     head -8 "$OUT/host.md" ;;
+  verify)  # what this session's changes touch, on both backends, then measure's runs
+    timeout 170 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_segmented.py tests/test_opencl_launches.py \
+      tests/test_cuda_form_call.py tests/test_cuda_call.py tests/test_tuples.py tests/test_reliability.py \
+      tests/test_api.py tests/test_launch_plans.py -k "not unfair and not past_two" --timeout 160 > "$OUT/tests.txt" 2>&1
+    tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
+    OUT=$OUT SIZES=${SIZES:-10,16,19,22,25,28} bash "$0" measure ;;
   measure)
     timeout 330 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,19,22,25,28} \
       --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
