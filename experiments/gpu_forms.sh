@@ -10,7 +10,10 @@
 #                                    and transform_tiles.py (a transform's tile vectors)
 #   experiments/gpu_forms.sh transforms  build, the compaction tests, transform_profile.py,
 #                                    transform_tiles.py, selection_gpu.py, transform_host.py
-#   experiments/gpu_forms.sh verify      build, the tests of the launch paths on both backends, then measure
+#   experiments/gpu_forms.sh verify      build, the tests of the launch paths on both backends, then the
+#                                    per-call bench of every form on CUDA (SIZES)
+#   experiments/gpu_forms.sh opencl      build, the per-call bench on NVIDIA's OpenCL, the OpenCL forms'
+#                                    host time, whether a kernel's write reaches a host mapping
 #   experiments/gpu_forms.sh measure     build, the per-call bench of every form on CUDA (SIZES) and
 #                                    on NVIDIA's OpenCL, then the OpenCL forms' host time and
 #                                    whether a kernel's write reaches a host mapping (ocl_zero_copy.py)
@@ -70,21 +73,25 @@ case "$what" in
     grep -E "^(\||device)" "$OUT/ocl.md" | tail -8
     grep -hE "^\| 2" "$OUT/prof.md" "$OUT/tiles.md"; grep -E "^\| (2|j|c)" "$OUT/selection.md" | tail -30
     head -8 "$OUT/host.md" ;;
-  verify)  # what this session's changes touch, on both backends, then measure's runs
+  verify)  # the launch paths' tests on both backends, then the CUDA bench of every form
     timeout 170 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_segmented.py tests/test_opencl_launches.py \
       tests/test_cuda_form_call.py tests/test_cuda_call.py tests/test_tuples.py tests/test_reliability.py \
       tests/test_api.py tests/test_launch_plans.py -k "not unfair and not past_two" --timeout 160 > "$OUT/tests.txt" 2>&1
     tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
-    OUT=$OUT SIZES=${SIZES:-10,16,19,22,25,28} bash "$0" measure ;;
+    timeout 330 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,19,22,25,28} \
+      --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
+    grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | head -80 ;;
   measure)
     timeout 330 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,19,22,25,28} \
       --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
+    grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | head -80
+    OUT=$OUT bash "$0" opencl ;;
+  opencl)
     timeout 120 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10,20 \
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
     timeout 80 python3 experiments/profile_forms.py --opencl --top 4 10 > "$OUT/ocl_prof.md" 2>&1
     timeout 30 python3 experiments/ocl_zero_copy.py > "$OUT/zero_copy.txt" 2>&1
-    grep -E "^\| (host|isolated) \|" "$OUT/forms.md" | head -80; grep -E "host \|" "$OUT/ocl.md"
-    tail -12 "$OUT/ocl_prof.md"; cat "$OUT/zero_copy.txt" ;;
+    grep -E "host \|" "$OUT/ocl.md"; tail -12 "$OUT/ocl_prof.md"; cat "$OUT/zero_copy.txt" ;;
   explore)
     timeout 150 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_opencl_launches.py tests/test_segmented.py \
       -k "not unfair" --timeout 140 > "$OUT/tests.txt" 2>&1
