@@ -397,7 +397,7 @@ def _form_record(
     """
     stages = getattr(go, "stages_state", None)
     if stages is not None:
-        return _stages_record(stream, hstream, lo, hi, load, mode, stages()) if hstream else None
+        return _stages_record(stream, hstream, lo, hi, load, mode, stages())
     state = getattr(go, "launch_state", None)
     if state is None or mode not in _MODES:
         return None
