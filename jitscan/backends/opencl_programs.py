@@ -228,6 +228,7 @@ class CLProgram(Program):
         # (a loop over the arguments in Python cost more than PyOpenCL's own invoker)
         buffers_of, scalars_of = operator.itemgetter(*buffers), operator.itemgetter(*scalars)
         buffer_row: list[Any] = [x for i in buffers for x in (i, None)]
+        no_buffers = (None,) * len(buffers)
         scalar_row: list[Any] = [x for i in scalars for x in (i, _PACKED[signature[i]], None)]
         enqueue = cl.enqueue_nd_range_kernel
         held: tuple | None = None  # the scalars set
@@ -241,6 +242,7 @@ class CLProgram(Program):
                 return
             buffer_row[1::2] = buffers_of(args)
             set_buffers(tuple(buffer_row))
+            buffer_row[1::2] = no_buffers  # the arrays are the caller's to free
             values = scalars_of(args)
             if values != last:
                 scalar_row[2::3] = values
