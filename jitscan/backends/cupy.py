@@ -431,8 +431,8 @@ def _stages_record(
     """remember()'s record of a reduction by offsets in stages (MODE_STAGES), from the
     launch function's ``stages_state()``: the queue's lock, the spine's and the open
     segments' Scratch and their bytes a tile, each launch's (launcher, workgroups rule,
-    slot codes), the first of a workgroup a tile, and the pre-pass; None where a launcher
-    is not one a compiled call makes."""
+    slot codes), and the pre-pass; None where a launcher is not one a compiled call makes
+    (or the first launch is not of a workgroup a tile, as the compiled call makes it)."""
     lock, spine, open_, tile, spine_bytes, open_bytes, fires, pre = state
     pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
     cudas = [getattr(fire, "cuda", None) for fire, _, _ in fires]
