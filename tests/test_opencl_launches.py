@@ -180,3 +180,21 @@ def test_a_result_array_is_the_array_pyopencl_would_make(shape, dtype):
     if got.size:
         got.fill(3)
         np.testing.assert_array_equal(got.get(), np.full(shape, 3, dtype))
+
+
+def test_calls_from_a_carry_set_their_arguments_once_then_what_changed(counted, rng):
+    # a carry's words are a launch's last arguments: calls with one go through a kernel
+    # object of their own, which sets what changed (the words, the epoch); the plain
+    # calls around them keep theirs
+    queue = _queue()
+    scan = jitscan.plan("int32", backend="opencl")
+    x = rng.integers(-9, 9, 4000).astype(np.int32)
+    dx = cla.to_device(queue, x)
+    out = cla.empty_like(dx)
+    scan(dx, out=out)
+    for initial in (5, -3, 7, 7, 0):
+        y = scan(dx, initial=initial)
+        np.testing.assert_array_equal(y.get(), initial + np.cumsum(x, dtype=np.int32))
+        scan(dx, out=out)
+        np.testing.assert_array_equal(out.get(), np.cumsum(x, dtype=np.int32))
+    assert counted.full_calls == 2  # the plain kernel's first call, the carried one's first

@@ -149,15 +149,24 @@ class CLProgram(Program):
         last_type = np.dtype(signature[last]).char.encode()  # packed as PyOpenCL's invokers do
         enqueue = cl.enqueue_nd_range_kernel
         held: tuple | None = None  # the arguments set, but the arrays and the last one
+        carried: Any = None  # calls from a carry: a launch of their own (_setter), made on the first
 
         def fire_changed(
             groups: int, src: Any, dst: Any, n: int, scratch: Any, code: int, epoch: int, carry: Any = None
         ) -> None:
-            nonlocal held
+            nonlocal held, carried
             s, s_off = buffer(src)
             d, d_off = buffer(dst)
+            if carry is not None:
+                # a carry's words are the last arguments: another kernel object, whose
+                # arguments are its own, sets what changed since its last call (this one's
+                # stay as they were for the calls without a carry)
+                if carried is None:
+                    carried = self._setter(plan.entry, queue)
+                carried(groups, (s, s_off, d, d_off, n, scratch, code, epoch, *consts, *carry))
+                return
             rest = (s_off, d_off, n, scratch, code)
-            if carry is None and rest == held:
+            if rest == held:
                 # a kernel keeps its arguments from one enqueue to the next: a call in a loop
                 # sets its arrays (not held here, so that they may be freed) and the last
                 # argument it passes, the epoch, which changes on every call
@@ -166,10 +175,8 @@ class CLProgram(Program):
                 enqueue(queue, kernel, (groups * width,), local)
             else:
                 held = None  # a call that fails part way leaves arguments of both calls
-                words = tail if carry is None else (*consts, *carry)
-                kernel(queue, (groups * width,), local, s, s_off, d, d_off, n, scratch, code, epoch, *words)
-                # a carry's words stay set: the next call sets them again (held is not kept)
-                held = rest if carry is None else None
+                kernel(queue, (groups * width,), local, s, s_off, d, d_off, n, scratch, code, epoch, *tail)
+                held = rest
 
         return fire_changed
 
