@@ -20,30 +20,10 @@ import cupy
 import numpy as np
 
 import jitscan
-from jitscan.bench.studies import random_offsets
+from jitscan.bench.studies import isolated, piped, random_offsets
 from jitscan.plan import tuning
 
 BOUNDS = {"2 MiB": 1 << 21, "16 MiB": 1 << 24, "all": float("inf")}
-
-
-def isolated(fn) -> float:
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    cupy.cuda.runtime.deviceSynchronize()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e3
-
-
-def piped(fn, calls: int = 20) -> float:
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(calls):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls
 
 
 def main() -> None:
@@ -91,7 +71,7 @@ def one_size(k: int, keep: int) -> None:
             iso[key].append(isolated(fns[key]))
     for r in range(9):
         for key in order if r % 2 == 0 else order[::-1]:
-            pip[key].append(piped(fns[key]))
+            pip[key].append(piped(fns[key], 20))
     for form in ("scan", "reduce"):
         base = statistics.median(pip[(form, "2 MiB")])
         for name in BOUNDS:

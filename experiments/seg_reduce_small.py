@@ -17,27 +17,7 @@ import cupy
 import numpy as np
 
 import jitscan
-from jitscan.bench.studies import cub_segmented_reduce
-
-
-def isolated(fn) -> float:
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    cupy.cuda.runtime.deviceSynchronize()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e3
-
-
-def piped(fn, calls: int = 50) -> float:
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(calls):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls
+from jitscan.bench.studies import cub_segmented_reduce, isolated, piped
 
 
 def main() -> None:
@@ -71,7 +51,7 @@ def main() -> None:
                 iso[name].append(isolated(fns[name]))
         for r in range(9):
             for name in fns if r % 2 == 0 else list(fns)[::-1]:
-                pip[name].append(piped(fns[name]))
+                pip[name].append(piped(fns[name], 50))
         for name in fns:
             a, b = statistics.median(iso[name]), statistics.median(pip[name])
             print(f"| {k} | {name} | {a:.1f} | {b:.1f} |")

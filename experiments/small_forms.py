@@ -20,29 +20,9 @@ import cupy
 import numpy as np
 
 import jitscan
-from jitscan.bench.studies import cub_segmented_reduce, random_offsets
+from jitscan.bench.studies import cub_segmented_reduce, isolated, piped, random_offsets
 
 SHAPES = [(t, v) for t in (64, 128, 256) for v in (1, 2, 4, 8)]
-
-
-def isolated(fn) -> float:
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    cupy.cuda.runtime.deviceSynchronize()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e3
-
-
-def piped(fn, calls: int = 20) -> float:
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(calls):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls
 
 
 def table(k: int, form: str, fns: dict) -> None:
@@ -56,7 +36,7 @@ def table(k: int, form: str, fns: dict) -> None:
             iso[key].append(isolated(fns[key]))
     for r in range(9):
         for key in order if r % 2 == 0 else order[::-1]:
-            pip[key].append(piped(fns[key]))
+            pip[key].append(piped(fns[key], 20))
     rows = sorted((statistics.median(iso[key]), statistics.median(pip[key]), key) for key in fns)
     for a, b, key in rows:
         print(f"| {k} | {form} | {key} | {a:.2f} | {b:.2f} |", flush=True)

@@ -215,6 +215,20 @@ def piped(fn: Callable[[], object], calls: int = 10) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls
 
 
+def isolated(fn: Callable[[], object]) -> float:
+    """µs of one call of ``fn`` on an idle GPU, as a user's single call sees it: the device
+    synchronized, then an event, the call, an event, on the current CuPy stream."""
+    import cupy
+
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    cupy.cuda.runtime.deviceSynchronize()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) * 1e3
+
+
 def host_block(fn: Callable[[], object], calls: int, stub: Any = False) -> float:
     """Host µs a call of ``fn`` over ``calls`` calls back to back (``perf_counter`` around the
     block, one synchronization after it, untimed); with ``stub``, CuPy's driver launch
