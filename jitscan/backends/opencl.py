@@ -558,11 +558,12 @@ class OpenCLBackend(Backend):
                 flag = cl.Buffer(queue.context, mf.USE_HOST_PTR | mf.READ_WRITE, hostbuf=host)
             else:
                 flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
-                # the copy's destination is pinned (the mapped memory of a buffer the driver
-                # allocates on the host, as NVIDIA's guide has it for fast copies): a copy into
-                # pageable memory is staged by the driver (15 us a call on NVIDIA's, 2^10 a
-                # scan by offsets took 27 us against 11 for a flat one); and PyOpenCL's own
-                # enqueue, not enqueue_copy, which dispatches on its arguments in Python
+                # copied into pinned memory (the mapped memory of a buffer the driver allocates
+                # on the host) by PyOpenCL's own read, not enqueue_copy, which dispatches on its
+                # arguments in Python: on NVIDIA's driver 7.0-8.5 us a call against 14-19 into
+                # pageable memory (experiments/call_forms_h200.md, runs H and I). No copy at
+                # all does not work there: a kernel's write never showed through the mapping
+                # (experiments/ocl_zero_copy.py)
                 pinned = cl.Buffer(queue.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, 16)
                 host, _ = cl.enqueue_map_buffer(
                     queue, pinned, cl.map_flags.READ | cl.map_flags.WRITE, 0, (4,), np.uint32
@@ -570,14 +571,15 @@ class OpenCLBackend(Backend):
                 host[:] = 0
                 owner = pinned
                 into = host[:1]
-                read = getattr(cl._cl, "_enqueue_read_buffer", None)
                 done = cl.command_execution_status.COMPLETE
+                read = getattr(cl._cl, "_enqueue_read_buffer", None)
+                if read is None:  # a PyOpenCL without it: its public copy
+
+                    def read(queue: Any, flag: Any, into: Any, offset: int, wait: Any, blocking: bool) -> Any:
+                        return cl.enqueue_copy(queue, into, flag, is_blocking=blocking)
 
                 def copy() -> Callable[[], bool]:
-                    if read is None:
-                        event = cl.enqueue_copy(queue, into, flag, is_blocking=False)
-                    else:
-                        event = read(queue, flag, into, 0, None, False)
+                    event = read(queue, flag, into, 0, None, False)
                     return lambda: event.command_execution_status == done
 
             def reset() -> None:
