@@ -20,6 +20,8 @@
 #   experiments/gpu_forms.sh explore     build, the OpenCL launch and segmented tests, then the
 #                                    OpenCL forms' host time, search_sweep.py, small_forms.py and
 #                                    the pair scan's shapes at 2^28 (tuples_sweep.py)
+#   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
+#                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time)
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -102,6 +104,10 @@ case "$what" in
     timeout 120 python3 experiments/tuples_sweep.py 28 recurrence > "$OUT/tuples.md" 2>&1
     tail -22 "$OUT/ocl_prof.md"; grep -E "^\| 2" "$OUT/search.md"; tail -8 "$OUT/tuples.md"
     grep -E "default|CUB|torch|flat" "$OUT/small.md"; grep -E "^\| " "$OUT/small.md" | sort -t'|' -k2,3 -s | awk -F'|' '!seen[$2 $3]++' ;;
+  profile)
+    timeout 300 python3 experiments/profile_forms.py --top 8 ${PROFILE:-10 22 25} > "$OUT/prof.md" 2>&1
+    timeout 150 python3 experiments/profile_forms.py --opencl --top 10 10 > "$OUT/ocl_prof.md" 2>&1
+    grep -E "^===|^\| " "$OUT/prof.md" | tail -40 ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1

@@ -28,13 +28,19 @@ def _queue():
 
 
 class CountingKernel(cl.Kernel):
-    """A kernel that counts the calls through PyOpenCL's invoker (which set every argument)."""
+    """A kernel that counts the calls through PyOpenCL's invoker (which set every argument),
+    and the scalars each of its later calls set."""
 
     full_calls = 0
+    scalars_set: list[int] = []
 
     def __call__(self, *args, **kwargs):
         CountingKernel.full_calls += 1
         return super().__call__(*args, **kwargs)
+
+    def _set_arg_buf_pack_multi(self, row):
+        CountingKernel.scalars_set.append(len(row) // 3)  # (index, type, value) each
+        return super()._set_arg_buf_pack_multi(row)
 
 
 class InvokerOnly:
@@ -59,6 +65,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(opencl_programs.CLProgram, "_kernel", kernel)
     CountingKernel.full_calls = 0
+    CountingKernel.scalars_set = []
     return CountingKernel
 
 
@@ -198,3 +205,40 @@ def test_calls_from_a_carry_set_their_arguments_once_then_what_changed(counted, 
         scan(dx, out=out)
         np.testing.assert_array_equal(out.get(), np.cumsum(x, dtype=np.int32))
     assert counted.full_calls == 2  # the plain kernel's first call, the carried one's first
+
+
+@pytest.mark.parametrize("form", ["initial", "flags", "offsets"])
+def test_a_loop_of_like_calls_sets_one_scalar_a_call_the_epoch(counted, rng, form):
+    # in a loop only the epoch changes: it is set alone (each scalar set costs a driver
+    # call), the others stay as the call before set them; a call that changes another
+    # scalar (the length) sets them all again
+    queue = _queue()
+    scan = jitscan.plan("int32", segmented="" if form == "initial" else form, backend="opencl")
+    x = rng.integers(-9, 9, 4000).astype(np.int32)
+    dx, out = cla.to_device(queue, x), cla.empty(queue, 4000, np.int32)
+
+    def call(n):
+        offsets = np.array([0, 7, n // 3, n - 9, n], np.int64)
+        if form == "initial":
+            return scan(dx[:n], out=out[:n], initial=3), 3 + np.cumsum(x[:n], dtype=np.int32)
+        flags = np.zeros(n, np.uint8)
+        flags[offsets[:-1]] = 1
+        seg = {"flags": flags} if form == "flags" else {"offsets": offsets}
+        want = np.concatenate(
+            [np.cumsum(x[a:b], dtype=np.int32) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+        )
+        return scan(dx[:n], out=out[:n], **{k: cla.to_device(queue, v) for k, v in seg.items()}), want
+
+    for n in (4000, 4000, 4000, 3000, 3000):  # the call after a change finds what alone changes
+        counted.scalars_set = []
+        y, want = call(n)
+        np.testing.assert_array_equal(y.get(), want)
+    for _ in range(4):
+        counted.scalars_set = []
+        y, want = call(3000)
+        np.testing.assert_array_equal(y.get(), want)
+        assert counted.scalars_set and max(counted.scalars_set) == 1, counted.scalars_set
+    counted.scalars_set = []
+    y, want = call(2000)
+    np.testing.assert_array_equal(y.get(), want)
+    assert max(counted.scalars_set) > 1  # another length: every scalar again
