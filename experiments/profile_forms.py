@@ -88,68 +88,75 @@ def host_us(fn, calls: int = 2000) -> float:
     return us
 
 
-summary = []
-for log2n in sizes:
-    for name, fn in forms(1 << log2n).items():
-        if only and name not in only:
-            continue
-        us = host_us(fn)
-        pr = cProfile.Profile()
-        pr.enable()
-        for _ in range(500):
-            fn()
-        pr.disable()
+def main() -> None:
+    summary = []
+    for log2n in sizes:
+        for name, fn in forms(1 << log2n).items():
+            if only and name not in only:
+                continue
+            us = host_us(fn)
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(500):
+                fn()
+            pr.disable()
+            sync()
+            text = io.StringIO()
+            pstats.Stats(pr, stream=text).sort_stats("tottime").print_stats(top)
+            body = text.getvalue()
+            print(f"\n=== 2^{log2n} {name}: {us:.2f} us a call (no profiler)\n{body[body.find('ncalls') :]}")
+            summary.append((log2n, name, us))
+
+    if opencl:
+        # PyOpenCL's pieces on this device, each alone, warm
+        ctx = queue.context
+        prg = cl.Program(
+            ctx, "__kernel void k(__global int *a, ulong n, uint e) { if (get_global_id(0) < n) a[0] = e; }"
+        ).build()
+        k = prg.k
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+        host = np.zeros(1, np.uint32)
+        k.set_args(buf, np.uint64(1), np.uint32(0))
+        pieces = {
+            "enqueue_nd_range_kernel (arguments set before)": lambda: cl.enqueue_nd_range_kernel(
+                queue, k, (64,), (64,)
+            ),
+            "k(queue, ...) with its arguments": lambda: k(
+                queue, (64,), (64,), buf, np.uint64(1), np.uint32(0)
+            ),
+            "enqueue_copy to host, not waiting": lambda: cl.enqueue_copy(queue, host, buf, is_blocking=False),
+            "enqueue_fill_buffer 4 bytes": lambda: cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, 4),
+        }
+        pinned = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, 16)
+        rw = cl.map_flags.READ | cl.map_flags.WRITE
+        mapped, _ = cl.enqueue_map_buffer(queue, pinned, rw, 0, (4,), np.uint32)
+        into = mapped[:1]
+        pieces["_enqueue_read_buffer to pinned, not waiting"] = lambda: cl._cl._enqueue_read_buffer(
+            queue, buf, into, 0, None, False
+        )
+        pieces["_enqueue_read_buffer to pageable, not waiting"] = lambda: cl._cl._enqueue_read_buffer(
+            queue, buf, host, 0, None, False
+        )
+        backend = jitscan.backends.get("opencl")
+        pieces["backend.empty(64 int32) (PyOpenCL's fast constructor)"] = lambda: backend.empty(
+            (64,), np.dtype(np.int32), queue
+        )
+        ev = cl.enqueue_marker(queue)
         sync()
-        text = io.StringIO()
-        pstats.Stats(pr, stream=text).sort_stats("tottime").print_stats(top)
-        body = text.getvalue()
-        print(f"\n=== 2^{log2n} {name}: {us:.2f} us a call (no profiler)\n{body[body.find('ncalls') :]}")
-        summary.append((log2n, name, us))
+        pieces["event.command_execution_status"] = lambda: ev.command_execution_status
+        pieces["cla.empty(64 int32) from a pool"] = None
+        from pyopencl.tools import DeferredAllocator, MemoryPool
 
-if opencl:
-    # PyOpenCL's pieces on this device, each alone, warm
-    ctx = queue.context
-    prg = cl.Program(
-        ctx, "__kernel void k(__global int *a, ulong n, uint e) { if (get_global_id(0) < n) a[0] = e; }"
-    ).build()
-    k = prg.k
-    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
-    host = np.zeros(1, np.uint32)
-    k.set_args(buf, np.uint64(1), np.uint32(0))
-    pieces = {
-        "enqueue_nd_range_kernel (arguments set before)": lambda: cl.enqueue_nd_range_kernel(
-            queue, k, (64,), (64,)
-        ),
-        "k(queue, ...) with its arguments": lambda: k(queue, (64,), (64,), buf, np.uint64(1), np.uint32(0)),
-        "enqueue_copy to host, not waiting": lambda: cl.enqueue_copy(queue, host, buf, is_blocking=False),
-        "enqueue_fill_buffer 4 bytes": lambda: cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, 4),
-    }
-    pinned = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, 16)
-    rw = cl.map_flags.READ | cl.map_flags.WRITE
-    mapped, _ = cl.enqueue_map_buffer(queue, pinned, rw, 0, (4,), np.uint32)
-    into = mapped[:1]
-    pieces["_enqueue_read_buffer to pinned, not waiting"] = lambda: cl._cl._enqueue_read_buffer(
-        queue, buf, into, 0, None, False
-    )
-    pieces["_enqueue_read_buffer to pageable, not waiting"] = lambda: cl._cl._enqueue_read_buffer(
-        queue, buf, host, 0, None, False
-    )
-    backend = jitscan.backends.get("opencl")
-    pieces["backend.empty(64 int32) (PyOpenCL's fast constructor)"] = lambda: backend.empty(
-        (64,), np.dtype(np.int32), queue
-    )
-    ev = cl.enqueue_marker(queue)
-    sync()
-    pieces["event.command_execution_status"] = lambda: ev.command_execution_status
-    pieces["cla.empty(64 int32) from a pool"] = None
-    from pyopencl.tools import DeferredAllocator, MemoryPool
+        pool = MemoryPool(DeferredAllocator(ctx))
+        pieces["cla.empty(64 int32) from a pool"] = lambda: cla.empty(queue, (64,), np.int32, allocator=pool)
+        print("\n| PyOpenCL piece | µs a call |\n|---|---|")
+        for what, fn in pieces.items():
+            print(f"| {what} | {host_us(fn, 5000):.2f} |")
 
-    pool = MemoryPool(DeferredAllocator(ctx))
-    pieces["cla.empty(64 int32) from a pool"] = lambda: cla.empty(queue, (64,), np.int32, allocator=pool)
-    print("\n| PyOpenCL piece | µs a call |\n|---|---|")
-    for what, fn in pieces.items():
-        print(f"| {what} | {host_us(fn, 5000):.2f} |")
+    print("\n| 2^k | form | host µs a call |\n|---|---|---|")
+    for log2n, name, us in summary:
+        print(f"| {log2n} | {name} | {us:.2f} |")
 
-print("\n| 2^k | form | host µs a call |\n|---|---|---|")
-for log2n, name, us in summary:
-    print(f"| {log2n} | {name} | {us:.2f} |")
+
+if __name__ == "__main__":
+    main()

@@ -89,12 +89,15 @@ def prepared(
 def call_key(x: Any, out: Any, knobs: dict[str, Any], *parts: Any) -> tuple:
     """A common call's key in a function's shortcut cache: the input's type and dtype,
     ``parts`` (the call's other arguments that pick its prepared scan), ``out``'s dtype,
-    the knobs, and :func:`host_tag`. Tuple values key on each field's type and dtype and
-    on ``$JITSCAN_BACKEND`` (a field of NumPy values sends them all to its backend)."""
+    the knobs, and :func:`host_tag`. Tuple values key on each field's type and dtype and,
+    where a field holds NumPy values (which sends them all to its backend), on
+    ``$JITSCAN_BACKEND``."""
     t = type(x)
     if t is tuple:
-        fields = tuple([(type(f), getattr(f, "dtype", None)) for f in x])
-        return (t, fields, *parts, *knobs.items(), os.environ.get("JITSCAN_BACKEND"))
+        types = tuple([type(f) for f in x])
+        fields = tuple([(k, getattr(f, "dtype", None)) for k, f in zip(types, x, strict=True)])
+        host = (os.environ.get("JITSCAN_BACKEND"),) if np.ndarray in types else ()
+        return (t, fields, *parts, *knobs.items(), *host)
     return (
         t,
         getattr(x, "dtype", None),
