@@ -21,7 +21,9 @@
 #                                    OpenCL forms' host time, search_sweep.py, small_forms.py and
 #                                    the pair scan's shapes at 2^28 (tuples_sweep.py)
 #   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
-#                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time)
+#                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time), the
+#                                    OpenCL forms' at 2^10, and the kernels each CUDA form launches
+#                                    (form_launches.py under ncu, at 2^10, 2^22 and 2^25)
 set -uo pipefail
 what=${1:-bench}
 . .dev/gpu-env.sh
@@ -105,9 +107,14 @@ case "$what" in
     tail -22 "$OUT/ocl_prof.md"; grep -E "^\| 2" "$OUT/search.md"; tail -8 "$OUT/tuples.md"
     grep -E "default|CUB|torch|flat" "$OUT/small.md"; grep -E "^\| " "$OUT/small.md" | sort -t'|' -k2,3 -s | awk -F'|' '!seen[$2 $3]++' ;;
   profile)
+    timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_opencl_launches.py tests/test_tuples.py \
+      -n 8 --timeout 100 > "$OUT/tests.txt" 2>&1; tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
     timeout 300 python3 experiments/profile_forms.py --top 8 ${PROFILE:-10 22 25} > "$OUT/prof.md" 2>&1
     timeout 150 python3 experiments/profile_forms.py --opencl --top 10 10 > "$OUT/ocl_prof.md" 2>&1
-    grep -E "^===|^\| " "$OUT/prof.md" | tail -40 ;;
+    timeout 200 ncu --profile-from-start off --csv --metrics gpu__time_duration.sum \
+      python3 experiments/form_launches.py 10 22 25 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    python3 experiments/form_launches.py --table < "$OUT/ncu.csv" > "$OUT/launches.md"
+    grep -E "^\| " "$OUT/prof.md" | tail -24; tail -9 "$OUT/ocl_prof.md"; cat "$OUT/launches.md" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
