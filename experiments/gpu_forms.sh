@@ -114,7 +114,9 @@ case "$what" in
     timeout 200 ncu --profile-from-start off --csv --metrics gpu__time_duration.sum \
       python3 experiments/form_launches.py 10 22 25 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
     python3 experiments/form_launches.py --table < "$OUT/ncu.csv" > "$OUT/launches.md"
-    grep -E "^\| " "$OUT/prof.md" | tail -24; tail -9 "$OUT/ocl_prof.md"; cat "$OUT/launches.md" ;;
+    timeout 100 python3 experiments/transform_host.py 10 > "$OUT/transform_host.md" 2>&1
+    grep -E "^\| " "$OUT/prof.md" | tail -24; tail -9 "$OUT/ocl_prof.md"; cat "$OUT/launches.md"
+    grep -E "^\|" "$OUT/transform_host.md" ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
