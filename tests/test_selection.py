@@ -250,6 +250,44 @@ def test_unique_consecutive_of_size_pads_values_and_counts(backend):
     np.testing.assert_array_equal(c, [2, 1])
 
 
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_runs_of_size_across_tiles_are_padded_or_cut_at_every_count(backend, rng, device):
+    # up to n the elements that start no run write the padding (keys from the end back,
+    # starts past the runs); past n it is filled first: every size about the number of runs
+    n = 3 * tile_size(backend, "int32") + 5
+    a = np.repeat(rng.integers(0, 3, n), rng.integers(1, 6, n))[:n].astype(np.int32)
+    b = np.repeat(rng.random(n).astype(np.float32), rng.integers(1, 4, n))[:n]
+    vals = rng.integers(-50, 50, n).astype(np.int32)
+    want_a, _, counts = runs_reference(a)
+    _, _, pair_counts = runs_reference(a.astype(np.float64) * 10 + b)
+    r = want_a.size
+    for size in (0, 1, r - 2, r - 1, r, r + 1, r + 9, n - 1, n, n + 4):
+        u, c = jitscan.unique_consecutive(
+            on(backend, a, device), return_counts=True, size=size, fill_value=-7, backend=backend
+        )
+        pad = max(0, size - r)
+        np.testing.assert_array_equal(host(u), np.r_[want_a, np.full(pad, -7)][:size], err_msg=f"size={size}")
+        np.testing.assert_array_equal(
+            host(c), np.r_[counts, np.zeros(pad, np.int64)][:size], err_msg=f"size={size}"
+        )
+        (ka, kb), tot = jitscan.reduce_by_key(
+            (on(backend, a, device), on(backend, b, device)), on(backend, vals, device), size=size,
+            fill_value=3, backend=backend,
+        )  # fmt: skip
+        starts = np.r_[0, np.cumsum(pair_counts)[:-1]]
+        pad = max(0, size - pair_counts.size)
+        np.testing.assert_array_equal(host(ka), np.r_[a[starts], np.full(pad, 3)][:size])
+        np.testing.assert_array_equal(host(kb), np.r_[b[starts], np.full(pad, 3.0)][:size])
+        sums = np.add.reduceat(vals, starts)
+        np.testing.assert_array_equal(host(tot), np.r_[sums, np.zeros(pad, np.int32)][:size])
+        # a NaN padding of float keys is data too
+        u = jitscan.unique_consecutive(on(backend, b, device), size=size, fill_value=np.nan, backend=backend)
+        want_b = runs_reference(b)[0]
+        np.testing.assert_array_equal(
+            host(u), np.r_[want_b, np.full(max(0, size - want_b.size), np.nan)][:size]
+        )
+
+
 @pytest.mark.parametrize("op", ["add", "max", "min"])
 def test_reduce_by_key_combines_each_run(backend, rng, op):
     ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum}[op]

@@ -28,7 +28,7 @@ from . import dispatch
 from .call import is_dask
 from .flat import reduce
 from .segmented import segmented_reduce, segmented_scan
-from .selection import _check_size
+from .selection import FUSED_FILL_MOST, _check_size
 from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
 
 
@@ -42,28 +42,46 @@ def _key_fields(fn: str, keys: Any) -> list[Any]:
 
 @functools.lru_cache(maxsize=256)
 def _runs_transform(
-    kd: tuple[str, ...], values: bool, starts: bool, inverse: bool
+    kd: tuple[str, ...], values: bool, starts: bool, inverse: bool, padded: bool = False
 ) -> tuple[Any, tuple[tuple[str, str], ...]]:
     """The runs' transform of keys of dtypes ``kd``, and what it writes (made once: making
-    its rules costs a call microseconds)."""
+    its rules costs a call microseconds).
+
+    ``padded``: the results are of ``size`` runs (at most n), and the elements that start no
+    run write their padding, in the same pass (no fill launched before it): the r-th of them
+    a key's ``fill{j}[0]`` at ``n - 1 - r`` and n in ``starts`` at ``n + 1 - r``, which cover
+    every place past the runs (places past an array write nothing); the last element writes
+    n at the two places after the runs and at ``cap[0] + 1`` (``cap`` holds ``size``)."""
     fields = len(kd)
     head = "i == 0 || " + " || ".join(f"k{j} != k{j}[i - 1]" for j in range(fields))
+    reads = [(f"k{j}", kd[j]) for j in range(fields)]
+    if padded:
+        reads += [("cap", "int64"), *((f"fill{j}", kd[j]) for j in range(fields))]
     writes: list[tuple[str, str]] = []
     rules: list[Write] = []
     if values:
         writes += [(f"u{j}", kd[j]) for j in range(fields)]
         rules += [Write(f"u{j}", "v - 1", f"k{j}", "item") for j in range(fields)]
+        if padded:
+            rules += [Write(f"u{j}", "n - 1 - (i - v)", f"fill{j}[0]", "!item") for j in range(fields)]
     if starts:
         writes.append(("starts", "int64"))
-        rules += [Write("starts", "v - 1", "i", "item"), Write("starts", "v", "n", "i == n - 1")]
+        if padded:  # size + 2 of them: the first size + 1 runs' starts, then n
+            rules += [
+                Write("starts", "v - 1 <= cap[0] ? v - 1 : -1", "i", "item"),
+                Write("starts", "n + 1 - (i - v)", "n", "!item"),
+                Write("starts", "v", "n", "i == n - 1"),
+                Write("starts", "v + 1", "n", "i == n - 1"),
+                Write("starts", "cap[0] + 1", "n", "i == n - 1"),
+            ]
+        else:
+            rules += [Write("starts", "v - 1", "i", "item"), Write("starts", "v", "n", "i == n - 1")]
     if inverse:
         writes.append(("inverse", "int64"))
         rules.append(Write("inverse", "i", "v - 1"))
     writes.append(("count", "int64"))
     rules.append(Write("count", "0", "v", "i == n - 1"))
-    t = transform(
-        f"runs{fields}", tuple((f"k{j}", kd[j]) for j in range(fields)), head, tuple(writes), tuple(rules)
-    )
+    t = transform(f"runs{fields}{'p' if padded else ''}", tuple(reads), head, tuple(writes), tuple(rules))
     return t, tuple(writes)
 
 
@@ -92,8 +110,10 @@ def _runs(
     for k in keys[1:]:
         if int(k.size) != n:
             raise ValueError(f"jitscan.{fn}: the key arrays differ in size: {n} and {int(k.size)}")
-    t, writes = _runs_transform(tuple(kd), values, starts, inverse)
     m = n if size is None else size
+    padded = size is not None and 0 < size <= n <= FUSED_FILL_MOST
+    t, writes = _runs_transform(tuple(kd), values, starts, inverse, padded)
+    fill = size is not None and not padded  # results filled before the pass
     out: dict[str, Any] = {}
     for name, dt in writes:
         if name == "count":
@@ -101,15 +121,18 @@ def _runs(
         elif name == "inverse":
             out[name] = ops.empty(n, np.int64)
         elif name == "starts":
-            out[name] = ops.full(m + 2, np.int64, n) if size is not None else ops.empty(m + 1, np.int64)
+            if size is None:
+                out[name] = ops.empty(m + 1, np.int64)
+            else:
+                out[name] = ops.full(m + 2, np.int64, n) if fill else ops.empty(m + 2, np.int64)
         else:
-            out[name] = ops.full(m, dt, fill_value) if size is not None else ops.empty(m, dt)
-    # with size, the kernel writes all but the last of the starts (its writes stop at the end)
-    dsts = [
-        ops.head(out[name], m + 1) if name == "starts" and size is not None else out[name]
-        for name, _ in writes
-    ]
-    prepared(t, count_dtype(n), "add", "inclusive", ops.backend, knobs)(keys, dsts, n, ops.queue)
+            out[name] = ops.full(m, dt, fill_value) if fill else ops.empty(m, dt)
+    # filled, the kernel writes all but the last of the starts (its writes stop at the end)
+    dsts = [ops.head(out[name], m + 1) if name == "starts" and fill else out[name] for name, _ in writes]
+    reads = list(keys)
+    if padded:
+        reads += [ops.constant(m, np.int64), *(ops.constant(fill_value, k.dtype) for k in keys)]
+    prepared(t, count_dtype(n), "add", "inclusive", ops.backend, knobs)(reads, dsts, n, ops.queue)
     k = ops.count(out["count"]) if size is None else None
     got: dict[str, Any] = {"runs": k}
     for name, _ in writes:
@@ -175,9 +198,30 @@ def unique_consecutive(
     if return_inverse:
         res.append(got["inverse"].reshape(shape))
     if return_counts:
-        s = got["starts"] if size is None else got["starts"][: size + 1]
-        res.append(s[1:] - s[:-1])
+        res.append(_lengths(ops, got["starts"], n if size is None else size, got["runs"], knobs))
     return res[0] if len(res) == 1 else tuple(res)
+
+
+@functools.lru_cache(maxsize=1)
+def _lengths_transform() -> Any:
+    """Each run's length from where runs start: ``c[i] = s[i + 1] - s[i]``."""
+    return transform("lengths", (("s", "int64"),), "0", (("c", "int64"),), (Write("c", "i", "s[i + 1] - s"),))
+
+
+def _lengths(ops: Operands, starts: Any, size: int, runs: int | None, knobs: dict) -> Any:
+    """The lengths of the first ``size`` runs (``runs`` of them where the host waited for
+    their number), from ``starts`` (which holds at least one more entry): on the device one
+    launch of a transform, no slices of the arrays (a PyOpenCL slice costs a launch's time)."""
+    m = size if runs is None else runs
+    if not ops.on_device:
+        s = np.asarray(starts)
+        return s[1 : m + 1] - s[:m]
+    c = ops.empty(m, np.int64)
+    if m:
+        prepared(_lengths_transform(), count_dtype(m), "add", "inclusive", ops.backend, knobs)(
+            [starts], [c], m, ops.queue
+        )
+    return c
 
 
 def reduce_by_key(
@@ -253,8 +297,9 @@ def reduce_by_key(
         return _keys_out(got, len(fields), isinstance(keys, tuple)), empty
     got = _runs("reduce_by_key", ops, len(fields), n, size, fill_value, knobs)
     totals = segmented_reduce(vals, offsets=got["starts"], op=op)
-    if size is not None:
-        totals = totals[:size]  # the last segment holds the runs past size
+    if size is not None:  # the last segment holds the runs past size
+        cut = ops.backend.head if ops.on_device else (lambda a, k: a[:k])
+        totals = tuple(cut(t, size) for t in totals) if isinstance(totals, tuple) else cut(totals, size)
     return _keys_out(got, len(fields), isinstance(keys, tuple)), totals
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import backends
 from ..backends.base import Backend
 from ..kernels.transform import ARRAY_CTYPES, Transform, Write
 from ..operators import Monoid
@@ -43,12 +44,15 @@ def prepared(
     transform: Transform, dtype: str, op: str | Monoid, kind: str, backend: Backend, knobs: Mapping[str, Any]
 ) -> TransformScan:
     """The transform's scan, made once per (transform, dtype, op, kind, backend, knobs)."""
-    unknown = sorted(set(knobs) - set(KNOBS))
-    if unknown:
-        raise TypeError(
-            f"unknown keyword argument(s) {', '.join(unknown)}; these functions take {', '.join(KNOBS)}"
-        )
-    key = (transform, dtype, op, kind, backend.name, tuple(sorted(knobs.items())))
+    if knobs:
+        unknown = sorted(set(knobs) - set(KNOBS))
+        if unknown:
+            raise TypeError(
+                f"unknown keyword argument(s) {', '.join(unknown)}; these functions take {', '.join(KNOBS)}"
+            )
+        key: tuple = (transform, dtype, op, kind, backend.name, tuple(sorted(knobs.items())))
+    else:  # (the common call: no knob to sort)
+        key = (transform, dtype, op, kind, backend.name)
     scan = _PREPARED.get(key)
     if scan is None:
         with _LOCK:
@@ -137,7 +141,7 @@ class Operands:
         host = getattr(arr, "host", None)
         if isinstance(host, np.ndarray):
             return self.backend.shared(host[:k], self.queue, True)
-        return arr[:k]
+        return self.backend.head(arr, k)
 
     def result(self, arr: Any, stop: int | None = None) -> Any:
         """A result as the caller's arrays are (its first ``stop`` elements): device arrays
@@ -146,7 +150,7 @@ class Operands:
         if isinstance(host, np.ndarray):  # a NumPy array the kernels wrote in place
             self.backend.settle(arr)
             return host if stop is None else host[:stop]
-        arr = arr if stop is None else arr[:stop]
+        arr = arr if stop is None else self.backend.head(arr, stop)
         return arr if self.on_device else self.backend.to_host(arr)
 
     def count(self, arr: Any) -> int:
@@ -162,6 +166,21 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
     backends), and ValueError for a device array on another device than the first's.
     """
     given = [x for x in xs if x is not None]
+    t = type(given[0])
+    b = _OWNERS.get(t)
+    if b is not None and (backend is None or backend == b.name):
+        # device arrays of one backend (the common call): its queue, flat views as they are
+        queue = b.queue_of(given[0])
+        out: list[Any] = []
+        for x in xs:
+            if x is None:
+                out.append(None)
+                continue
+            if type(x) is not t or (b.queue_of(x) is not queue and b.device_of(x) != b.device_of(given[0])):
+                break  # the general path below says what is wrong
+            out.append(x if x.ndim == 1 and x.flags.c_contiguous else b.contiguous(x).reshape(-1))
+        else:
+            return Operands(b, queue, True, out)
     b, on_device = arrays.pick_backend(given[0], backend)
     for name, x in zip(names, xs, strict=True):
         if x is not None and b.owns(x) != on_device:
@@ -182,6 +201,12 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
             shared = b.shared(host, queue, False) if host.size else None
             out.append(shared if shared is not None else b.to_device(host, queue))
     return Operands(b, queue, on_device, out)
+
+
+#: the backends by their array type (exact types: a subclass takes the general path)
+_OWNERS = {
+    b.array_type: b for b in (backends.get(name) for name in backends.names()) if b.array_type is not None
+}
 
 
 class ScanKernel:

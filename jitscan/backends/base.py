@@ -376,6 +376,10 @@ class Backend(ABC):
     @abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, queue: Any) -> Any: ...
 
+    def head(self, arr: Any, k: int) -> Any:
+        """The first ``k`` elements of a C-contiguous 1-D device array: a view of it."""
+        return arr[:k]
+
     @abstractmethod
     def contiguous(self, arr: Any) -> Any:
         """A C-contiguous, vector-aligned array with the same elements (``arr`` itself when it is one)."""

@@ -430,6 +430,26 @@ class OpenCLBackend(Backend):
             _queue=queue,
         )
 
+    def head(self, arr: Any, k: int) -> Any:
+        if not _FAST_ARRAY or not 0 <= k <= arr.size or arr.ndim != 1 or not arr.flags.c_contiguous:
+            return arr[:k]
+        # PyOpenCL's fast constructor, as its own views use it: its slicing checks the strides
+        # and flags again, about a small launch's time a view
+        return type(arr)(
+            None,
+            (k,),
+            arr.dtype,
+            allocator=arr.allocator,
+            data=arr.base_data,
+            offset=arr.offset,
+            strides=arr.strides,
+            events=arr.events,
+            _fast=True,
+            _size=k,
+            _context=arr.context,
+            _queue=arr.queue,
+        )
+
     def _new_pool(self, queue: Any) -> Any:
         with self._pools_lock:
             held = self._pools.get(queue.int_ptr)

@@ -115,6 +115,7 @@ class Transform:
     #: the rendered expressions: the item's, and each rule's (when, at, value)
     _item: str = field(init=False, compare=False, repr=False)
     _rules: tuple[tuple[str, str, str], ...] = field(init=False, compare=False, repr=False)
+    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.name, str) and self.name.isidentifier()):
@@ -155,6 +156,12 @@ class Transform:
             )
         object.__setattr__(self, "_item", item)
         object.__setattr__(self, "_rules", tuple(rules))
+        # the key of its prepared scans, looked up on every call: hashed once
+        described = (self.name, self.reads, self.item, self.writes, self.rules, self.functions, calls)
+        object.__setattr__(self, "_hash", hash(described))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def c_io(self, opaque: str, vector_load: Callable[[str, str], list[str]], width: int) -> list[str]:
         """``js_src`` and ``js_dst`` of this transform, as ``ValueSpelling.io`` gives them.
