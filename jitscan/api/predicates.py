@@ -4,6 +4,7 @@ function, what it reads from outside, dtype and name)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,13 @@ def _predicate(fn: str, predicate: Any, dtype: str, k: int = 0) -> Predicate:
             f"jitscan.{fn}: a predicate is a C expression over x, i and n, or a Python function of x; "
             f"not {predicate!r}"
         )
-    # parsed now, so that a bad one is refused by name before anything is compiled
+    return _checked(fn, predicate)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(fn: str, predicate: str) -> Predicate:
+    """A C expression's predicate, parsed once (a parse costs a call microseconds), so that a
+    bad one is refused by name before anything is compiled (an error is not kept)."""
     expression.render(fn, predicate, PREDICATE_NAMES, ("x",), f"jitscan.{fn}: predicate")
     return Predicate(predicate)
 

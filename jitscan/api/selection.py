@@ -108,7 +108,7 @@ def _finish(ops: Operands, y: Any, count: Any, return_count: bool, stop: int | N
     out = ops.result(y, stop)
     if not return_count:
         return out
-    return out, count.reshape(()) if ops.on_device else np.int64(ops.count(count))
+    return out, ops.backend.scalar(count) if ops.on_device else np.int64(ops.count(count))
 
 
 def extract(
@@ -465,14 +465,26 @@ def stable_partition(
     n, vd = int(v.size), array_dtype("stable_partition", "x", v.dtype)
     if second is not None:
         return _three_way(ops, v, n, vd, predicate, second, knobs)
-    p = _predicate("stable_partition", predicate, vd)
-    pred = p.text
+    split, place = _partition_transforms(_predicate("stable_partition", predicate, vd), vd)
     y, rest = ops.empty(n, v.dtype), ops.empty(n, v.dtype)
     count = ops.full(1, np.int64, 0) if n == 0 else ops.empty(1, np.int64)
+    cdt = count_dtype(n)
+    prepared(split, cdt, "add", "exclusive", ops.backend, knobs)([v], [y, rest, count], n, ops.queue)
+    prepared(place, cdt, "add", "exclusive", ops.backend, knobs)([rest, count], [y], n, ops.queue)
+    if ops.on_device:
+        return y, ops.backend.scalar(count)
+    return ops.result(y), np.int64(ops.count(count))
+
+
+@functools.lru_cache(maxsize=256)
+def _partition_transforms(p: Predicate, vd: str) -> tuple[Any, Any]:
+    """A two-way partition's transforms, made once: the split (the kept ones in place, the
+    others to ``rest``, the count), then the others after the kept ones (``rest[i]`` to
+    ``y[count + i]`` for ``i < n - count``)."""
     split = transform(
         "partition",
         (("x", vd),),
-        f"({pred}) != 0",
+        f"({p.text}) != 0",
         (("y", vd), ("rest", vd), ("count", "int64")),
         (
             Write("y", "v", "x", "item"),
@@ -482,9 +494,6 @@ def stable_partition(
         p.functions,
         p.calls,
     )
-    cdt = count_dtype(n)
-    prepared(split, cdt, "add", "exclusive", ops.backend, knobs)([v], [y, rest, count], n, ops.queue)
-    # the others after the kept ones: rest[i] to y[count + i] for i < n - count
     place = transform(
         "place_rest",
         (("rest", vd), ("count", "int64")),
@@ -492,10 +501,7 @@ def stable_partition(
         (("y", vd),),
         (Write("y", "count[0] + i", "rest", "i < n - count[0]"),),
     )
-    prepared(place, cdt, "add", "exclusive", ops.backend, knobs)([rest, count], [y], n, ops.queue)
-    if ops.on_device:
-        return y, count.reshape(())
-    return ops.result(y), np.int64(ops.count(count))
+    return split, place
 
 
 def _three_way(

@@ -380,6 +380,10 @@ class Backend(ABC):
         """The first ``k`` elements of a C-contiguous 1-D device array: a view of it."""
         return arr[:k]
 
+    def scalar(self, arr: Any) -> Any:
+        """A one-element device array as a 0-d view of it (a reduction's result)."""
+        return arr.reshape(())
+
     @abstractmethod
     def contiguous(self, arr: Any) -> Any:
         """A C-contiguous, vector-aligned array with the same elements (``arr`` itself when it is one)."""
@@ -459,7 +463,7 @@ class Backend(ABC):
             if go is None:
                 go = make(queue, n, load)
             go(x, dst, n, carry)
-            return dst.reshape(()) if one and out is None else dst
+            return self.scalar(dst) if one and out is None else dst
 
         return call
 

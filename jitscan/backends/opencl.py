@@ -62,6 +62,28 @@ _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 _CL_FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 #: whether PyOpenCL's Array takes the fast constructor's keywords (2021 and later)
 _FAST_ARRAY = cl_array is not None and "_fast" in inspect.signature(cl_array.Array.__init__).parameters
+
+
+def _view(arr: Any, shape: tuple[int, ...], strides: tuple[int, ...], size: int) -> Any:
+    """A view of ``arr``'s first elements through PyOpenCL's fast constructor, as its own
+    views are made: its slicing and reshape check the strides and flags again, about a small
+    launch's time a view."""
+    return type(arr)(
+        None,
+        shape,
+        arr.dtype,
+        allocator=arr.allocator,
+        data=arr.base_data,
+        offset=arr.offset,
+        strides=strides,
+        events=arr.events,
+        _fast=True,
+        _size=size,
+        _context=arr.context,
+        _queue=arr.queue,
+    )
+
+
 #: write_bytes' copies held at once (their events keep the host bytes alive)
 _WRITES_HELD = 256
 
@@ -433,22 +455,12 @@ class OpenCLBackend(Backend):
     def head(self, arr: Any, k: int) -> Any:
         if not _FAST_ARRAY or not 0 <= k <= arr.size or arr.ndim != 1 or not arr.flags.c_contiguous:
             return arr[:k]
-        # PyOpenCL's fast constructor, as its own views use it: its slicing checks the strides
-        # and flags again, about a small launch's time a view
-        return type(arr)(
-            None,
-            (k,),
-            arr.dtype,
-            allocator=arr.allocator,
-            data=arr.base_data,
-            offset=arr.offset,
-            strides=arr.strides,
-            events=arr.events,
-            _fast=True,
-            _size=k,
-            _context=arr.context,
-            _queue=arr.queue,
-        )
+        return _view(arr, (k,), arr.strides, k)
+
+    def scalar(self, arr: Any) -> Any:
+        if not _FAST_ARRAY or arr.size != 1:
+            return arr.reshape(())
+        return _view(arr, (), (), 1)
 
     def _new_pool(self, queue: Any) -> Any:
         with self._pools_lock:

@@ -130,5 +130,5 @@ class FieldCalls:
 
     def _field_results(self, res: list[Any], on_device: bool, out: Any) -> tuple[Any, ...]:
         if self._reduce and not self.segmented and out is None:
-            res = [r.reshape(()) if on_device else r[0] for r in res]
+            res = [self.backend.scalar(r) if on_device else r[0] for r in res]
         return tuple(res)

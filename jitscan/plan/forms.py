@@ -170,9 +170,9 @@ class FormCalls:
         if self._record:
             res = tuple(dst.arrays[k] for k in self.outputs)
             if self._reduce and not mode and out is None:
-                res = tuple(r.reshape(()) for r in res)
+                res = tuple(b.scalar(r) for r in res)
             return res
-        return dst.reshape(()) if self._reduce and not mode and out is None else dst
+        return b.scalar(dst) if self._reduce and not mode and out is None else dst
 
     def _given_fields(self, xs: Any, t: type) -> tuple[Any, int, tuple[Any, ...]] | None:
         """(an array of the tuple value, its length, the arrays as kernels take them: None at

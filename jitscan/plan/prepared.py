@@ -431,7 +431,7 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         if alarm is not None and not seg.checked and self.knobs.get("check") == "now":
             raise_alarm(b, inp.queue, alarm, inp.n, False, offsets)
         if reduce and not self.segmented and out is None:
-            return result.reshape(()) if inp.on_device else result[0]
+            return b.scalar(result) if inp.on_device else result[0]
         return result
 
     def _whole_rows(self, seg: Segments, queue: Any, n: int) -> Segments:
