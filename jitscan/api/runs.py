@@ -29,7 +29,7 @@ from .call import is_dask
 from .flat import reduce
 from .segmented import segmented_reduce, segmented_scan
 from .selection import FUSED_FILL_MOST, _check_size
-from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
+from .transforms import Operands, array_dtype, count_dtype, dtype_name, operands, prepared, transform
 
 
 def _key_fields(fn: str, keys: Any) -> list[Any]:
@@ -386,11 +386,11 @@ def scan_by_key(
 
         return lazy.scan_by_key(segmented_scan, fields, values, op=op, kind=kind, backend=backend, **knobs)
     ops, n, vals = _with_values("scan_by_key", fields, values, backend)
-    kd = np.dtype(ops.arrays[0].dtype).name
-    plain = not isinstance(vals, tuple) and np.dtype(vals.dtype).name in DTYPES
-    if len(fields) == 1 and plain and kd in ARRAY_CTYPES:
+    kd = dtype_name(ops.arrays[0].dtype)
+    vd = "" if isinstance(vals, tuple) else dtype_name(vals.dtype)
+    if len(fields) == 1 and vd in DTYPES and kd in ARRAY_CTYPES:
         # one pass: the tiles find the heads where the key changes as they load
-        scan = _by_key(np.dtype(vals.dtype).name, op, kind, kd, ops.backend.name, knobs)
+        scan = _by_key(vd, op, kind, kd, ops.backend.name, knobs)
         return scan(vals, flags=ops.arrays[0] if ops.on_device else np.ravel(np.asarray(fields[0])))
     got = _runs("scan_by_key", ops, len(fields), n, None, 0, knobs, values=False)
     offsets = _no_segments(ops) if n == 0 else got["starts"]

@@ -73,16 +73,22 @@ def count_dtype(n: int) -> str:
 _NAMES: dict[Any, str] = {}
 
 
-def array_dtype(fn: str, what: str, dtype: Any) -> str:
-    """The transform's name of an array's dtype, or TypeError naming the ones taken."""
+def dtype_name(dtype: Any) -> str:
+    """NumPy's name of a dtype (``dtype.name`` costs a call microseconds): kept by dtype."""
     try:
         name = _NAMES.get(dtype)
-    except TypeError:  # unhashable: a structured dtype's description, say
-        name, dtype = None, np.dtype(dtype)
+    except TypeError:  # unhashable
+        return np.dtype(dtype).name
     if name is None:
         name = np.dtype(dtype).name
-        if name in ARRAY_CTYPES and len(_NAMES) < 64:
+        if len(_NAMES) < 64:
             _NAMES[dtype] = name
+    return name
+
+
+def array_dtype(fn: str, what: str, dtype: Any) -> str:
+    """The transform's name of an array's dtype, or TypeError naming the ones taken."""
+    name = dtype_name(dtype)
     if name not in ARRAY_CTYPES:
         raise TypeError(
             f"jitscan.{fn}: {what} of dtype {name} is not supported; dtypes: {', '.join(ARRAY_CTYPES)}"
@@ -335,6 +341,7 @@ __all__ = [
     "Write",
     "array_dtype",
     "count_dtype",
+    "dtype_name",
     "operands",
     "prepared",
     "transform",

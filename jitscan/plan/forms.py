@@ -62,7 +62,7 @@ class FormCalls:
     """The common call of segmented forms and tuple values (see the module text).
 
     It reads the prepared scan's ``backend``, ``segmented``, ``dtype``, ``outputs``,
-    ``index_fields``, ``launch_args``, ``knobs`` and its ``_loads``, ``_np``, ``_record``,
+    ``index_fields``, ``head_keys``, ``launch_args``, ``knobs`` and its ``_loads``, ``_np``, ``_record``,
     ``_plain``, ``_reduce``, ``_class_sizes``, ``_variant``, and calls ``bound``, ``spec``,
     ``launch`` and ``_host_queue_for``.
     """
@@ -74,6 +74,7 @@ class FormCalls:
         itself."""
         self._form_common: Any = self._form_python
         self._form_remember: Any = None
+        self._key_dtype = np.dtype(self.head_keys) if self.head_keys else None
         if not self._plain and self.knobs.get("check") != "now":
             values: dict[str, Any] = {}
             if self._record:  # each field's dtype (None: an index field), the written ones'
@@ -132,7 +133,12 @@ class FormCalls:
             if self._reduce:
                 length = offsets.size - 1
         elif mode == "flags":
-            if offsets is not None or row_len or not _device_bytes(flags, t, b, n):
+            if offsets is not None or row_len:
+                return None
+            if self.head_keys:  # keys, read in place of flags (scan_by_key)
+                if not _device_keys(flags, t, b, n, self._key_dtype):
+                    return None
+            elif not _device_bytes(flags, t, b, n):
                 return None
             seg_array = flags
         elif mode == "rows":
@@ -298,6 +304,15 @@ def _device_bytes(flags: Any, t: type, b: Any, n: int) -> bool:
         and flags.dtype.itemsize == 1
         and flags.dtype.kind in "biu"
         and b.whole(flags)
+    )
+
+
+def _device_keys(keys: Any, t: type, b: Any, n: int, dtype: np.dtype) -> bool:
+    """Whether ``keys`` are device keys the kernels read in place of flags as they are (a
+    new segment where a key differs from the one before it): ``n`` of ``dtype``, contiguous,
+    aligned, at the start of their buffer."""
+    return (
+        type(keys) is t and keys.size == n and keys.dtype.name == dtype and b.whole(keys) and b.aligned(keys)
     )
 
 

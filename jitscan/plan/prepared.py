@@ -193,8 +193,6 @@ class PreparedScan(Programs, FieldCalls, FormCalls, Carries):
         #: the common call (Backend.common_call), once a Python operator is verified
         self.common = _long_way if self._unverified else self._common
         self._form_calls()  # the other forms' common call (FormCalls)
-        if head_keys:  # keys, not flags: the general call, whose _segments reads them as they are
-            self._form_common = _no_form  # type: ignore[method-assign]
         #: the other forms' common call, once a Python operator is verified
         self.form_common = _no_form if self._unverified or self._plain else self._form_common
         #: the device's largest buffer (0: none but its memory): host inputs past it go in pieces
