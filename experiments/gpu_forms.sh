@@ -20,6 +20,9 @@
 #   experiments/gpu_forms.sh explore     build, the OpenCL launch and segmented tests, then the
 #                                    OpenCL forms' host time, search_sweep.py, small_forms.py and
 #                                    the pair scan's shapes at 2^28 (tuples_sweep.py)
+#   experiments/gpu_forms.sh nostall     build, the compaction, runs and launch tests on both backends, then the
+#                                    host time of the no-stall calls on CUDA and NVIDIA's OpenCL
+#                                    (transform_host.py) and the forms' on both (profile_forms.py at 2^10)
 #   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
 #                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time), the
 #                                    OpenCL forms' at 2^10, and the kernels each CUDA form launches
@@ -106,6 +109,15 @@ case "$what" in
     timeout 120 python3 experiments/tuples_sweep.py 28 recurrence > "$OUT/tuples.md" 2>&1
     tail -22 "$OUT/ocl_prof.md"; grep -E "^\| 2" "$OUT/search.md"; tail -8 "$OUT/tuples.md"
     grep -E "default|CUB|torch|flat" "$OUT/small.md"; grep -E "^\| " "$OUT/small.md" | sort -t'|' -k2,3 -s | awk -F'|' '!seen[$2 $3]++' ;;
+  nostall)
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_selection.py tests/test_opencl_launches.py \
+      tests/test_segmented.py tests/test_api.py -n 14 -k "not unfair" --timeout 150 > "$OUT/tests.txt" 2>&1
+    tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
+    timeout 100 python3 experiments/transform_host.py 10 > "$OUT/host_cuda.md" 2>&1
+    timeout 100 python3 experiments/transform_host.py --opencl 10 > "$OUT/host_ocl.md" 2>&1
+    timeout 100 python3 experiments/profile_forms.py --top 1 10 > "$OUT/forms_cuda.md" 2>&1
+    timeout 100 python3 experiments/profile_forms.py --opencl --top 1 10 > "$OUT/forms_ocl.md" 2>&1
+    head -12 "$OUT/host_cuda.md"; head -11 "$OUT/host_ocl.md"; tail -9 "$OUT/forms_cuda.md"; tail -9 "$OUT/forms_ocl.md" ;;
   profile)
     timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_opencl_launches.py tests/test_tuples.py \
       -n 8 --timeout 100 > "$OUT/tests.txt" 2>&1; tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
