@@ -118,6 +118,88 @@ def test_size_gives_exactly_that_many_padded_or_cut_without_waiting(backend, rng
         np.testing.assert_array_equal(host(got), np.r_[f[keep], np.full(n - keep.sum(), fill, np.float32)])
 
 
+def test_a_call_like_one_seen_before_skips_the_checks_and_takes_any_other_the_long_way(
+    backend, rng, monkeypatch
+):
+    # a no-stall extract of device arrays like a call before launches at once; a call that
+    # differs in anything the first one's checks saw (length past size, a view that is not
+    # contiguous, a 2-D input, another fill's sign) takes the long way and its checks
+    from jitscan.api import selection
+
+    b = backends.get(backend)
+    if not b.available():
+        pytest.skip(f"backend {backend!r} unavailable here: {b.unavailable_reason()}")
+    long_way = []
+    real = selection.operands
+    monkeypatch.setattr(selection, "operands", lambda *a: long_way.append(1) or real(*a))
+    n = 2 * tile_size(backend, "int32") + 3
+    x = rng.random(n).astype(np.float32) - 0.5
+    keep = rng.random(n) < 0.4
+    dx, dk = on(backend, x, True), on(backend, keep, True)
+
+    def check(got, c, v, size, fill):
+        ref = np.extract(c, v)
+        want = np.r_[ref, np.full(max(0, size - ref.size), fill, np.float32)][:size]
+        np.testing.assert_array_equal(host(got[0]), want)
+        np.testing.assert_array_equal(np.signbit(host(got[0])), np.signbit(want))
+        assert int(host(got[1])) == ref.size
+
+    for _ in range(3):  # the first call the long way, the next two warm
+        check(jitscan.extract(dk, dx, size=40, fill_value=0.0, return_count=True), keep, x, 40, 0.0)
+    assert len(long_way) == 1
+    check(jitscan.extract(dk, dx, size=40, fill_value=-0.0, return_count=True), keep, x, 40, -0.0)
+    assert len(long_way) == 2  # another fill's bits: another call
+    check(
+        jitscan.extract(dk[:30], dx[:30], size=40, fill_value=0.0, return_count=True),
+        keep[:30],
+        x[:30],
+        40,
+        0.0,
+    )
+    check(
+        jitscan.extract(dk[::2], dx[::2], size=40, fill_value=0.0, return_count=True),
+        keep[::2],
+        x[::2],
+        40,
+        0.0,
+    )
+    k2, x2 = keep[: 2 * (n // 2)].reshape(2, -1), x[: 2 * (n // 2)].reshape(2, -1)
+    got = jitscan.extract(
+        on(backend, k2, True), on(backend, x2, True), size=40, fill_value=0.0, return_count=True
+    )
+    check(got, k2, x2, 40, 0.0)
+    assert len(long_way) == 5
+    with pytest.raises(IndexError):  # a longer condition that keeps past arr: the checks say so
+        jitscan.extract(
+            on(backend, np.ones(n + 1, bool), True), dx, size=40, fill_value=0.0, return_count=True
+        )
+
+
+def test_unique_runs_of_size_like_a_call_seen_before_are_the_same_runs(backend, rng, monkeypatch):
+    # the warm call of unique_consecutive(size=) of device keys: values, inverse and counts as
+    # the long way gives them, call after call, and every other call the long way
+    from jitscan.api import runs
+
+    b = backends.get(backend)
+    if not b.available():
+        pytest.skip(f"backend {backend!r} unavailable here: {b.unavailable_reason()}")
+    long_way = []
+    real = runs.operands
+    monkeypatch.setattr(runs, "operands", lambda *a: long_way.append(1) or real(*a))
+    n = 2 * tile_size(backend, "int32") + 3
+    k = np.repeat(rng.integers(0, 3, n), rng.integers(1, 5, n))[:n].astype(np.int32)
+    values, inverse, counts = runs_reference(k)
+    for size in (5, 5, 5, values.size + 4, values.size + 4, n + 1):
+        u, inv, c = jitscan.unique_consecutive(
+            on(backend, k, True), return_inverse=True, return_counts=True, size=size, fill_value=-1
+        )
+        pad = max(0, size - values.size)
+        np.testing.assert_array_equal(host(u), np.r_[values, np.full(pad, -1)][:size])
+        np.testing.assert_array_equal(host(inv), inverse)
+        np.testing.assert_array_equal(host(c), np.r_[counts, np.zeros(pad, np.int64)][:size])
+    assert len(long_way) == 3  # each size's first call (past n: filled first, never warm)
+
+
 def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):
     a = rng.integers(0, 3, (7, 11, 5)) * (rng.random((7, 11, 5)) < 0.4)
     np.testing.assert_array_equal(jitscan.flatnonzero(a, backend=backend), np.flatnonzero(a))

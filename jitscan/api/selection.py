@@ -23,7 +23,19 @@ from ..kernels.transform import Write
 from . import dispatch
 from .call import is_dask
 from .predicates import Predicate, _predicate
-from .transforms import Operands, array_dtype, count_dtype, operands, prepared, transform
+from .transforms import (
+    Operands,
+    array_dtype,
+    constants_of,
+    count_dtype,
+    flat_on_one_queue,
+    operands,
+    prepared,
+    remember,
+    transform,
+    value_key,
+    warm_key,
+)
 
 
 def _element_only(fn: str, predicate: Any) -> None:
@@ -159,6 +171,15 @@ def extract(
     array([ 0,  2,  4, -1], dtype=int32)
     """
     size = _check_size("extract", size)
+    key = None
+    if size:  # the no-stall form: a call like one seen before skips the checks (warm_key)
+        key = warm_key((condition, arr), size, value_key(fill_value), return_count, backend, *knobs.items())
+    if key is not None:
+        go = _WARM.get(key)
+        if go is not None:
+            got = go(condition, arr)
+            if got is not None:
+                return got
     if is_dask(arr) or is_dask(condition):
         lazy = dispatch.lazy()
 
@@ -176,7 +197,52 @@ def extract(
             raise IndexError(f"index {first} is out of bounds for axis 0 with size {n}")
     reads = (("c", cd), ("x", vd))
     y, count, k = _keep("extract", ops, n, "c", "x", reads, values.dtype, size, fill_value, knobs)
+    if key is not None and ops.on_device:
+        remember(
+            _WARM,
+            key,
+            _warm_keep(ops.backend, "c", "x", reads, values.dtype, size, fill_value, knobs, return_count),
+        )
     return _finish(ops, y, count, return_count, k)
+
+
+#: extract's warm calls (transforms.warm_key)
+_WARM: dict[tuple, Any] = {}
+
+
+def _warm_keep(
+    b: Any,
+    keep: str,
+    value: str,
+    reads: tuple[tuple[str, str], ...],
+    out_dtype: Any,
+    size: int,
+    fill_value: Any,
+    knobs: dict,
+    return_count: bool,
+) -> Any:
+    """A compaction of ``size=`` like one seen before, as :func:`_keep` runs it where the
+    pass writes the padding (``go(*arrays)``, the transform's reads but the fill value), with
+    none of the first call's checks and lookups; None for a call it does not take (arrays of
+    another shape, length or queue), which takes the long way and its checks."""
+    out_dtype = np.dtype(out_dtype)
+    t = _keep_transform(keep, value, reads, array_dtype("extract", "the result", out_dtype), True, None)
+    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "exclusive", b, knobs)
+    fill = constants_of(b, [(fill_value, out_dtype)])
+    i64 = np.dtype(np.int64)
+
+    def go(*arrays: Any) -> Any:
+        n = arrays[-1].size
+        if not size <= n <= FUSED_FILL_MOST:
+            return None
+        queue = flat_on_one_queue(b, arrays, n)
+        if queue is None:
+            return None
+        y, count = b.empty((size,), out_dtype, queue), b.empty((1,), i64, queue)
+        scan([*arrays, *fill(queue)], [y, count], n, queue)
+        return (y, b.scalar(count)) if return_count else y
+
+    return go
 
 
 def compress(

@@ -11,8 +11,9 @@ default device and results back, device arrays as they are (flattened, C-contigu
 from __future__ import annotations
 
 import functools
+import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,74 @@ class Operands:
     def count(self, arr: Any) -> int:
         """A count the kernels wrote (a one-element array): the host waits for it."""
         return int(np.asarray(self.result(arr) if not self.on_device else self.backend.to_host(arr))[0])
+
+
+#: the most warm calls a function built on transforms keeps (warm_key)
+WARM_CALLS = 64
+
+
+def warm_key(arrays: Sequence[Any], *options: Any) -> tuple | None:
+    """The key of a call on device arrays of one backend (their type and dtypes, then
+    ``options``: the call's other arguments), under which a function keeps what a call like
+    it runs without its checks and lookups; None for any other call (host input, arrays of
+    two kinds, an unhashable option), which takes the long way."""
+    t = type(arrays[0])
+    if t not in _OWNERS:
+        return None
+    for a in arrays:
+        if type(a) is not t:
+            return None
+    key = (t, *[a.dtype for a in arrays], *options)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def value_key(value: Any) -> Any:
+    """A scalar option as a key tells it apart: by type, and a float by its sign too (-0.0 and
+    0.0 are equal and hash alike, but pad with other bits)."""
+    t = type(value)
+    return (t, value, math.copysign(1.0, value)) if t is float else (t, value)
+
+
+def remember(cache: dict[tuple, Any], key: tuple, go: Any) -> None:
+    """Keep ``go`` under ``key``, forgetting every call kept once there are WARM_CALLS."""
+    if len(cache) >= WARM_CALLS:
+        cache.clear()
+    cache[key] = go
+
+
+def flat_on_one_queue(b: Backend, arrays: Sequence[Any], n: int) -> Any:
+    """The queue of device arrays that are 1-D, C-contiguous, of ``n`` elements each and all
+    on it (a warm call's check of its arrays), else None."""
+    for a in arrays:
+        if a.ndim != 1 or a.size != n or not a.flags.c_contiguous:
+            return None
+    queue = b.queue_of(arrays[0])
+    for a in arrays[1:]:
+        if b.queue_of(a) is not queue:
+            return None
+    return queue
+
+
+def constants_of(b: Backend, values: Sequence[tuple[Any, Any]]) -> Callable[[Any], list[Any]]:
+    """``of(queue)``: the one-element arrays of ``values`` ((value, dtype) each) on ``queue``
+    (:meth:`Operands.constant`), looked up once per queue."""
+    held: dict[Any, list[Any]] = {}
+
+    def of(queue: Any) -> list[Any]:
+        got = held.get(queue)
+        if got is None:
+            ops = Operands(b, queue, True, [])
+            got = [ops.constant(v, d) for v, d in values]
+            if len(held) >= 8:
+                held.clear()
+            held[queue] = got
+        return got
+
+    return of
 
 
 def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[str]) -> Operands:
@@ -339,7 +408,13 @@ __all__ = [
     "Operands",
     "ScanKernel",
     "Write",
+    "WARM_CALLS",
     "array_dtype",
+    "constants_of",
+    "flat_on_one_queue",
+    "remember",
+    "value_key",
+    "warm_key",
     "count_dtype",
     "dtype_name",
     "operands",
