@@ -118,6 +118,18 @@ def test_size_gives_exactly_that_many_padded_or_cut_without_waiting(backend, rng
         np.testing.assert_array_equal(host(got), np.r_[f[keep], np.full(n - keep.sum(), fill, np.float32)])
 
 
+def _long_way(backend, monkeypatch, module) -> list:
+    """A list that grows by one on each call ``module`` makes the long way (its operands'
+    checks), for tests of its warm calls on ``backend``'s device arrays."""
+    b = backends.get(backend)
+    if not b.available():
+        pytest.skip(f"backend {backend!r} unavailable here: {b.unavailable_reason()}")
+    calls: list = []
+    real = module.operands
+    monkeypatch.setattr(module, "operands", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
 def test_a_call_like_one_seen_before_skips_the_checks_and_takes_any_other_the_long_way(
     backend, rng, monkeypatch
 ):
@@ -126,12 +138,7 @@ def test_a_call_like_one_seen_before_skips_the_checks_and_takes_any_other_the_lo
     # contiguous, a 2-D input, another fill's sign) takes the long way and its checks
     from jitscan.api import selection
 
-    b = backends.get(backend)
-    if not b.available():
-        pytest.skip(f"backend {backend!r} unavailable here: {b.unavailable_reason()}")
-    long_way = []
-    real = selection.operands
-    monkeypatch.setattr(selection, "operands", lambda *a: long_way.append(1) or real(*a))
+    long_way = _long_way(backend, monkeypatch, selection)
     n = 2 * tile_size(backend, "int32") + 3
     x = rng.random(n).astype(np.float32) - 0.5
     keep = rng.random(n) < 0.4
@@ -180,12 +187,7 @@ def test_unique_runs_of_size_like_a_call_seen_before_are_the_same_runs(backend, 
     # the long way gives them, call after call, and every other call the long way
     from jitscan.api import runs
 
-    b = backends.get(backend)
-    if not b.available():
-        pytest.skip(f"backend {backend!r} unavailable here: {b.unavailable_reason()}")
-    long_way = []
-    real = runs.operands
-    monkeypatch.setattr(runs, "operands", lambda *a: long_way.append(1) or real(*a))
+    long_way = _long_way(backend, monkeypatch, runs)
     n = 2 * tile_size(backend, "int32") + 3
     k = np.repeat(rng.integers(0, 3, n), rng.integers(1, 5, n))[:n].astype(np.int32)
     values, inverse, counts = runs_reference(k)

@@ -127,10 +127,7 @@ def as_array(x: Any) -> Any:
 
 def is_device_type(t: type) -> bool:
     """Whether ``t`` is the array type of one of jitscan's backends."""
-    return t in _DEVICE_TYPES
-
-
-_DEVICE_TYPES = frozenset(b.array_type for b in (backends.get(name) for name in backends.names()))
+    return backends.owner_of(t) is not None
 
 
 def clear() -> None:

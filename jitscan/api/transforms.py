@@ -175,7 +175,7 @@ def warm_key(arrays: Sequence[Any], *options: Any) -> tuple | None:
     it runs without its checks and lookups; None for any other call (host input, arrays of
     two kinds, an unhashable option), which takes the long way."""
     t = type(arrays[0])
-    if t not in _OWNERS:
+    if backends.owner_of(t) is None:
         return None
     for a in arrays:
         if type(a) is not t:
@@ -242,7 +242,7 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
     """
     given = [x for x in xs if x is not None]
     t = type(given[0])
-    b = _OWNERS.get(t)
+    b = backends.owner_of(t)
     if b is not None and (backend is None or backend == b.name):
         # device arrays of one backend (the common call): its queue, flat views as they are
         queue = b.queue_of(given[0])
@@ -276,12 +276,6 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
             shared = b.shared(host, queue, False) if host.size else None
             out.append(shared if shared is not None else b.to_device(host, queue))
     return Operands(b, queue, on_device, out)
-
-
-#: the backends by their array type (exact types: a subclass takes the general path)
-_OWNERS = {
-    b.array_type: b for b in (backends.get(name) for name in backends.names()) if b.array_type is not None
-}
 
 
 class ScanKernel:

@@ -10,6 +10,8 @@ from .cupy import CupyBackend
 from .opencl import OpenCLBackend
 
 _BACKENDS: dict[str, Backend] = {"cupy": CupyBackend(), "opencl": OpenCLBackend()}
+#: the backends by their array type (owner_of)
+_BY_TYPE: dict[type, Backend] = {b.array_type: b for b in _BACKENDS.values()}
 
 #: preference order for NumPy input when no backend is named: a CUDA GPU, then OpenCL
 #: (whose default device is a GPU if there is one, else PoCL on the CPU)
@@ -39,6 +41,11 @@ def require(name: str) -> Backend:
     if not b.available():
         raise BackendUnavailableError(f"backend {name!r} is unavailable: {b.unavailable_reason()}")
     return b
+
+
+def owner_of(t: type) -> Backend | None:
+    """The backend whose array type is exactly ``t`` (a subclass: None), by one lookup."""
+    return _BY_TYPE.get(t)
 
 
 def for_array(x: object) -> Backend | None:
