@@ -94,10 +94,15 @@ def call_key(x: Any, out: Any, knobs: dict[str, Any], *parts: Any) -> tuple:
     ``$JITSCAN_BACKEND``."""
     t = type(x)
     if t is tuple:
-        types = tuple([type(f) for f in x])
-        fields = tuple([(k, getattr(f, "dtype", None)) for k, f in zip(types, x, strict=True)])
-        host = (os.environ.get("JITSCAN_BACKEND"),) if np.ndarray in types else ()
-        return (t, fields, *parts, *knobs.items(), *host)
+        # a loop, not comprehensions: on Python 3.11 each comprehension is a frame more
+        fields = []
+        host = ()
+        for f in x:
+            k = type(f)
+            fields.append((k, getattr(f, "dtype", None)))
+            if k is np.ndarray:
+                host = (os.environ.get("JITSCAN_BACKEND"),)
+        return (t, tuple(fields), *parts, *knobs.items(), *host)
     return (
         t,
         getattr(x, "dtype", None),
