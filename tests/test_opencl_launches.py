@@ -242,3 +242,25 @@ def test_a_loop_of_like_calls_sets_one_scalar_a_call_the_epoch(counted, rng, for
     y, want = call(2000)
     np.testing.assert_array_equal(y.get(), want)
     assert max(counted.scalars_set) > 1  # another length: every scalar again
+
+
+def test_a_reduction_over_the_last_axis_watches_no_alarm_but_one_by_a_users_offsets_does(monkeypatch, rng):
+    """The lanes' offsets are jitscan's own (checked when made): on an OpenCL GPU the alarm's
+    copy back would cost as much as the launch. A user's device offsets are checked on the
+    device, and the host watches the alarm after each call."""
+    from jitscan.backends import launch
+
+    q = _queue()
+    watched = []
+    real = launch.Alarm.watch
+    monkeypatch.setattr(launch.Alarm, "watch", lambda self: (watched.append(1), real(self))[1])
+    x2 = rng.integers(-9, 9, (8, 300)).astype(np.int32)
+    d2 = cla.to_device(q, x2)
+    for _ in range(3):
+        np.testing.assert_array_equal(jitscan.reduce(d2, axis=1).get(), x2.sum(axis=1))
+    assert watched == []
+    off = cla.to_device(q, np.arange(0, 2401, 300, dtype=np.int64))
+    for k in range(1, 4):
+        got = jitscan.segmented_reduce(d2.reshape(-1), offsets=off).get()
+        np.testing.assert_array_equal(got, x2.sum(axis=1))
+        assert len(watched) == k

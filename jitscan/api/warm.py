@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..plan import PreparedScan
+from ..variants import segments
 from . import conventions, tuples
 from .cache import is_device_type, remember, shortcut_for
 from .call import AXIS, PLAIN, TUPLE, Call, kind_of, reduction_by_offsets, refuse
@@ -207,8 +208,8 @@ def _lanes(x: Any, call: Call, long: Long) -> Warm | None:
             if len(offsets_of) >= _SHAPES:
                 offsets_of.clear()
             offsets = np.arange(0, lanes * lane + 1, lane, dtype=np.int64)
-            if on_device:
-                offsets = b.to_device(offsets, b.queue_of(x))
+            if on_device:  # made here, never seen by a user: checked already
+                offsets = segments.trust(b.to_device(offsets, b.queue_of(x)))
             offsets_of[key] = offsets
         res = _form(p, x, None, None, offsets, 0) if on_device else None
         if res is None:

@@ -279,8 +279,10 @@ class Chained(Variant):
                 head += (n, buf, code, epoch)
                 words = carry_words(carry) if type(carry) is bytes else None  # in the arguments
                 consts = None
+                checked = False
                 if mode == "offsets":
-                    tail = pre(seg_array, n, tiles)  # type: ignore[misc]
+                    checked = segments.trusted(seg_array)
+                    tail = pre(seg_array, n, tiles, checked)  # type: ignore[misc]
                 elif mode:  # by flags, or rows of row_len
                     tail = segments.heads_tail(b, src, seg_array if mode == "flags" else None, row_len)
                 else:
@@ -288,7 +290,7 @@ class Chained(Variant):
                     if row_len:  # rows of whole tiles: the plain program restarts at each
                         consts = constants(launch, row_len // tile)
                 packed(tiles, head, tail, consts, words)
-                if pre is not None:  # the host sees what the launch's check raised (Prepass)
+                if pre is not None and not checked:  # the host sees what the check raised (Prepass)
                     pre.alarm.watch()
             finally:
                 release()

@@ -158,6 +158,27 @@ class Prepass:
         return [off, first.buf, nseg, word, flag]
 
 
+#: offsets jitscan made itself (a reduction's lanes of equal length), by id: they need no
+#: check, so that a launch by them has the host watch no alarm (on an OpenCL GPU the
+#: alarm's copy back costs as much as a launch); the arrays are held, so an id stays theirs
+_TRUSTED: dict[int, Any] = {}
+_TRUSTED_MOST = 64
+
+
+def trust(offsets: Any) -> Any:
+    """Mark ``offsets`` (device offsets jitscan made, never handed to a user) as checked:
+    launches by them skip the device check and the alarm's watch. Returns ``offsets``."""
+    if len(_TRUSTED) >= _TRUSTED_MOST:
+        _TRUSTED.clear()  # (those let go are checked again: only a cost)
+    _TRUSTED[id(offsets)] = offsets
+    return offsets
+
+
+def trusted(offsets: Any) -> bool:
+    """Whether ``offsets`` are ones :func:`trust` marked."""
+    return _TRUSTED.get(id(offsets)) is offsets
+
+
 #: Prepass by (program, queue): at most _PREPASSES of them, the oldest dropped first
 _prepasses: dict[tuple, Prepass] = {}
 _PREPASSES = 64
