@@ -202,6 +202,39 @@ def test_unique_runs_of_size_like_a_call_seen_before_are_the_same_runs(backend, 
     assert len(long_way) == 3  # each size's first call (past n: filled first, never warm)
 
 
+def test_a_partition_like_one_seen_before_gives_the_long_ways_parts(backend, rng, monkeypatch):
+    # the warm call of a two-way stable_partition of a device array: both parts and the count
+    # call after call; another length, a view, a 2-D array, an empty one and another
+    # predicate the long way
+    from jitscan.api import selection
+
+    long_way = _long_way(backend, monkeypatch, selection)
+    n = 2 * tile_size(backend, "int32") + 5
+    x = rng.integers(-50, 50, n).astype(np.int32)
+
+    def check(got, v):
+        v = v.reshape(-1)
+        kept = v[v % 3 == 0]
+        np.testing.assert_array_equal(host(got[0]), np.r_[kept, v[v % 3 != 0]])
+        assert int(host(got[1])) == kept.size
+
+    dx = on(backend, x, True)
+    for _ in range(3):
+        check(jitscan.stable_partition(dx, "x % 3 == 0"), x)
+    assert len(long_way) == 1
+    check(jitscan.stable_partition(dx[:7], "x % 3 == 0"), x[:7])  # another length: warm too
+    assert len(long_way) == 1
+    check(jitscan.stable_partition(dx[::2], "x % 3 == 0"), x[::2])  # a view of steps: gathered
+    x2 = x[: 2 * (n // 2)].reshape(2, -1)
+    check(jitscan.stable_partition(on(backend, x2, True), "x % 3 == 0"), x2)  # flattened
+    got = jitscan.stable_partition(on(backend, x[:0], True), "x % 3 == 0")
+    assert host(got[0]).size == 0 and int(host(got[1])) == 0
+    assert len(long_way) == 4
+    y, k = jitscan.stable_partition(dx, "x < 0")
+    np.testing.assert_array_equal(host(y), np.r_[x[x < 0], x[x >= 0]])
+    assert int(host(k)) == (x < 0).sum() and len(long_way) == 5
+
+
 def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):
     a = rng.integers(0, 3, (7, 11, 5)) * (rng.random((7, 11, 5)) < 0.4)
     np.testing.assert_array_equal(jitscan.flatnonzero(a, backend=backend), np.flatnonzero(a))

@@ -519,6 +519,13 @@ def stable_partition(
     >>> jitscan.stable_partition(np.array([3, -1, 0, 4, -2, 0], np.int32), "x > 0", "x < 0")
     (array([ 3,  4, -1, -2,  0,  0], dtype=int32), array([2, 2]))
     """
+    key = warm_key((x,), predicate, backend, *knobs.items()) if second is None else None
+    if key is not None:  # a call like one seen before skips the checks (warm_key)
+        go = _WARM_PARTITION.get(key)
+        if go is not None:
+            got = go(x)
+            if got is not None:
+                return got
     if is_dask(x):
         lazy = dispatch.lazy()
 
@@ -538,8 +545,38 @@ def stable_partition(
     prepared(split, cdt, "add", "exclusive", ops.backend, knobs)([v], [y, rest, count], n, ops.queue)
     prepared(place, cdt, "add", "exclusive", ops.backend, knobs)([rest, count], [y], n, ops.queue)
     if ops.on_device:
+        if key is not None and n:
+            remember(_WARM_PARTITION, key, _warm_partition(ops.backend, split, place, v.dtype, cdt, knobs))
         return y, ops.backend.scalar(count)
     return ops.result(y), np.int64(ops.count(count))
+
+
+#: stable_partition's warm calls (two ways: transforms.warm_key)
+_WARM_PARTITION: dict[tuple, Any] = {}
+
+
+def _warm_partition(b: Any, split: Any, place: Any, dtype: Any, cdt: str, knobs: dict) -> Any:
+    """A two-way partition like one seen before (``go(x)``), as :func:`stable_partition`
+    runs it, with none of its checks and lookups; None for a call it does not take (an
+    array of another shape or layout, none, or one whose count needs another width), which
+    takes the long way."""
+    first = prepared(split, cdt, "add", "exclusive", b, knobs)
+    second = prepared(place, cdt, "add", "exclusive", b, knobs)
+    i64 = np.dtype(np.int64)
+
+    def go(x: Any) -> Any:
+        n = x.size
+        if not n or count_dtype(n) != cdt:
+            return None
+        queue = flat_on_one_queue(b, (x,), n)
+        if queue is None:
+            return None
+        y, rest, count = b.empty((n,), dtype, queue), b.empty((n,), dtype, queue), b.empty((1,), i64, queue)
+        first([x], [y, rest, count], n, queue)
+        second([rest, count], [y], n, queue)
+        return y, b.scalar(count)
+
+    return go
 
 
 @functools.lru_cache(maxsize=256)
