@@ -235,6 +235,35 @@ def test_a_partition_like_one_seen_before_gives_the_long_ways_parts(backend, rng
     assert int(host(k)) == (x < 0).sum() and len(long_way) == 5
 
 
+def test_a_reduction_by_key_like_one_seen_before_gives_the_long_ways_runs(backend, rng, monkeypatch):
+    # the warm call of reduce_by_key(size=) of device keys and values: the runs' keys, padded,
+    # and their totals, call after call; other calls (a length under size, keys and values
+    # of different lengths, another op) the long way and its checks
+    from jitscan.api import runs
+
+    long_way = _long_way(backend, monkeypatch, runs)
+    n = 2 * tile_size(backend, "int32") + 3
+    k = np.repeat(rng.integers(0, 3, n), rng.integers(1, 5, n))[:n].astype(np.int32)
+    v = rng.integers(-9, 9, n).astype(np.int32)
+    values, _, counts = runs_reference(k)
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    sums = np.add.reduceat(v, starts)
+    dk, dv = on(backend, k, True), on(backend, v, True)
+    for size in (5, 5, 5, values.size + 4, values.size + 4):
+        u, t = jitscan.reduce_by_key(dk, dv, size=size, fill_value=-1)
+        pad = max(0, size - values.size)
+        np.testing.assert_array_equal(host(u), np.r_[values, np.full(pad, -1)][:size])
+        np.testing.assert_array_equal(host(t), np.r_[sums, np.zeros(pad, np.int32)][:size])
+    assert len(long_way) == 2  # each size's first call
+    u, t = jitscan.reduce_by_key(dk[:3], dv[:3], size=5, fill_value=-1)  # fewer keys than size
+    assert host(u).size == 5 and len(long_way) == 3
+    with pytest.raises(ValueError, match="keys for"):
+        jitscan.reduce_by_key(dk, dv[:-1], size=5, fill_value=-1)
+    u, t = jitscan.reduce_by_key(dk, dv, "max", size=5, fill_value=-1)
+    np.testing.assert_array_equal(host(t), np.maximum.reduceat(v, starts)[:5])
+    assert len(long_way) == 5
+
+
 def test_compress_and_flatnonzero_and_nonzero_are_numpys(backend, rng):
     a = rng.integers(0, 3, (7, 11, 5)) * (rng.random((7, 11, 5)) < 0.4)
     np.testing.assert_array_equal(jitscan.flatnonzero(a, backend=backend), np.flatnonzero(a))
