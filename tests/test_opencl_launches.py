@@ -244,10 +244,11 @@ def test_a_loop_of_like_calls_sets_one_scalar_a_call_the_epoch(counted, rng, for
     assert max(counted.scalars_set) > 1  # another length: every scalar again
 
 
-def test_a_reduction_over_the_last_axis_watches_no_alarm_but_one_by_a_users_offsets_does(monkeypatch, rng):
-    """The lanes' offsets are jitscan's own (checked when made): on an OpenCL GPU the alarm's
-    copy back would cost as much as the launch. A user's device offsets are checked on the
-    device, and the host watches the alarm after each call."""
+def test_reductions_by_offsets_jitscan_made_watch_no_alarm_but_one_by_a_users_offsets_does(monkeypatch, rng):
+    """The offsets of an axis's lanes and of reduce_by_key's runs are jitscan's own (right by
+    construction): on an OpenCL GPU the alarm's copy back would cost as much as the launch.
+    A user's device offsets are checked on the device, and the host watches the alarm after
+    each call."""
     from jitscan.backends import launch
 
     q = _queue()
@@ -258,6 +259,11 @@ def test_a_reduction_over_the_last_axis_watches_no_alarm_but_one_by_a_users_offs
     d2 = cla.to_device(q, x2)
     for _ in range(3):
         np.testing.assert_array_equal(jitscan.reduce(d2, axis=1).get(), x2.sum(axis=1))
+    assert watched == []
+    keys = np.repeat(np.arange(8, dtype=np.int32), 300)  # the runs' starts are jitscan's too
+    for size in (None, 5):
+        u, t = jitscan.reduce_by_key(cla.to_device(q, keys), d2.reshape(-1), size=size)
+        np.testing.assert_array_equal(t.get(), x2.sum(axis=1)[:size])
     assert watched == []
     off = cla.to_device(q, np.arange(0, 2401, 300, dtype=np.int64))
     for k in range(1, 4):

@@ -24,6 +24,7 @@ from ..dtypes import DTYPES
 from ..kernels.transform import ARRAY_CTYPES, Write
 from ..operators import Monoid
 from ..plan import PreparedScan
+from ..variants import segments
 from . import dispatch
 from .call import is_dask
 from .flat import reduce
@@ -371,7 +372,7 @@ def reduce_by_key(
         empty = segmented_reduce(_none_of(vals), offsets=_no_segments(ops), op=op)
         return _keys_out(got, len(fields), isinstance(keys, tuple)), empty
     got = _runs("reduce_by_key", ops, len(fields), n, size, fill_value, knobs)
-    totals = segmented_reduce(vals, offsets=got["starts"], op=op)
+    totals = _by_runs(vals, got["starts"], op)
     if size is not None:  # the last segment holds the runs past size
         cut = ops.backend.head if ops.on_device else (lambda a, k: a[:k])
         totals = tuple(cut(t, size) for t in totals) if isinstance(totals, tuple) else cut(totals, size)
@@ -406,9 +407,19 @@ def _warm_by_key(b: Any, kd: str, op: Any, size: int, fill_value: Any, knobs: di
         out = {name: b.empty((sizes[name],), kdt if name == "u0" else i64, queue) for name, _ in writes}
         scan([keys, *consts(queue)], [out[name] for name, _ in writes], n, queue)
         # the last of the size + 1 segments holds the runs past size
-        return out["u0"], b.head(segmented_reduce(values, offsets=out["starts"], op=op), size)
+        return out["u0"], b.head(_by_runs(values, out["starts"], op), size)
 
     return go
+
+
+def _by_runs(values: Any, starts: Any, op: Any) -> Any:
+    """``values`` reduced by the runs' ``starts``: offsets the runs' pass wrote, so trusted
+    for the call (no device check, and on an OpenCL GPU no alarm's copy back)."""
+    segments.trust(starts)
+    try:
+        return segmented_reduce(values, offsets=starts, op=op)
+    finally:
+        segments.distrust(starts)
 
 
 def _with_values(fn: str, fields: list[Any], values: Any, backend: str | None) -> tuple[Operands, int, Any]:

@@ -174,6 +174,12 @@ def trust(offsets: Any) -> Any:
     return offsets
 
 
+def distrust(offsets: Any) -> None:
+    """Forget what :func:`trust` marked (offsets made for one call)."""
+    if _TRUSTED.get(id(offsets)) is offsets:
+        del _TRUSTED[id(offsets)]
+
+
 def trusted(offsets: Any) -> bool:
     """Whether ``offsets`` are ones :func:`trust` marked."""
     return _TRUSTED.get(id(offsets)) is offsets
