@@ -8,11 +8,11 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.api import flat, running, runs, segmented, selection, transforms
+from jitscan.api import flat, partition, running, runs, segmented, selection, transforms
 from jitscan.operators import python
 from jitscan.plan import prepared
 
-MODULES = [jitscan, flat, running, segmented, prepared, python, selection, runs, transforms]
+MODULES = [jitscan, flat, running, segmented, prepared, python, selection, partition, runs, transforms]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -206,9 +206,9 @@ def test_a_partition_like_one_seen_before_gives_the_long_ways_parts(backend, rng
     # the warm call of a two-way stable_partition of a device array: both parts and the count
     # call after call; another length, a view, a 2-D array, an empty one and another
     # predicate the long way
-    from jitscan.api import selection
+    from jitscan.api import partition
 
-    long_way = _long_way(backend, monkeypatch, selection)
+    long_way = _long_way(backend, monkeypatch, partition)
     n = 2 * tile_size(backend, "int32") + 5
     x = rng.integers(-50, 50, n).astype(np.int32)
 

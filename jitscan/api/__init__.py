@@ -5,10 +5,11 @@ from __future__ import annotations
 from .cache import clear as clear_cache
 from .conventions import AxisError
 from .flat import memcpy, reduce, scan, source
+from .partition import stable_partition
 from .running import cummax, cummin, cumprod, cumsum, cumulative_prod, cumulative_sum, nancumprod, nancumsum
 from .runs import reduce_by_key, scan_by_key, unique_consecutive
 from .segmented import check_offsets, segmented_cumsum, segmented_reduce, segmented_scan
-from .selection import compress, copy_if, extract, flatnonzero, nonzero, stable_partition
+from .selection import compress, copy_if, extract, flatnonzero, nonzero
 from .transforms import ScanKernel, Write
 
 __all__ = [
