@@ -203,10 +203,12 @@ def remember(cache: dict[tuple, Any], key: tuple, go: Any) -> None:
 
 
 def flat_on_one_queue(b: Backend, arrays: Sequence[Any], n: int) -> Any:
-    """The queue of device arrays that are 1-D, C-contiguous, of ``n`` elements each and all
-    on it (a warm call's check of its arrays), else None."""
+    """The queue of device arrays that are 1-D, of ``n`` elements each, as the kernels take
+    them (Backend.ready: contiguous and aligned) and all on it (a warm call's check of its
+    arrays), else None."""
+    ready = b.ready  # (CuPy's: its flag itself, where arr.flags builds an object a read)
     for a in arrays:
-        if a.ndim != 1 or a.size != n or not a.flags.c_contiguous:
+        if a.ndim != 1 or a.size != n or not ready(a):
             return None
     queue = b.queue_of(arrays[0])
     for a in arrays[1:]:
