@@ -158,9 +158,10 @@ class Prepass:
         return [off, first.buf, nseg, word, flag]
 
 
-#: offsets jitscan made itself (a reduction's lanes of equal length), by id: they need no
-#: check, so that a launch by them has the host watch no alarm (on an OpenCL GPU the
-#: alarm's copy back costs as much as a launch); the arrays are held, so an id stays theirs
+#: offsets jitscan made itself and never hands to a user (the lanes of a reduction over an
+#: axis, the runs' starts of reduce_by_key), by id: they need no check, so that a launch by
+#: them has the host watch no alarm (on an OpenCL GPU the alarm's copy back costs as much
+#: as a launch); the arrays are held, so an id stays theirs
 _TRUSTED: dict[int, Any] = {}
 _TRUSTED_MOST = 64
 
@@ -177,7 +178,7 @@ def trust(offsets: Any) -> Any:
 def distrust(offsets: Any) -> None:
     """Forget what :func:`trust` marked (offsets made for one call)."""
     if _TRUSTED.get(id(offsets)) is offsets:
-        del _TRUSTED[id(offsets)]
+        _TRUSTED.pop(id(offsets), None)  # (another thread may have cleared them all since)
 
 
 def trusted(offsets: Any) -> bool:
