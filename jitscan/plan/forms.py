@@ -75,12 +75,18 @@ class FormCalls:
         self._form_common: Any = self._form_python
         self._form_remember: Any = None
         self._key_dtype = np.dtype(self.head_keys) if self.head_keys else None
+        #: a tuple value's fields as a call checks them: each one's dtype (None: an index
+        #: field, not in memory), and the written ones' (place, dtype)
+        self._field_kinds: tuple[Any, ...] = ()
+        self._out_kinds: tuple[tuple[int, Any], ...] = ()
+        if self._record:
+            index, fields = self.index_fields, self.dtype.fields
+            self._field_kinds = tuple(None if k in index else f.numpy for k, f in enumerate(fields))
+            self._out_kinds = tuple((k, fields[k].numpy) for k in self.outputs)
         if not self._plain and self.knobs.get("check") != "now":
             values: dict[str, Any] = {}
             if self._record:  # each field's dtype (None: an index field), the written ones'
-                index = self.index_fields
-                kinds = tuple(None if k in index else f.numpy for k, f in enumerate(self.dtype.fields))
-                values = {"fields": kinds, "outputs": tuple(self.dtype.fields[k].numpy for k in self.outputs)}
+                values = {"fields": self._field_kinds, "outputs": tuple(d for _, d in self._out_kinds)}
             self._form_common, self._form_remember = self.backend.form_call(
                 self._form_python, self._np, self._reduce, self._loads, **values
             )
@@ -183,17 +189,18 @@ class FormCalls:
     def _given_fields(self, xs: Any, t: type) -> tuple[Any, int, tuple[Any, ...]] | None:
         """(an array of the tuple value, its length, the arrays as kernels take them: None at
         index fields) where every field's array is as the kernels take it; else None."""
-        fields = self.dtype.fields
-        if type(xs) is not tuple or len(xs) != len(fields):
+        kinds = self._field_kinds
+        if type(xs) is not tuple or len(xs) != len(kinds):
             return None
-        b, index = self.backend, self.index_fields
+        ready = self.backend.ready
         first, n = None, -1
         arrays: list[Any] = []
-        for k, (a, d) in enumerate(zip(xs, fields, strict=True)):
-            if k in index:  # a position, not an array (jitscan.index)
+        for a, d in zip(xs, kinds, strict=True):
+            if d is None:  # a position, not an array (jitscan.index)
                 arrays.append(None)
                 continue
-            if type(a) is not t or a.dtype != d.numpy or a.ndim != 1 or not b.ready(a):
+            # (a dtype is most often the very object: "is" before NumPy's comparison)
+            if type(a) is not t or (a.dtype is not d and a.dtype != d) or a.ndim != 1 or not ready(a):
                 return None
             if n < 0:
                 first, n = a, a.size
@@ -203,21 +210,30 @@ class FormCalls:
         return (first, n, tuple(arrays)) if n > 0 else None
 
     def _field_dsts(self, out: Any, t: type, length: int, xs: Fields, seg_array: Any, queue: Any) -> Any:
-        """The result arrays of a tuple value (Fields: one per written field), or None."""
-        b, fields = self.backend, self.dtype.fields
-        outs: list[Any] = [None] * len(fields)
+        """The result arrays of a tuple value (Fields: one per written field), or None: a
+        given one must be 1-D of ``length``, as the kernels take it and apart from every
+        input."""
+        b = self.backend
+        outs: list[Any] = [None] * len(self._field_kinds)
         if out is None:
-            for k in self.outputs:
-                outs[k] = b.empty((length,), fields[k].numpy, queue)
+            for k, d in self._out_kinds:
+                outs[k] = b.empty((length,), d, queue)
             return Fields(tuple(outs))
         given = out if type(out) is tuple else (out,)
-        if len(given) != len(self.outputs):
+        if len(given) != len(self._out_kinds):
             return None
-        for k, o in zip(self.outputs, given, strict=True):
-            if _dst(b, o, t, fields[k].numpy, (length,), None, seg_array, queue) is None:
+        ready, shares = b.ready, b.shares_memory
+        inputs = [a for a in xs.arrays if a is not None]
+        if seg_array is not None:
+            inputs.append(seg_array)
+        for (k, d), o in zip(self._out_kinds, given, strict=True):
+            if type(o) is not t or (o.dtype is not d and o.dtype != d) or o.ndim != 1 or o.size != length:
                 return None
-            if any(a is not None and b.shares_memory(o, a) for a in xs.arrays):
+            if not ready(o):
                 return None
+            for a in inputs:
+                if shares(o, a):
+                    return None
             outs[k] = o
         return Fields(tuple(outs))
 

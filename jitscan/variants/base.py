@@ -23,13 +23,14 @@ from . import segments
 ALL_MODES = frozenset(m for m in SEGMENTED if m)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Fields:
     """A tuple value's arrays, as kernels take them: one device array per field.
 
     ``arrays[k]`` is None where field k is not in memory: an index field of the input,
     or a field the scan does not write. ``sized``: each array goes with its length too (a
-    transform's arrays, ``kernels/transform.py``).
+    transform's arrays, ``kernels/transform.py``). Made on every call of those forms, and
+    read only: not frozen, whose ``__init__`` costs three times as much.
     """
 
     arrays: tuple[Any, ...]
