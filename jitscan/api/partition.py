@@ -28,6 +28,7 @@ from .transforms import (
     prepared,
     remember,
     transform,
+    warm_call,
     warm_key,
 )
 
@@ -67,12 +68,9 @@ def stable_partition(
     (array([ 3,  4, -1, -2,  0,  0], dtype=int32), array([2, 2]))
     """
     key = warm_key((x,), predicate, backend, *knobs.items()) if second is None else None
-    if key is not None:  # a call like one seen before skips the checks (warm_key)
-        go = _WARM_PARTITION.get(key)
-        if go is not None:
-            got = go(x)
-            if got is not None:
-                return got
+    got = warm_call(_WARM_PARTITION, key, x)  # a call like one seen before skips the checks
+    if got is not None:
+        return got
     if is_dask(x):
         lazy = dispatch.lazy()
 

@@ -42,6 +42,7 @@ from .transforms import (
     remember,
     transform,
     value_key,
+    warm_call,
     warm_key,
 )
 
@@ -200,12 +201,9 @@ def unique_consecutive(
     if size:  # the no-stall form: a call like one seen before skips the checks (warm_key)
         options = (size, value_key(fill_value), return_inverse, return_counts, backend, *knobs.items())
         key = warm_key((x,), *options)
-        if key is not None:
-            go = _WARM.get(key)
-            if go is not None:
-                got_warm = go(x)
-                if got_warm is not None:
-                    return got_warm
+        got_warm = warm_call(_WARM, key, x)
+        if got_warm is not None:
+            return got_warm
     if is_dask(x):
         lazy = dispatch.lazy()
 
@@ -338,11 +336,9 @@ def reduce_by_key(
     key = None
     if size:  # the no-stall form: a call like one seen before skips the checks (warm_key)
         key = warm_key((keys, values), op, size, value_key(fill_value), backend, *knobs.items())
-        go = _WARM_BY_KEY.get(key) if key is not None else None
-        if go is not None:
-            got = go(keys, values)
-            if got is not None:
-                return got
+        got = warm_call(_WARM_BY_KEY, key, keys, values)
+        if got is not None:
+            return got
     fields = _key_fields("reduce_by_key", keys)
     if is_dask(values) or any(is_dask(f) for f in fields):
         lazy = dispatch.lazy()

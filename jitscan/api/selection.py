@@ -34,6 +34,7 @@ from .transforms import (
     remember,
     transform,
     value_key,
+    warm_call,
     warm_key,
 )
 
@@ -174,12 +175,9 @@ def extract(
     key = None
     if size:  # the no-stall form: a call like one seen before skips the checks (warm_key)
         key = warm_key((condition, arr), size, value_key(fill_value), return_count, backend, *knobs.items())
-    if key is not None:
-        go = _WARM.get(key)
-        if go is not None:
-            got = go(condition, arr)
-            if got is not None:
-                return got
+    got = warm_call(_WARM, key, condition, arr)
+    if got is not None:
+        return got
     if is_dask(arr) or is_dask(condition):
         lazy = dispatch.lazy()
 

@@ -188,6 +188,13 @@ def warm_key(arrays: Sequence[Any], *options: Any) -> tuple | None:
     return key
 
 
+def warm_call(cache: dict[tuple, Any], key: tuple | None, *arrays: Any) -> Any:
+    """What the warm call kept under ``key`` returns for ``arrays``; None where none is kept
+    (``key`` None too) or it declines them, and the call takes the long way."""
+    go = cache.get(key) if key is not None else None
+    return None if go is None else go(*arrays)
+
+
 def value_key(value: Any) -> Any:
     """A scalar option as a key tells it apart: by type, and a float by its sign too (-0.0 and
     0.0 are equal and hash alike, but pad with other bits)."""
@@ -410,6 +417,7 @@ __all__ = [
     "flat_on_one_queue",
     "remember",
     "value_key",
+    "warm_call",
     "warm_key",
     "count_dtype",
     "dtype_name",
