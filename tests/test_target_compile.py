@@ -208,6 +208,13 @@ def device_libs():
         yield hip.device_libs(Path(d))
 
 
+@pytest.fixture
+def hip_header(device_libs, tmp_path):
+    """``pch(arch)``: HIP's runtime header precompiled for ``arch`` (parsing it took most of a
+    small program's compile)."""
+    return lambda arch: hip.header(arch, device_libs, tmp_path)
+
+
 def compile_all(target: str, compile_one) -> list[str]:
     """What is wrong with each program of ``target``, compiled on every core."""
     progs = programs(target)
@@ -226,9 +233,11 @@ def compile_all(target: str, compile_one) -> list[str]:
 
 @needs_rocm
 @pytest.mark.parametrize("arch", AMD)
-def test_every_program_compiles_for_rocm_without_a_warning_or_a_spill(arch, device_libs):
+def test_every_program_compiles_for_rocm_without_a_warning_or_a_spill(arch, device_libs, hip_header):
+    pch = hip_header(arch)
+
     def check(name: str, source: str, work: Path) -> str | None:
-        rc, other, kernels = hip.compile_hip(source, arch, device_libs, work)
+        rc, other, kernels = hip.compile_hip(source, arch, device_libs, work, pch)
         if rc or other:
             return f"{name}: exit {rc}: {other[:400]}"
         if not kernels:
@@ -250,6 +259,16 @@ def test_a_program_rendered_for_another_wavefront_stops_its_own_compile(device_l
     assert rc != 0 and "rendered for subgroups of 32 lanes" in other and "device=TARGET" in other
     rc, other, _ = hip.compile_hip(jitscan.source("int32", device="gfx942"), "gfx942", device_libs, tmp_path)
     assert rc == 0 and not other
+
+
+@needs_rocm
+def test_a_program_compiled_with_the_precompiled_header_reports_what_one_without_it_does(
+    hip_header, device_libs, tmp_path
+):
+    source = jitscan.source("float64", device="gfx942", segmented="offsets")
+    plain = hip.compile_hip(source, "gfx942", device_libs, tmp_path)
+    assert plain[0] == 0 and plain[2], plain[1]
+    assert hip.compile_hip(source, "gfx942", device_libs, tmp_path, hip_header("gfx942")) == plain
 
 
 def test_amd_targets_take_their_own_wavefront_clock_and_no_nvidia_occupancy_bound():
@@ -276,9 +295,10 @@ def test_every_program_compiles_for_nvidia_without_a_warning(arch):
         src.write_text(source)
         run = subprocess.run(
             # 177: a static function declared but not called; the headers hold some that a
-            # given kernel does not call (NVRTC, which CuPy compiles with, says nothing)
-            [NVCC, f"-arch={arch}", "-std=c++17", "--fmad=false", "-diag-suppress", "177", "-c", str(src),
-             "-o", str(work / "p.o")],
+            # given kernel does not call (NVRTC, which CuPy compiles with, says nothing).
+            # -cubin: the device code alone, as NVRTC compiles it (a host object cost 1.3 s more)
+            [NVCC, f"-arch={arch}", "-std=c++17", "--fmad=false", "-diag-suppress", "177", "-cubin", str(src),
+             "-o", str(work / "p.cubin")],
             capture_output=True, text=True,
         )  # fmt: skip
         if run.returncode or "warning" in run.stderr:
