@@ -427,19 +427,32 @@ def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_their_queue(bac
             jitscan.segmented_reduce(x, offsets=good)
 
 
+@pytest.mark.parametrize("reader", ["driver", "pyopencl"])
 def test_bad_offsets_reach_the_host_through_the_flags_copy_where_the_device_writes_no_host_memory(
-    monkeypatch,
+    monkeypatch, reader
 ):
     # an OpenCL GPU writes no host memory: the flag is copied back behind each call by
-    # offsets (into pinned memory); a CPU device made to do the same shows that copy's path
+    # offsets (into pinned memory); a CPU device made to do the same shows that copy's path:
+    # the driver's own read, with no event (backends/opencl_icd.py), or PyOpenCL's
     cl = pytest.importorskip("pyopencl")
+    from jitscan.backends import opencl_icd
+
     b = backends.get("opencl")
     if not b.available():
         pytest.skip(f"backend 'opencl' unavailable here: {b.unavailable_reason()}")
+    if reader == "driver" and opencl_icd._loader() is None:
+        pytest.skip("no OpenCL ICD loader that ctypes loads")
+    if reader == "pyopencl":
+        monkeypatch.setattr(opencl_icd, "reader", lambda *args: None)
     monkeypatch.setattr(type(b), "_writes_in_place", lambda self, queue: False)
     q = cl.CommandQueue(b.default_queue().context)  # a queue of its own: its alarm is made now
     alarm = b.alarm(q)
     assert alarm._copy is not None  # the flag's copy, not the host's own memory
+    # the driver's read tells nothing of when it runs; PyOpenCL's gives an event to ask
+    alarm.watch()
+    assert (alarm._pending is None) == (reader == "driver")
+    q.finish()
+    assert not alarm.rung()
     x, good = b.to_device(X, q), b.to_device(np.array([0, 4, 10]), q)
     for bad, message in zip([o for o, _ in BAD_OFFSETS], DEVICE_WORDS, strict=True):
         jitscan.segmented_cumsum(x, offsets=b.to_device(bad, q))

@@ -112,7 +112,7 @@ class Alarm:
         host: np.ndarray,
         reset: Callable[[], None],
         owner: Any = None,
-        copy: Callable[[], Callable[[], bool]] | None = None,
+        copy: Callable[[], Callable[[], bool] | None] | None = None,
     ) -> None:
         self.word, self.flag = word, flag
         #: ``reset()`` zeroes both words on the device, in queue order
@@ -121,7 +121,8 @@ class Alarm:
         self._host = host
         self._owner = owner  # keeps the words' memory alive
         #: ``copy()`` enqueues a copy of the flag into ``_host`` and returns its completion
-        #: test; None where the host sees the flag itself
+        #: test, or None: the host reads what has arrived (a flag is only ever set, and
+        #: :meth:`clear` waits for the queue). ``copy`` None: the host sees the flag itself
         self._copy = copy
         self._pending: Any = None
 
@@ -135,7 +136,8 @@ class Alarm:
         return bool(self._host[0])
 
     def watch(self) -> None:
-        """After a launch that may set the flag: have the host see it (a copy where needed)."""
+        """After a launch that may set the flag: have the host see it (a copy where needed;
+        one at a time where each tells when it has run)."""
         if self._copy is not None and self._pending is None:
             self._pending = self._copy()
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError
-from . import clock
+from . import clock, opencl_icd
 from .base import Backend, Build, DeviceInfo, Once, address
 from .launch import Alarm, Scratch
 from .opencl_devices import in_thread_sibling, pick_device, pocl_release
@@ -610,9 +610,13 @@ class OpenCLBackend(Backend):
                     def read(queue: Any, flag: Any, into: Any, offset: int, wait: Any, blocking: bool) -> Any:
                         return cl.enqueue_copy(queue, into, flag, is_blocking=blocking)
 
-                def copy() -> Callable[[], bool]:
+                def copy() -> Callable[[], bool] | None:
                     event = read(queue, flag, into, 0, None, False)
                     return lambda: event.command_execution_status == done
+
+                # the driver's own read where the ICD loader is at hand: no event made or
+                # asked after (opencl_icd: 6.1 us a call against 10.5 on NVIDIA's driver)
+                copy = opencl_icd.reader(queue, flag, host, 4) or copy
 
             def reset() -> None:
                 cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
