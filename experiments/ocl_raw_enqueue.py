@@ -30,9 +30,9 @@ import time
 import numpy as np
 import pyopencl as cl
 
-calls = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 import jitscan
 
+calls = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 queue = jitscan.backends.get("opencl").default_queue()  # jitscan's default device
 ctx = queue.context
 dev = queue.device
@@ -54,7 +54,8 @@ flag = cl.Buffer(ctx, mf.READ_WRITE, 16)
 cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 16)
 kern.set_args(a, b, flag, np.uint32(n), np.uint32(0))
 pinned_buf = cl.Buffer(ctx, mf.READ_WRITE | mf.ALLOC_HOST_PTR, 16)
-pinned, _ = cl.enqueue_map_buffer(queue, pinned_buf, cl.map_flags.READ | cl.map_flags.WRITE, 0, (4,), np.uint32)
+rw = cl.map_flags.READ | cl.map_flags.WRITE
+pinned, _ = cl.enqueue_map_buffer(queue, pinned_buf, rw, 0, (4,), np.uint32)
 queue.finish()
 
 # the ICD loader PyOpenCL uses is already in the process: any loader dispatches through
