@@ -591,32 +591,17 @@ class OpenCLBackend(Backend):
             else:
                 flag = cl.Buffer(queue.context, mf.READ_WRITE, 4)
                 # copied into pinned memory (the mapped memory of a buffer the driver allocates
-                # on the host) by PyOpenCL's own read, not enqueue_copy, which dispatches on its
-                # arguments in Python: on NVIDIA's driver 7.0-8.5 us a call against 14-19 into
-                # pageable memory (experiments/call_forms_h200.md, runs H and I). No copy at
-                # all does not work there: a kernel's write never showed through the mapping
-                # (experiments/ocl_zero_copy.py)
+                # on the host) by the driver's own read where the ICD loader is at hand, no
+                # event made or asked after (opencl_icd: 6.1 us a call on NVIDIA's driver),
+                # else by PyOpenCL's. No copy at all does not work there: a kernel's write never
+                # showed through the mapping (experiments/ocl_zero_copy.py)
                 pinned = cl.Buffer(queue.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, 16)
                 host, _ = cl.enqueue_map_buffer(
                     queue, pinned, cl.map_flags.READ | cl.map_flags.WRITE, 0, (4,), np.uint32
                 )
                 host[:] = 0
                 owner = pinned
-                into = host[:1]
-                done = cl.command_execution_status.COMPLETE
-                read = getattr(cl._cl, "_enqueue_read_buffer", None)
-                if read is None:  # a PyOpenCL without it: its public copy
-
-                    def read(queue: Any, flag: Any, into: Any, offset: int, wait: Any, blocking: bool) -> Any:
-                        return cl.enqueue_copy(queue, into, flag, is_blocking=blocking)
-
-                def copy() -> Callable[[], bool] | None:
-                    event = read(queue, flag, into, 0, None, False)
-                    return lambda: event.command_execution_status == done
-
-                # the driver's own read where the ICD loader is at hand: no event made or
-                # asked after (opencl_icd: 6.1 us a call against 10.5 on NVIDIA's driver)
-                copy = opencl_icd.reader(queue, flag, host, 4) or copy
+                copy = opencl_icd.reader(queue, flag, host, 4) or _pyopencl_reader(queue, flag, host)
 
             def reset() -> None:
                 cl.enqueue_fill_buffer(queue, word, np.uint32(0), 0, 4)
@@ -722,3 +707,22 @@ class OpenCLBackend(Backend):
     @property
     def compiled_count(self) -> int:
         return len(self._programs)
+
+
+def _pyopencl_reader(queue: Any, flag: Any, host: np.ndarray) -> Callable[[], Callable[[], bool]]:
+    """``copy()``: PyOpenCL's read of the 4-byte ``flag`` into ``host`` (not its
+    enqueue_copy, which dispatches on its arguments in Python: on NVIDIA's driver 7.0-8.5
+    us a call into pinned memory against 14-19 into pageable, experiments/call_forms_h200.md,
+    runs H and I), not waiting; it returns the test of whether the read has run."""
+    into, done = host[:1], cl.command_execution_status.COMPLETE
+    read = getattr(cl._cl, "_enqueue_read_buffer", None)
+    if read is None:  # a PyOpenCL without it: its public copy
+
+        def read(queue: Any, flag: Any, into: Any, offset: int, wait: Any, blocking: bool) -> Any:
+            return cl.enqueue_copy(queue, into, flag, is_blocking=blocking)
+
+    def copy() -> Callable[[], bool]:
+        event = read(queue, flag, into, 0, None, False)
+        return lambda: event.command_execution_status == done
+
+    return copy
