@@ -1,4 +1,4 @@
-"""The one compiled part: the common call of a prepared scan on CUDA (jitscan/backends/_cuda_call.c).
+"""The one compiled part: the common call of a prepared scan on CUDA (jitscan/backends/_common_call.c).
 
 Optional: where it cannot be built (no C compiler, no Python headers) the install goes on
 without it and the same call runs in Python (jitscan/backends/cupy.py). A build with it is
@@ -14,5 +14,5 @@ pure = os.environ.get("JITSCAN_PURE_PYTHON", "0") not in ("", "0")
 setup(
     ext_modules=[]
     if pure
-    else [Extension("jitscan.backends._cuda_call", ["jitscan/backends/_cuda_call.c"], optional=True)]
+    else [Extension("jitscan.backends._common_call", ["jitscan/backends/_common_call.c"], optional=True)]
 )

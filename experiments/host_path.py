@@ -14,7 +14,7 @@ of the rounds, per call, in microseconds. The layers:
   queue and the launch function, ``Backend.common_call``) and ``go`` (the launch function
   alone), both with the driver stubbed;
 - ``launchKernel``: CuPy's call of ``cuLaunchKernel`` with the packed block, alone;
-  (where the common call is compiled, backends/_cuda_call.c, it launches past the stub:
+  (where the common call is compiled, backends/_common_call.c, it launches past the stub:
   its stubbed rows are left out; ``JITSCAN_NO_EXTENSION=1`` times the Python call)
 - peers: CUB's call (``cuda.compute``), ``torch.cumsum(out=)`` and a device-to-device
   ``cudaMemcpyAsync`` of the array through CuPy.

@@ -1,4 +1,4 @@
-"""The compiled common call on CUDA (jitscan/backends/_cuda_call.c), on any machine.
+"""The compiled common call on CUDA (jitscan/backends/_common_call.c), on any machine.
 
 It launches a call exactly as the Python common call would have, or leaves the call to
 it. Here arrays are stand-ins with CuPy's fields and the launch records what it was given,
@@ -26,7 +26,7 @@ from jitscan.backends.launch import (
     Scratch,
 )
 
-_cuda_call = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+_common_call = pytest.importorskip("jitscan.backends._common_call", reason="the extension is not built here")
 
 #: the launch remembered: tiles of 512 items, a scratch of a 64-byte header and 16 bytes a tile
 TILE, HEADER, PER_TILE, LIMIT, THREADS = 512, 64, 16, 1000, 256
@@ -100,7 +100,7 @@ class Rig:
             self.slow_calls.append((x, out, carry))
             return "python"
 
-        self.call = _cuda_call.CommonCall(
+        self.call = _common_call.CommonCall(
             ndarray=FakeArray,
             dtype=np.dtype(np.int32),
             loads=self.loads,

@@ -1,4 +1,4 @@
-"""The compiled form call on CUDA (_cuda_call.c with ``form=True``), on any machine.
+"""The compiled form call on CUDA (_common_call.c with ``form=True``), on any machine.
 
 Segmented scans by flags, by offsets (the pre-pass, then the scan; or the scan alone, its
 tiles searching the offsets) and of rows launch as
@@ -32,7 +32,7 @@ from jitscan.backends.launch import (
     Scratch,
 )
 
-_cuda_call = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+_common_call = pytest.importorskip("jitscan.backends._common_call", reason="the extension is not built here")
 from test_cuda_call import _PROTOTYPE, _Memory  # noqa: E402 - the plain call's stand-ins, after the skip
 
 TILE, HEADER, PER_TILE, LIMIT, THREADS, PRE_THREADS = 512, 64, 16, 1000, 256, 128
@@ -112,7 +112,7 @@ class FormRig:
             self.slow_calls.append(args)
             return "python"
 
-        self.call = _cuda_call.CommonCall(
+        self.call = _common_call.CommonCall(
             ndarray=Arr,
             dtype=np.dtype(np.int32),
             loads=self.loads,
@@ -339,7 +339,7 @@ def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
         rig.call.remember(rig.form())  # the plain record is missing
     plain = FormRig("flags")
     with pytest.raises(ValueError, match="slot code"):  # a form's slots in a plain call's record
-        _cuda_call.CommonCall(
+        _common_call.CommonCall(
             ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=object, slow=print, osize=4, align=16,
             one=False, launch=1,
         ).remember(
@@ -347,7 +347,7 @@ def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
             + (PER_TILE, LIMIT, KIND, KIND, 1, plain.codes, MAIN, 1, 1, 1, THREADS, 0, None)
         )  # fmt: skip
     with pytest.raises(ValueError, match="flags and offsets"):
-        _cuda_call.CommonCall(
+        _common_call.CommonCall(
             ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=object, slow=print, osize=4, align=16,
             one=False, launch=1, form=True,
         )  # fmt: skip
@@ -387,7 +387,7 @@ class FieldsRig:
             self.slow_calls.append(args)
             return "python"
 
-        self.call = _cuda_call.CommonCall(
+        self.call = _common_call.CommonCall(
             ndarray=Arr,
             dtype=np.dtype([("a", "f4"), ("b", "f4")]),
             loads={},
@@ -567,7 +567,7 @@ class StagesRig:
             self.slow_calls.append(args)
             return "python"
 
-        self.call = _cuda_call.CommonCall(
+        self.call = _common_call.CommonCall(
             ndarray=Arr, dtype=np.dtype(np.int32), loads={np.dtype(np.int32): ""},
             stream_of=lambda: self.stream, slow=slow, osize=4, align=16, one=True,
             launch=ctypes.cast(self._launch, ctypes.c_void_p).value, form=True,

@@ -1,7 +1,7 @@
 """One launch description: the chained scan's LaunchPlan, and the three paths that read it.
 
 The general launch (``Chained.run``), the common one (``plain_launcher``'s ``go``, through
-``Program.launcher``) and the compiled call (``backends/_cuda_call.c``, from the record
+``Program.launcher``) and the compiled call (``backends/_common_call.c``, from the record
 cupy.py makes of the plan) must pass the same arguments for the same call, pick the same
 epoch and leave the same calls (a wrap of the epochs, a scratch to grow, a carry) to the
 plan's own rules. The first two run on the recording backend; the compiled call, where the
@@ -258,7 +258,7 @@ class CompiledRig:
     """A compiled common call (with a recording cuLaunchKernel) that remembers ``go``'s launch."""
 
     def __init__(self, case: Case) -> None:
-        ext = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+        ext = pytest.importorskip("jitscan.backends._common_call", reason="the extension is not built here")
         from test_cuda_call import _PROTOTYPE, FakeArray
 
         self.FakeArray = FakeArray
@@ -381,7 +381,7 @@ def test_the_compiled_call_refuses_a_record_of_codes_it_does_not_know_or_a_slot_
 
 
 def test_the_extension_names_the_slot_codes_as_the_plan_does():
-    ext = pytest.importorskip("jitscan.backends._cuda_call", reason="the extension is not built here")
+    ext = pytest.importorskip("jitscan.backends._common_call", reason="the extension is not built here")
     assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == 5
     if not os.environ.get("JITSCAN_NO_EXTENSION"):  # so cupy.py uses it
         assert cupy_backend._CommonCall is ext.CommonCall

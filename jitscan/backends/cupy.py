@@ -62,12 +62,12 @@ try:  # the common call compiled (setup.py builds it where a C compiler is; opti
     if not getattr(sys, "_is_gil_enabled", lambda: True)():
         # it relies on the GIL: loading it would turn a free-threaded Python's back on
         raise ImportError("a free-threaded Python")
-    from . import _cuda_call
+    from . import _common_call
 
     # a build of another record or other slot codes (an editable install's stale build) is
     # left unused
-    _same = getattr(_cuda_call, "LAYOUT", 0) == 5 and getattr(_cuda_call, "SLOTS", ()) == ARG_SLOTS
-    _CommonCall = _cuda_call.CommonCall if _same else None
+    _same = getattr(_common_call, "LAYOUT", 0) == 5 and getattr(_common_call, "SLOTS", ()) == ARG_SLOTS
+    _CommonCall = _common_call.CommonCall if _same else None
 except ImportError:  # pragma: no cover - depends on the install
     _CommonCall = None
 if os.environ.get("JITSCAN_NO_EXTENSION", "0") not in ("", "0"):  # the Python path alone
@@ -241,7 +241,7 @@ class _CudaProgram(Program):
                 enqueue(groups)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
-        if self.only_device:  # the launch as a compiled common call makes it (_cuda_call.c)
+        if self.only_device:  # the launch as a compiled common call makes it (_common_call.c)
             codes = _arg_codes(plan)
             fire.cuda = (codes, e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
         return fire
@@ -278,7 +278,7 @@ class _CudaProgram(Program):
             enqueue(groups)
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
-        if only:  # the launch as a compiled form call makes it (_cuda_call.c)
+        if only:  # the launch as a compiled form call makes it (_common_call.c)
             fire.cuda = (_arg_codes(plan), e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
         return fire
 
@@ -313,7 +313,7 @@ _ERRORS = (
 
 
 def _arg_codes(plan: LaunchPlan, nsrc: int = 1, ndst: int = 1) -> bytes:
-    """What each 8-byte slot of the plan's argument block holds, as ``_cuda_call.c`` reads
+    """What each 8-byte slot of the plan's argument block holds, as ``_common_call.c`` reads
     it: ``plan.slots`` with each array as its two slots here, the device pointer and an
     offset of 0 (a constant: CupyBackend.buffer); a tuple value's ``nsrc`` arrays in and
     ``ndst`` out, each so, in field order."""
@@ -327,7 +327,7 @@ def _arg_codes(plan: LaunchPlan, nsrc: int = 1, ndst: int = 1) -> bytes:
 
 
 def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple | None:
-    """What a compiled common call reuses of this call's launch (see _cuda_call.c's
+    """What a compiled common call reuses of this call's launch (see _common_call.c's
     remember()), or None where ``go`` is not a launch it can make.
 
     ``go.launch_state()`` gives the queue's lock, the scratch, the LaunchPlan, the launch's
@@ -367,7 +367,7 @@ def _record(
     )
 
 
-#: the segments' modes as _cuda_call.c numbers them (MODE_*; "stages": a reduction by
+#: the segments' modes as _common_call.c numbers them (MODE_*; "stages": a reduction by
 #: offsets of several launches, which _form_record finds by its launch function)
 _MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4, "stages": 5}
 #: the dtypes of flags and offsets the kernels read as they are (plan/forms.py's rules)
@@ -387,7 +387,7 @@ def _form_record(
     arrays: tuple[int, int] = (1, 1),
     hstream: int = 0,
 ) -> tuple | None:
-    """What a compiled form call reuses of this call's launch (_cuda_call.c's remember()
+    """What a compiled form call reuses of this call's launch (_common_call.c's remember()
     with a form's part), or None where ``go`` is not a launch it can make.
 
     ``go.launch_state()`` gives _launch_record's state, then the offsets' pre-pass
@@ -699,7 +699,7 @@ class CupyBackend(Backend):
                 return dst.reshape(()) if one and out is None else dst
 
             # the same call compiled, which leaves to this one every call it does not launch
-            # as the last one did (_cuda_call.c); one GPU, CUDA (not HIP), a dict of loads
+            # as the last one did (_common_call.c); one GPU, CUDA (not HIP), a dict of loads
             compiled = None
             address = _launch_address() if one_gpu and _CommonCall is not None and type(loads) is dict else 0
             if address:

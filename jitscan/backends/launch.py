@@ -25,7 +25,7 @@ import numpy as np
 #: what they read raise; and a launch in stages' own (a reduction by offsets of
 #: several launches, rts's): the launch's tile count, a buffer of a value a tile (the
 #: spine) and one of a partial a tile (each tile's open segment's).
-#: ``_cuda_call.c`` reads the same codes, and says so (its ``SLOTS``, which cupy.py
+#: ``_common_call.c`` reads the same codes, and says so (its ``SLOTS``, which cupy.py
 #: compares with these names).
 ARG_SLOTS = (
     "src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry", "word", "flag",
@@ -50,7 +50,7 @@ ARG_SLOTS = (
     ARG_OPEN,
 ) = range(len(ARG_SLOTS))
 #: the workgroups of a launch in stages, by rule: one a tile, one, one a thread's worth of
-#: tiles (``_cuda_call.c`` numbers them so: GROUPS_*)
+#: tiles (``_common_call.c`` numbers them so: GROUPS_*)
 GROUPS_TILES, GROUPS_ONE, GROUPS_TILES_PER_THREAD = range(3)
 #: the 8-byte words of a carry passed in a launch's arguments (its bits, then zeros)
 CARRY_WORDS = 4
@@ -154,7 +154,7 @@ class LaunchPlan:
     queue whose launches tag what they write with an epoch.
 
     A variant states its launch once as one of these; its general launch, its common
-    launch (through :meth:`Program.launcher`) and a compiled call (``_cuda_call.c``, from
+    launch (through :meth:`Program.launcher`) and a compiled call (``_common_call.c``, from
     the record cupy.py makes of it) all read it. What a launch passes besides is its own:
     the constants, its code, and from how many elements the code is ``code | stream_bit``.
 

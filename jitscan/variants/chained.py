@@ -254,7 +254,7 @@ class Chained(Variant):
 
             def launch_state() -> tuple:
                 # what a compiled common call needs to launch as go does, with go's scratch
-                # as it is now (CupyBackend.common_call, backends/_cuda_call.c)
+                # as it is now (CupyBackend.common_call, backends/_common_call.c)
                 return (lock, scratch, plan, kind, stream_from, fire)
 
             go.launch_state = launch_state  # type: ignore[attr-defined]

@@ -190,7 +190,7 @@ def stage_codes(spec: ScanSpec) -> tuple[tuple[str, int, bytes], ...]:
     """Each launch of :func:`_stages` after the pre-pass, in order: its entry point, the
     rule of its workgroups (``GROUPS_*``) and what each of its arguments holds
     (``ARG_*``, an array as its pointer and an offset of 0), from a run of it on stand-ins:
-    the description a compiled call reads (``_cuda_call.c``'s MODE_STAGES), so that it is
+    the description a compiled call reads (``_common_call.c``'s MODE_STAGES), so that it is
     written once, here."""
     tiles = 1_000_003  # a count no workgroup rule or other argument comes to by chance
     src, dst, off, n, kind = (object() for _ in range(5))

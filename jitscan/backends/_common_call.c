@@ -1072,13 +1072,13 @@ static PyObject *tp_call_(PyObject *self, PyObject *args, PyObject *kwargs)
 
 static PyMethodDef methods[] = {
     {"remember", (PyCFunction)remember, METH_O,
-     "remember(record): what the next call may reuse (a tuple, see _cuda_call.c), or None."},
+     "remember(record): what the next call may reuse (a tuple, see _common_call.c), or None."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyTypeObject CommonCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "jitscan.backends._cuda_call.CommonCall",
+    .tp_name = "jitscan.backends._common_call.CommonCall",
     .tp_doc = "A prepared scan's common call on CUDA, compiled: call(x, out, carry), or with form=True "
               "call(x, out, flags, offsets, row_len, carry).",
     .tp_basicsize = sizeof(CommonCall),
@@ -1094,12 +1094,12 @@ static PyTypeObject CommonCallType = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "_cuda_call",
+    .m_name = "_common_call",
     .m_doc = "The common call of a prepared scan on CUDA, compiled.",
     .m_size = -1,
 };
 
-PyMODINIT_FUNC PyInit__cuda_call(void)
+PyMODINIT_FUNC PyInit__common_call(void)
 {
     struct {
         PyObject **slot;
