@@ -34,7 +34,7 @@ KIND, STREAM_BIT, STREAM_FROM, ALIGN = 3, 1 << 8, 4096, 16
 #: where a result the call makes lies
 NEW = 0x700000
 #: what the slots of the argument block hold: the chained scan's layout, as cupy.py's
-#: _arg_codes gives it (an array is its pointer and a constant offset)
+#: compiled.arg_codes gives it (an array is its pointer and a constant offset)
 CODES = bytes([ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH])
 
 

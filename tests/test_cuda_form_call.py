@@ -501,13 +501,12 @@ SPINE_BUF, OPEN_BUF = 0x5B0000, 0x0B0000
 
 class StagesRig:
     """A compiled reduction by offsets in stages, its record made by cupy.py's
-    _stages_record from rts's own description of its launches (rts.stage_codes)."""
+    compiled.stages_record from rts's own description of its launches (rts.stage_codes)."""
 
     def __init__(self, spine_tiles: int = 64, open_tiles: int = 64, first_tiles: int = 64):
         from types import SimpleNamespace
 
-        from jitscan.backends import cupy as cupy_backend
-        from jitscan.backends import targets
+        from jitscan.backends import compiled, targets
         from jitscan.dtypes import lookup
         from jitscan.operators import resolve
         from jitscan.plan import tuning
@@ -524,7 +523,7 @@ class StagesRig:
             params = (ctypes.c_void_p * len(codes))(*(block.ctypes.data + 8 * k for k in range(len(codes))))
             self.blocks.append(block)
             self.params.append(params)
-            fire = SimpleNamespace(cuda=(function, ctypes.addressof(params), block.ctypes.data, THREADS))
+            fire = SimpleNamespace(native=(function, ctypes.addressof(params), block.ctypes.data, THREADS))
             fires.append((fire, groups, codes))
         for block, (_, _, codes) in zip(self.blocks, self.stages, strict=True):  # the offsets' 0, the kind
             block[[k for k, c in enumerate(codes) if c == ARG_CONST]] = 0
@@ -541,12 +540,12 @@ class StagesRig:
         self.first.replace(FIRST, 8 * (first_tiles + 1))
         pre_cuda = (PRE, ctypes.addressof(self.pre_params), self.pre_slots.ctypes.data, PRE_THREADS)
         pre = SimpleNamespace(
-            fire=SimpleNamespace(cuda=pre_cuda), searches=False, first=self.first,
+            fire=SimpleNamespace(native=pre_cuda), searches=False, first=self.first,
             alarm=SimpleNamespace(flag=self.flag.ctypes.data),
         )  # fmt: skip
         self.stream = object()
         self.state = (self.lock, self.spine, self.open, TILE, 4, 4, tuple(fires), pre)
-        self.record = cupy_backend._stages_record(self.stream, 0x5EA, 0, 1 << 20, "", "offsets", self.state)
+        self.record = compiled.stages_record(self.stream, 0x5EA, 0, 1 << 20, "", "offsets", self.state)
         self.launches: list[dict] = []
         self.slow_calls: list[tuple] = []
         counts = {

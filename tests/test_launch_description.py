@@ -6,7 +6,7 @@ cupy.py makes of the plan) must pass the same arguments for the same call, pick 
 epoch and leave the same calls (a wrap of the epochs, a scratch to grow, a carry) to the
 plan's own rules. The first two run on the recording backend; the compiled call, where the
 extension is built, runs with a recording cuLaunchKernel and the argument block the CUDA
-launcher would make (``cupy._Entry``, ``cupy._arg_codes``), so no GPU is needed.
+launcher would make (``cupy._Entry``, ``compiled.arg_codes``), so no GPU is needed.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 from recording import CPU, GPU, Array, Launch, RecordingBackend, RecordingProgram
 
 from jitscan import variants
+from jitscan.backends import compiled
 from jitscan.backends import cupy as cupy_backend
 from jitscan.backends.base import Program
 from jitscan.backends.launch import (
@@ -243,14 +244,14 @@ class _Function:
 class CudaLikeProgram(RecordingProgram):
     """A recording program whose launcher also has the argument block the CUDA backend's
     has (cupy._Entry, its constants packed once) and says so as the CUDA one does
-    (``fire.cuda``), for the compiled call to fill in."""
+    (``fire.native``), for the compiled call to fill in."""
 
     def launcher(self, plan, queue, buffer, constants=()):
         fire = super().launcher(plan, queue, buffer, constants)
-        codes = cupy_backend._arg_codes(plan)
+        codes = compiled.arg_codes(plan)
         e = cupy_backend._Entry(_Function(), len(codes), (*constants, *NO_CARRY[: plan.ncarry]))
         fire.entry = e
-        fire.cuda = (codes, e.ptr, e.params_ptr, e.slots.ctypes.data, 0x5EA, 128)
+        fire.native = (codes, e.ptr, e.params_ptr, e.slots.ctypes.data, 0x5EA, 128)
         return fire
 
 
@@ -283,7 +284,7 @@ class CompiledRig:
             one=False,
             launch=ctypes.cast(self._launch, ctypes.c_void_p).value,
         )
-        self.record = cupy_backend._launch_record(self.stream, 0, 1 << 40, "", case.go)
+        self.record = compiled.launch_record(self.stream, 0, 1 << 40, "", case.go)
         self.call.remember(self.record)
         self.block = case.go.launch_state()[-1].entry.slots
 
@@ -352,7 +353,7 @@ def test_the_compiled_call_fills_slots_of_any_order_by_their_codes():
     case, rig = compiled_case()
     as_pointer(case)
     # the same launch with its block read back to front: every slot filled where its code is
-    codes = cupy_backend._arg_codes(case.plan)[::-1]
+    codes = compiled.arg_codes(case.plan)[::-1]
     block = np.zeros(len(codes), np.uint64)
     params = (ctypes.c_void_p * len(codes))(*(block.ctypes.data + 8 * k for k in range(len(codes))))
     record = list(rig.record)
@@ -382,15 +383,15 @@ def test_the_compiled_call_refuses_a_record_of_codes_it_does_not_know_or_a_slot_
 
 def test_the_extension_names_the_slot_codes_as_the_plan_does():
     ext = pytest.importorskip("jitscan.backends._common_call", reason="the extension is not built here")
-    assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == 5
+    assert ext.SLOTS == ARG_SLOTS and ext.LAYOUT == compiled.LAYOUT
     if not os.environ.get("JITSCAN_NO_EXTENSION"):  # so cupy.py uses it
-        assert cupy_backend._CommonCall is ext.CommonCall
+        assert compiled.CommonCall is ext.CommonCall and cupy_backend.CommonCall is ext.CommonCall
 
 
 def test_cudas_codes_give_each_array_its_pointer_and_a_constant_offset():
     plan = chained.launch_plan(spec_of())
     head = [ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH]
-    assert cupy_backend._arg_codes(plan) == bytes([*head, *[ARG_CONST] * 4, *[ARG_CARRY] * len(NO_CARRY)])
+    assert compiled.arg_codes(plan) == bytes([*head, *[ARG_CONST] * 4, *[ARG_CARRY] * len(NO_CARRY)])
 
 
 # -- one lock per queue --------------------------------------------------------------------

@@ -258,7 +258,7 @@ def test_a_loop_that_changes_stream_between_calls_launches_each_call_on_the_curr
     monkeypatch.setattr(cupy_backend, "_launch", launch)
     # the Python call, whose launches the stand-in sees; the compiled one's rule is
     # tests/test_cuda_call.py's "another stream"
-    monkeypatch.setattr(cupy_backend, "_CommonCall", None)
+    monkeypatch.setattr(cupy_backend, "CommonCall", None)
     p = jitscan.plan("int32", backend="cupy")
     one, two = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
     for stream, n in [

@@ -1,11 +1,13 @@
-/* The common call of a prepared scan on CUDA, compiled: the warm call of a loop.
+/* The common call of a prepared scan, compiled: the warm call of a loop, on CUDA or OpenCL.
  *
- * CupyBackend.common_call (cupy.py) makes one CommonCall per prepared scan. It launches
+ * CupyBackend.common_call (cupy.py) and OpenCLBackend.common_call (opencl.py) make one
+ * CommonCall per prepared scan, through backends/compiled.py. It launches
  * the calls that the Python function it stands for would launch at once: device arrays on
  * the stream, size class and input dtype of the call before, with out= or (scans, not
  * reductions) a result it makes, of a launch that Python set up from a LaunchPlan
  * (backends/launch.py: the launch function's launch_state, turned into a record by cupy.py's
- * _launch_record), from a carry the host knows too (bytes: in the launch's carry words).
+ * compiled.py's launch_record), from a carry the host knows too (bytes: in the launch's
+ * carry words).
  * Everything else -- the first call, another stream, a carry on the device, a scratch
  * buffer to grow, an epoch to wrap, a launch that failed -- goes to that Python function,
  * which then tells this one what the next call may reuse (remember()). So this file
@@ -28,7 +30,15 @@
  * launch's code, the scratch's epoch, or a constant the launcher packed once), how big the
  * scratch must be for so many tiles and the largest epoch, and this file fills the slots
  * in. The codes are LaunchPlan's (ARG_SLOTS in launch.py); SLOTS below names them in this
- * file's order, and cupy.py uses this module only where the two agree.
+ * file's order, and compiled.py uses this module only where the two agree.
+ *
+ * Two APIs (api=): CUDA's, where an array is a device pointer (its offset slot a constant
+ * 0), the queue the current stream and a launch one cuLaunchKernel of the argument block;
+ * and OpenCL's, where an array is a buffer and an offset in elements (both filled in), the
+ * queue the input's own (x.queue) and a launch the arguments that changed since the last
+ * launch of the same kernel object (clSetKernelArg) and one clEnqueueNDRangeKernel with no
+ * event. The compiled call has kernel objects of its own: a kernel's arguments are state
+ * of the object, and Python's launches keep theirs in theirs.
  *
  * It holds the GIL, but the Python it calls (the current stream, the lock, CuPy's
  * constructor) may let other threads run: a call works on a copy of the last launch, and
@@ -44,7 +54,7 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
-#define LAYOUT 5
+#define LAYOUT 6
 
 /* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which cupy.py compares with it) */
@@ -62,6 +72,12 @@ static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scra
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
 typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                          unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+/* clSetKernelArg and clEnqueueNDRangeKernel, as an ICD loader exports them */
+typedef int32_t (*cl_set_arg_fn)(void *kernel, uint32_t index, size_t size, const void *value);
+typedef int32_t (*cl_enqueue_fn)(void *queue, void *kernel, uint32_t dims, const size_t *offset,
+                                 const size_t *global, const size_t *local, uint32_t nwait, const void *wait,
+                                 void *event);
+enum { API_CUDA, API_OPENCL };
 
 /* a reduction by offsets in stages (MODE_STAGES: rts's): the launches after the first,
  * each of its own argument block, a rule for its workgroups (GROUPS_*), and the slots a
@@ -146,12 +162,17 @@ typedef struct {
     Py_ssize_t osize;    /* bytes of an element of out */
     Py_ssize_t align;    /* the kernels' vector bytes: both arrays start on one */
     int one;             /* a reduction: out holds one element */
-    launch_fn launch;
+    int api;             /* API_CUDA or API_OPENCL */
+    launch_fn launch;    /* CUDA's launch; OpenCL's are the two below */
+    cl_set_arg_fn set_arg;
+    cl_enqueue_fn enqueue;
+    PyObject *empty;        /* OpenCL: empty(shape, dtype, queue), the backend's (CUDA: ndarray(shape, dtype)) */
+    PyObject *buffer_types; /* OpenCL: the types of an array's base_data that are buffers (not SVM) */
     Launch last;
 } CommonCall;
 
 static PyObject *s_c_contiguous, *s_dtype, *s_size, *s_data, *s_ptr, *s_ndim, *s_nbytes, *s_epoch, *s_buf,
-    *s_shape;
+    *s_shape, *s_flags, *s_contiguous, *s_base_data, *s_int_ptr, *s_offset, *s_queue;
 
 static void forget(CommonCall *self)
 {
@@ -171,6 +192,8 @@ static int traverse(CommonCall *self, visitproc visit, void *arg)
     Py_VISIT(self->offset_types);
     Py_VISIT(self->fields);
     Py_VISIT(self->outputs);
+    Py_VISIT(self->empty);
+    Py_VISIT(self->buffer_types);
     Py_VISIT(self->last.record);
     return 0;
 }
@@ -186,6 +209,8 @@ static int clear(CommonCall *self)
     Py_CLEAR(self->offset_types);
     Py_CLEAR(self->fields);
     Py_CLEAR(self->outputs);
+    Py_CLEAR(self->empty);
+    Py_CLEAR(self->buffer_types);
     forget(self);
     return 0;
 }
@@ -208,19 +233,81 @@ static Py_ssize_t ssize_attr(PyObject *o, PyObject *name)
     return r;
 }
 
-/* an array's device pointer (x.data.ptr); 0 with an exception set */
-static uintptr_t pointer_of(PyObject *arr)
+/* an int attribute as a uint64; 0 with an exception set */
+static uint64_t u64_attr(PyObject *o, PyObject *name)
 {
-    PyObject *data = PyObject_GetAttr(arr, s_data);
-    if (data == NULL)
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
         return 0;
-    PyObject *ptr = PyObject_GetAttr(data, s_ptr);
-    Py_DECREF(data);
-    if (ptr == NULL)
-        return 0;
-    uintptr_t r = (uintptr_t)PyLong_AsUnsignedLongLong(ptr);
-    Py_DECREF(ptr);
+    uint64_t r = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
     return PyErr_Occurred() ? 0 : r;
+}
+
+/* an object's handle: an int itself (CUDA's pointers), or its int_ptr (an OpenCL object);
+ * 0 with an exception set */
+static uint64_t handle_of(PyObject *o)
+{
+    if (PyLong_Check(o)) {
+        uint64_t r = PyLong_AsUnsignedLongLong(o);
+        return PyErr_Occurred() ? 0 : r;
+    }
+    return u64_attr(o, s_int_ptr);
+}
+
+/* Where an array's elements are: on CUDA its device pointer (x.data.ptr), *off 0; on
+ * OpenCL its buffer (x.base_data, of a buffer type: not SVM's) and *off its byte offset
+ * there (x.offset). 0: not such an array, or an error (then with an exception set). */
+static uintptr_t array_at(const CommonCall *self, PyObject *arr, uint64_t *off)
+{
+    *off = 0;
+    if (self->api == API_CUDA) {
+        PyObject *data = PyObject_GetAttr(arr, s_data);
+        if (data == NULL)
+            return 0;
+        uintptr_t r = (uintptr_t)u64_attr(data, s_ptr);
+        Py_DECREF(data);
+        return r;
+    }
+    PyObject *base = PyObject_GetAttr(arr, s_base_data);
+    if (base == NULL)
+        return 0;
+    int known = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->buffer_types); i++)
+        known |= (PyObject *)Py_TYPE(base) == PyTuple_GET_ITEM(self->buffer_types, i);
+    uintptr_t r = known ? (uintptr_t)u64_attr(base, s_int_ptr) : 0;
+    Py_DECREF(base);
+    if (r == 0)
+        return 0;
+    PyObject *o = PyObject_GetAttr(arr, s_offset);
+    if (o == NULL)
+        return 0;
+    Py_ssize_t at = PyLong_AsSsize_t(o);
+    Py_DECREF(o);
+    if (at < 0)
+        return 0; /* an error (set), or no offset an array has */
+    *off = (uint64_t)at;
+    return r;
+}
+
+/* whether the kernels' vectors fit the array's start: CUDA's pointer, OpenCL's offset
+ * (its buffers start on the device's base alignment, at least 128 bytes) */
+static int misaligned(const CommonCall *self, uintptr_t at, uint64_t off)
+{
+    return ((self->api == API_CUDA ? at : off) % (uint64_t)self->align) != 0;
+}
+
+/* whether two arrays' bytes overlap: pointers on CUDA, offsets in one buffer on OpenCL */
+static int overlap(const CommonCall *self, uintptr_t a, uint64_t a_off, uint64_t a_bytes, uintptr_t b,
+                   uint64_t b_off, uint64_t b_bytes)
+{
+    if (self->api == API_OPENCL) {
+        if (a != b)
+            return 0;
+        a = (uintptr_t)a_off;
+        b = (uintptr_t)b_off;
+    }
+    return a < b + b_bytes && b < a + a_bytes;
 }
 
 static int truth_attr(PyObject *o, PyObject *name)
@@ -231,6 +318,42 @@ static int truth_attr(PyObject *o, PyObject *name)
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
     return r;
+}
+
+/* whether an array is C-contiguous: CuPy's flag itself, PyOpenCL's flags (made once an array) */
+static int contiguous(const CommonCall *self, PyObject *arr)
+{
+    if (self->api == API_CUDA)
+        return truth_attr(arr, s_c_contiguous);
+    PyObject *flags = PyObject_GetAttr(arr, s_flags);
+    if (flags == NULL)
+        return -1;
+    int r = truth_attr(flags, s_contiguous);
+    Py_DECREF(flags);
+    return r;
+}
+
+/* whether the call's queue is the launch's: CUDA's current stream, the array's own queue
+ * on OpenCL (``x``: an array of the call); by identity. 1, 0, or -1 an error */
+static int same_queue(const CommonCall *self, const Launch *l, PyObject *x)
+{
+    PyObject *q = self->api == API_CUDA ? PyObject_CallNoArgs(self->stream_of) : PyObject_GetAttr(x, s_queue);
+    if (q == NULL)
+        return -1;
+    Py_DECREF(q); /* identity only: the record holds the one compared with */
+    return q == l->stream;
+}
+
+/* a new array for a result, as Python's call makes it: CuPy's constructor on the one GPU,
+ * the backend's empty() on the launch's queue on OpenCL */
+static PyObject *new_array(const CommonCall *self, const Launch *l, PyObject *shape, PyObject *dtype)
+{
+    if (self->api == API_CUDA) {
+        PyObject *args[2] = {shape, dtype};
+        return PyObject_Vectorcall(self->ndarray, args, 2, NULL);
+    }
+    PyObject *args[3] = {shape, dtype, l->stream};
+    return PyObject_Vectorcall(self->empty, args, 3, NULL);
 }
 
 /* whether a and b have equal shapes: 1, 0, or -1 an error */
@@ -251,10 +374,11 @@ static int same_shape(PyObject *a, PyObject *b)
 }
 
 /* out given: the scan's dtype, m elements (1-D, or for a scan of rows x's shape),
- * contiguous, aligned, apart from x (at) and from the segments' array (seg_at, seg_bytes
- * bytes; none where 0); 1 with its pointer in *to, 0 not so, -1 an error */
-static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out, Py_ssize_t m, int rows,
-                      uintptr_t seg_at, Py_ssize_t seg_bytes, uintptr_t *to)
+ * contiguous, aligned, apart from x (at, at_off) and from the segments' array (seg_at,
+ * seg_bytes bytes; none where 0); 1 with where it is in *to and *to_off (array_at), 0 not
+ * so, -1 an error */
+static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, uint64_t at_off, PyObject *out, Py_ssize_t m,
+                      int rows, uintptr_t seg_at, Py_ssize_t seg_bytes, uintptr_t *to, uint64_t *to_off)
 {
     if (Py_TYPE(out) != (PyTypeObject *)self->ndarray)
         return 0;
@@ -277,28 +401,29 @@ static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, PyObject *out
     v = ssize_attr(out, s_size);
     if (v != m)
         return (v == -1 && PyErr_Occurred()) ? -1 : 0;
-    int flag = truth_attr(out, s_c_contiguous);
+    int flag = contiguous(self, out);
     if (flag <= 0)
         return flag;
-    *to = pointer_of(out);
+    *to = array_at(self, out, to_off);
     if (*to == 0)
         return PyErr_Occurred() ? -1 : 0;
-    if (*to % (uintptr_t)self->align)
+    if (misaligned(self, *to, *to_off))
         return 0;
     Py_ssize_t xbytes = ssize_attr(x, s_nbytes);
     if (xbytes == -1 && PyErr_Occurred())
         return -1;
-    uintptr_t end = *to + (uintptr_t)(m * self->osize);
-    if (*to < at + (uintptr_t)xbytes && at < end)
+    uint64_t bytes = (uint64_t)(m * self->osize);
+    if (overlap(self, *to, *to_off, bytes, at, at_off, (uint64_t)xbytes))
         return 0;
-    return !(seg_bytes && *to < seg_at + (uintptr_t)seg_bytes && seg_at < end);
+    return !(seg_bytes && overlap(self, *to, *to_off, bytes, seg_at, 0, (uint64_t)seg_bytes));
 }
 
 /* the segments' array of a form call: an array of one of ``types`` (by identity), 1-D,
- * contiguous; its element count (0: not so, -1: an error) and its pointer in *at */
-static Py_ssize_t segments_of(PyObject *self_ndarray, PyObject *types, PyObject *seg, uintptr_t *at)
+ * contiguous, at the start of its buffer (one kernel argument); its element count (0: not
+ * so, -1: an error) and where it is in *at */
+static Py_ssize_t segments_of(const CommonCall *self, PyObject *types, PyObject *seg, uintptr_t *at)
 {
-    if (Py_TYPE(seg) != (PyTypeObject *)self_ndarray)
+    if (Py_TYPE(seg) != (PyTypeObject *)self->ndarray)
         return 0;
     PyObject *dt = PyObject_GetAttr(seg, s_dtype);
     if (dt == NULL)
@@ -312,16 +437,17 @@ static Py_ssize_t segments_of(PyObject *self_ndarray, PyObject *types, PyObject 
     Py_ssize_t v = ssize_attr(seg, s_ndim);
     if (v != 1)
         return (v == -1 && PyErr_Occurred()) ? -1 : 0;
-    int flag = truth_attr(seg, s_c_contiguous);
+    int flag = contiguous(self, seg);
     if (flag <= 0)
         return flag;
     Py_ssize_t size = ssize_attr(seg, s_size);
     if (size <= 0)
         return (size == -1 && PyErr_Occurred()) ? -1 : 0;
-    *at = pointer_of(seg);
+    uint64_t off = 0;
+    *at = array_at(self, seg, &off);
     if (*at == 0)
         return PyErr_Occurred() ? -1 : 0;
-    return size;
+    return off ? 0 : size;
 }
 
 /* a Scratch's buffer where it holds ``need`` bytes: 1 with it in *buf, 0 not so, -1 an error */
@@ -335,14 +461,14 @@ static int scratch_holds(PyObject *scratch, Py_ssize_t need, uint64_t *buf)
     PyObject *b = PyObject_GetAttr(scratch, s_buf);
     if (b == NULL)
         return -1;
-    *buf = PyLong_AsUnsignedLongLong(b);
+    *buf = handle_of(b); /* CUDA's pointer, OpenCL's buffer */
     Py_DECREF(b);
     return PyErr_Occurred() ? -1 : 1;
 }
 
 /* One call's values, as the launch takes them: its size and tiles (and the pre-pass's
- * groups), the arrays' pointers (a tuple value's in field order), the segments' array and
- * count slot, a carry's words */
+ * groups), where the arrays are (a tuple value's in field order; on OpenCL each its
+ * buffer and its offset in elements), the segments' array and count slot, a carry's words */
 typedef struct {
     Py_ssize_t n, tiles, pre_groups;
     uintptr_t at[MAX_FIELDS], to[MAX_FIELDS];
@@ -350,20 +476,62 @@ typedef struct {
     uint64_t segn;
     int carried;
     uint64_t words[CARRY_WORDS];
+    int opencl;
+    uint64_t at_off[MAX_FIELDS], to_off[MAX_FIELDS];
 } Args;
 
-/* a block's slots as ``fill`` says: each code's value, a tuple value's arrays in turn */
+/* a block's slots as ``fill`` says: each code's value, a tuple value's arrays in turn (on
+ * OpenCL an array's offset in the slot after its buffer's, which remember() checked is
+ * one no other fills) */
 static void fill_slots(uint64_t *a, const Fill *fill, int nfill, const uint64_t value[ARG_COUNT], const Args *c)
 {
     int src = 0, dst = 0;
     for (int k = 0; k < nfill; k++) {
         uint64_t *slot = a + fill[k].at;
         switch (fill[k].code) {
-        case ARG_SRC: *slot = c->at[src++]; break;
-        case ARG_DST: *slot = c->to[dst++]; break;
+        case ARG_SRC:
+            if (c->opencl)
+                slot[1] = c->at_off[src];
+            *slot = c->at[src++];
+            break;
+        case ARG_DST:
+            if (c->opencl)
+                slot[1] = c->to_off[dst];
+            *slot = c->to[dst++];
+            break;
         default: *slot = value[fill[k].code]; break; /* remember() let no other in */
         }
     }
+}
+
+/* One launch of ``groups`` workgroups of ``threads``, on ``queue`` (CUDA's stream, OpenCL's
+ * command queue), without the GIL and with the queue's lock held: on CUDA, of ``function``
+ * and its argument block (``params`` points at its slots); on OpenCL, of the kernel object
+ * ``function`` with the values in ``slots``, of which it sets only those that changed since
+ * its last launch: ``params`` is the kernel's table (compiled.py's kernel_table: how many
+ * arguments, each one's bytes, the values last set, whether they are). 0 launched, else
+ * the API's error (OpenCL's: the table then says none is set). */
+static int launch_one(const CommonCall *self, void *function, void **params, const uint64_t *slots,
+                      unsigned threads, unsigned groups, void *queue)
+{
+    if (self->api == API_CUDA)
+        return self->launch(function, groups, 1, 1, threads, 1, 1, 0, queue, params, NULL);
+    uint64_t *table = (uint64_t *)params, nargs = table[0];
+    uint64_t *bytes = table + 1, *held = bytes + nargs, *set = held + nargs;
+    for (uint64_t i = 0; i < nargs; i++) {
+        if (*set && held[i] == slots[i])
+            continue;
+        /* a buffer's handle or a scalar, little-endian: a 4-byte argument is the low half */
+        int32_t status = self->set_arg(function, (uint32_t)i, (size_t)bytes[i], slots + i);
+        if (status) {
+            *set = 0;
+            return status;
+        }
+        held[i] = slots[i];
+    }
+    *set = 1;
+    size_t local = threads, global = (size_t)groups * threads;
+    return self->enqueue(queue, function, 1, NULL, &global, &local, 0, NULL, NULL);
 }
 
 /* The launch of ``c`` under the queue's lock, taken without waiting (see the top of this
@@ -447,14 +615,13 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     int status = 0;
     Py_BEGIN_ALLOW_THREADS
     if (prepass)
-        status = self->launch(l->pre_function, (unsigned)c->pre_groups, 1, 1, l->pre_threads, 1, 1, 0, l->hstream,
-                              l->pre_params, NULL);
+        status = launch_one(self, l->pre_function, l->pre_params, l->pre_slots, l->pre_threads,
+                            (unsigned)c->pre_groups, l->hstream);
     if (status == 0)
-        status = self->launch(l->function, (unsigned)c->tiles, 1, 1, l->threads, 1, 1, 0, l->hstream, l->params,
-                              NULL);
+        status = launch_one(self, l->function, l->params, l->slots, l->threads, (unsigned)c->tiles, l->hstream);
     for (int k = 0; k < l->nstages && status == 0; k++)
-        status = self->launch(l->stage[k].function, groups[k], 1, 1, l->stage[k].threads, 1, 1, 0, l->hstream,
-                              l->stage[k].params, NULL);
+        status = launch_one(self, l->stage[k].function, l->stage[k].params, l->stage[k].slots, l->stage[k].threads,
+                            groups[k], l->hstream);
     Py_END_ALLOW_THREADS
     launched = status == 0;
 done:
@@ -476,10 +643,11 @@ done:
 }
 
 /* a tuple value's arrays (MODE_FIELDS): every field in memory an array of its dtype, 1-D,
- * contiguous, aligned, all of one length n > 0; 1 with n and their pointers (in field
- * order, index fields left out) in *n, at[], 0 not so, -1 an error */
-static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[MAX_FIELDS], Py_ssize_t *nin,
-                     Py_ssize_t bytes[MAX_FIELDS])
+ * contiguous, aligned, all of one length n > 0; 1 with n and where they are (in field
+ * order, index fields left out: array_at's, offsets in bytes) in *n, at[], off[], and the
+ * first of them in *first (borrowed), 0 not so, -1 an error */
+static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[MAX_FIELDS], uint64_t off[MAX_FIELDS],
+                     Py_ssize_t *nin, Py_ssize_t bytes[MAX_FIELDS], PyObject **first)
 {
     if (!PyTuple_CheckExact(x) || PyTuple_GET_SIZE(x) != self->nfields)
         return 0;
@@ -500,7 +668,7 @@ static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[
         Py_ssize_t v = ssize_attr(a, s_ndim);
         if (v != 1)
             return (v == -1 && PyErr_Occurred()) ? -1 : 0;
-        int flag = truth_attr(a, s_c_contiguous);
+        int flag = contiguous(self, a);
         if (flag <= 0)
             return flag;
         Py_ssize_t size = ssize_attr(a, s_size);
@@ -509,14 +677,16 @@ static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[
         if (size <= 0 || (*n >= 0 && size != *n))
             return 0;
         *n = size;
-        uintptr_t p = pointer_of(a);
+        uintptr_t p = array_at(self, a, off + *nin);
         if (p == 0)
             return PyErr_Occurred() ? -1 : 0;
-        if (p % (uintptr_t)self->align)
+        if (misaligned(self, p, off[*nin]))
             return 0;
         Py_ssize_t nb = ssize_attr(a, s_nbytes);
         if (nb == -1 && PyErr_Occurred())
             return -1;
+        if (*nin == 0)
+            *first = a;
         at[*nin] = p;
         bytes[(*nin)++] = nb;
     }
@@ -526,8 +696,8 @@ static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[
 /* out given for a tuple value: one array a field written (a lone one, or a tuple of
  * them), each of its field's dtype, 1-D, n elements, contiguous, aligned, apart from every
  * input; 1 with their pointers in to[], 0 not so, -1 an error */
-static int fields_out(CommonCall *self, PyObject *out, Py_ssize_t n, const uintptr_t at[], const Py_ssize_t bytes[],
-                      Py_ssize_t nin, uintptr_t to[MAX_FIELDS])
+static int fields_out(CommonCall *self, PyObject *out, Py_ssize_t n, const uintptr_t at[], const uint64_t off[],
+                      const Py_ssize_t bytes[], Py_ssize_t nin, uintptr_t to[MAX_FIELDS], uint64_t to_off[MAX_FIELDS])
 {
     int lone = !PyTuple_CheckExact(out);
     if ((lone && self->nout != 1) || (!lone && PyTuple_GET_SIZE(out) != self->nout))
@@ -548,17 +718,17 @@ static int fields_out(CommonCall *self, PyObject *out, Py_ssize_t n, const uintp
         v = ssize_attr(o, s_size);
         if (v != n)
             return (v == -1 && PyErr_Occurred()) ? -1 : 0;
-        int flag = truth_attr(o, s_c_contiguous);
+        int flag = contiguous(self, o);
         if (flag <= 0)
             return flag;
-        to[j] = pointer_of(o);
+        to[j] = array_at(self, o, to_off + j);
         if (to[j] == 0)
             return PyErr_Occurred() ? -1 : 0;
-        if (to[j] % (uintptr_t)self->align)
+        if (misaligned(self, to[j], to_off[j]))
             return 0;
-        uintptr_t end = to[j] + (uintptr_t)(n * self->out_size[j]);
+        uint64_t nbytes = (uint64_t)(n * self->out_size[j]);
         for (Py_ssize_t i = 0; i < nin; i++)
-            if (to[j] < at[i] + (uintptr_t)bytes[i] && at[i] < end)
+            if (overlap(self, to[j], to_off[j], nbytes, at[i], off[i], (uint64_t)bytes[i]))
                 return 0;
     }
     return 1;
@@ -573,17 +743,15 @@ static PyObject *launch_fields(CommonCall *self, const Launch *l, PyObject *x, P
         return NULL; /* tuple values take no carry; a reduction's is Python's */
     Args c = {0};
     Py_ssize_t bytes[MAX_FIELDS], nin = 0;
-    if (fields_of(self, x, &c.n, c.at, &nin, bytes) <= 0)
+    uint64_t off[MAX_FIELDS] = {0}, to_off[MAX_FIELDS] = {0}; /* in bytes */
+    PyObject *first = NULL;
+    if (fields_of(self, x, &c.n, c.at, off, &nin, bytes, &first) <= 0)
         return NULL;
     if (!(l->lo < c.n && c.n <= l->hi))
         return NULL;
-    if (out != Py_None && fields_out(self, out, c.n, c.at, bytes, nin, c.to) <= 0)
+    if (out != Py_None && fields_out(self, out, c.n, c.at, off, bytes, nin, c.to, to_off) <= 0)
         return NULL;
-    PyObject *stream = PyObject_CallNoArgs(self->stream_of);
-    if (stream == NULL)
-        return NULL;
-    Py_DECREF(stream); /* identity only */
-    if (stream != l->stream)
+    if (same_queue(self, l, first) <= 0)
         return NULL;
     c.tiles = (c.n + l->tile - 1) / l->tile;
     if ((size_t)c.tiles > UINT_MAX)
@@ -600,10 +768,9 @@ static PyObject *launch_fields(CommonCall *self, const Launch *l, PyObject *x, P
                 Py_DECREF(result);
                 return NULL;
             }
-            PyObject *args[2] = {shape, PyTuple_GET_ITEM(self->outputs, j)};
-            o = PyObject_Vectorcall(self->ndarray, args, 2, NULL);
+            o = new_array(self, l, shape, PyTuple_GET_ITEM(self->outputs, j));
             Py_DECREF(shape);
-            if (o == NULL || (c.to[j] = pointer_of(o)) == 0) {
+            if (o == NULL || (c.to[j] = array_at(self, o, to_off + j)) == 0) {
                 Py_XDECREF(o);
                 Py_DECREF(result);
                 return NULL;
@@ -613,6 +780,11 @@ static PyObject *launch_fields(CommonCall *self, const Launch *l, PyObject *x, P
         }
         PyTuple_SET_ITEM(result, j, o); /* steals it */
     }
+    c.opencl = self->api == API_OPENCL;
+    for (Py_ssize_t i = 0; i < nin; i++) /* OpenCL's offsets, in elements */
+        c.at_off[i] = off[i] / (uint64_t)(bytes[i] / c.n);
+    for (Py_ssize_t j = 0; j < self->nout; j++)
+        c.to_off[j] = to_off[j] / (uint64_t)self->out_size[j];
     if (fire_locked(self, l, &c) <= 0)
         Py_CLEAR(result);
     return result;
@@ -644,7 +816,7 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         return NULL; /* a reduction by segments is by offsets */
     if (mode == MODE_STAGES && !self->one)
         return NULL; /* stages reduce */
-    int flag = truth_attr(x, s_c_contiguous);
+    int flag = contiguous(self, x);
     if (flag <= 0)
         return NULL;
     PyObject *dt = PyObject_GetAttr(x, s_dtype);
@@ -657,8 +829,9 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     Py_ssize_t n = ssize_attr(x, s_size);
     if (!(l->lo < n && n <= l->hi)) /* n == -1 on an error: below every class */
         return NULL;
-    uintptr_t at = pointer_of(x), to = 0;
-    if (at == 0 || at % (uintptr_t)self->align)
+    uint64_t at_off = 0, to_off = 0; /* in bytes (OpenCL's) */
+    uintptr_t at = array_at(self, x, &at_off), to = 0;
+    if (at == 0 || misaligned(self, at, at_off))
         return NULL;
 
     /* the segments, as the mode takes them: their array, and what the kernel's count slot holds */
@@ -667,12 +840,12 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     Py_ssize_t seg_bytes = 0;
     uint64_t segn = 0;
     if (mode == MODE_FLAGS) {
-        Py_ssize_t k = segments_of(self->ndarray, self->flag_types, seg, &seg_at);
+        Py_ssize_t k = segments_of(self, self->flag_types, seg, &seg_at);
         if (k != n) /* one flag a value (-1: an error, which stays set) */
             return NULL;
         seg_bytes = k;
     } else if (by_offsets) {
-        Py_ssize_t k = segments_of(self->ndarray, self->offset_types, seg, &seg_at);
+        Py_ssize_t k = segments_of(self, self->offset_types, seg, &seg_at);
         if (k <= 0)
             return NULL;
         seg_bytes = 8 * k;
@@ -690,16 +863,21 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
         segn = (uint64_t)(whole ? row_len / l->tile : row_len);
         seg_at = at; /* the row length's unused buffer: the input's */
     }
-    if (out != Py_None && usable_out(self, x, at, out, m, mode == MODE_ROWS, seg_at, seg_bytes, &to) <= 0)
+    if (out != Py_None &&
+        usable_out(self, x, at, at_off, out, m, mode == MODE_ROWS, seg_at, seg_bytes, &to, &to_off) <= 0)
         return NULL;
 
-    /* the stream of the last call: the current one, by identity */
-    PyObject *stream = PyObject_CallNoArgs(self->stream_of);
-    if (stream == NULL)
+    /* the queue of the last call: the current stream, or the array's queue */
+    if (same_queue(self, l, x) <= 0)
         return NULL;
-    Py_DECREF(stream); /* identity only: record holds the one compared with */
-    if (stream != l->stream)
-        return NULL;
+    /* OpenCL: the input's offset in its elements (its bytes over its count) */
+    uint64_t x_elem = 0;
+    if (at_off) {
+        Py_ssize_t xbytes = ssize_attr(x, s_nbytes);
+        if (xbytes <= 0)
+            return NULL;
+        x_elem = at_off / (uint64_t)(xbytes / n);
+    }
 
     Py_ssize_t tiles = (n + l->tile - 1) / l->tile;
     Py_ssize_t pre_groups = 0;
@@ -708,20 +886,19 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     if ((size_t)tiles > UINT_MAX || (size_t)pre_groups > UINT_MAX)
         return NULL; /* more groups than a launch takes: Python's raises */
 
-    /* the result, where out is not given: CuPy's constructor on the one GPU, as Python's,
-     * and before the lock, as Python's (what it runs may start a scan of its own); a scan
-     * of rows in the input's shape */
+    /* the result, where out is not given: as Python's call makes it (new_array), and
+     * before the lock, as Python's (what it runs may start a scan of its own); a scan of
+     * rows in the input's shape */
     PyObject *dst = NULL;
     if (out == Py_None) {
         PyObject *shape = mode == MODE_ROWS ? PyObject_GetAttr(x, s_shape) : Py_BuildValue("(n)", m);
         if (shape == NULL)
             return NULL;
-        PyObject *args[2] = {shape, self->dtype};
-        dst = PyObject_Vectorcall(self->ndarray, args, 2, NULL);
+        dst = new_array(self, l, shape, self->dtype);
         Py_DECREF(shape);
         if (dst == NULL)
             return NULL;
-        if ((to = pointer_of(dst)) == 0) {
+        if ((to = array_at(self, dst, &to_off)) == 0) {
             Py_DECREF(dst);
             return NULL;
         }
@@ -729,6 +906,9 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
 
     Args c = {n, tiles, pre_groups, {at}, {to}, seg_at, segn, carry != NULL, {0}};
     memcpy(c.words, words, sizeof words);
+    c.opencl = self->api == API_OPENCL;
+    c.at_off[0] = x_elem;
+    c.to_off[0] = to_off / (uint64_t)self->osize;
     int launched = fire_locked(self, l, &c);
     PyObject *result = launched > 0 ? Py_NewRef(out == Py_None ? dst : out) : NULL;
     Py_XDECREF(dst);
@@ -903,6 +1083,13 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             PyErr_SetString(PyExc_ValueError, "remember: more carry words than a launch takes");
             return NULL;
         }
+        /* OpenCL: an array's offset goes in the slot after its buffer's, a constant's of
+         * the codes (cupy.py's and opencl.py's arg_codes) that no call fills in */
+        if (self->api == API_OPENCL && (c[i] == ARG_SRC || c[i] == ARG_DST) &&
+            (i + 1 >= nslots || c[i + 1] != ARG_CONST)) {
+            PyErr_SetString(PyExc_ValueError, "remember: an OpenCL array's slot, then its offset's");
+            return NULL;
+        }
         if (!kept) {
             if (l.nfill >= ARG_COUNT + 2 * MAX_FIELDS) {
                 PyErr_SetString(PyExc_ValueError, "remember: more slots filled than a launch takes");
@@ -940,6 +1127,9 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             int takes = sc[i] == ARG_SRC || sc[i] == ARG_DST || sc[i] == ARG_N || sc[i] == ARG_SEG ||
                         sc[i] == ARG_FIRST || sc[i] == ARG_SEGN || (sc[i] >= ARG_TILES && sc[i] < ARG_COUNT);
             bad = !(kept || takes) || (takes && once[sc[i]]++);
+            /* OpenCL: an array's offset in the slot after (see above) */
+            bad = bad || (self->api == API_OPENCL && (sc[i] == ARG_SRC || sc[i] == ARG_DST) &&
+                          (i + 1 >= count || sc[i + 1] != ARG_CONST));
             if (takes && !bad) {
                 st->fill[st->nfill].at = i;
                 st->fill[st->nfill++].code = sc[i];
@@ -997,17 +1187,28 @@ static PyObject *remember(CommonCall *self, PyObject *record)
 static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *ndarray, *dtype, *loads, *stream_of, *slow, *flag_types = NULL, *offset_types = NULL;
-    PyObject *fields = NULL, *outputs = NULL;
+    PyObject *fields = NULL, *outputs = NULL, *empty = NULL, *buffer_types = NULL;
     Py_ssize_t osize, align;
-    int one, form = 0;
-    unsigned long long launch;
-    static char *names[] = {"ndarray", "dtype",      "loads",        "stream_of", "slow",    "osize", "align", "one",
-                            "launch",  "form",       "flag_types",   "offset_types", "fields", "outputs", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!:CommonCall", names, &ndarray, &dtype,
+    int one, form = 0, api = API_CUDA;
+    unsigned long long launch, set_arg = 0;
+    static char *names[] = {"ndarray", "dtype",   "loads",        "stream_of", "slow",   "osize",
+                            "align",   "one",     "launch",       "form",      "flag_types",
+                            "offset_types",       "fields",       "outputs",   "api",    "set_arg",
+                            "empty",   "buffer_types", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!:CommonCall", names, &ndarray, &dtype,
                                      &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
                                      &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types,
-                                     &PyTuple_Type, &fields, &PyTuple_Type, &outputs))
+                                     &PyTuple_Type, &fields, &PyTuple_Type, &outputs, &api, &set_arg, &empty,
+                                     &PyTuple_Type, &buffer_types))
         return NULL;
+    /* OpenCL's: clEnqueueNDRangeKernel (launch) and clSetKernelArg, the backend's empty(),
+     * the buffer types of base_data */
+    if (api != API_CUDA && (api != API_OPENCL || !set_arg || empty == NULL || !PyCallable_Check(empty) ||
+                            buffer_types == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "CommonCall: api is CUDA's (0), or OpenCL's (1) with set_arg, "
+                                          "empty and buffer_types");
+        return NULL;
+    }
     /* a tuple value's: each field's dtype (None: an index field), the written fields'
      * dtypes (an index field's too: its positions' integer type) */
     Py_ssize_t nfields = fields ? PyTuple_GET_SIZE(fields) : 0, nout = outputs ? PyTuple_GET_SIZE(outputs) : 0;
@@ -1061,7 +1262,15 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->osize = osize;
     self->align = align;
     self->one = one;
-    self->launch = (launch_fn)(uintptr_t)launch;
+    self->api = api;
+    if (api == API_CUDA) {
+        self->launch = (launch_fn)(uintptr_t)launch;
+    } else {
+        self->enqueue = (cl_enqueue_fn)(uintptr_t)launch;
+        self->set_arg = (cl_set_arg_fn)(uintptr_t)set_arg;
+        self->empty = Py_NewRef(empty);
+        self->buffer_types = Py_NewRef(buffer_types);
+    }
     return (PyObject *)self;
 }
 
@@ -1079,7 +1288,7 @@ static PyMethodDef methods[] = {
 static PyTypeObject CommonCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "jitscan.backends._common_call.CommonCall",
-    .tp_doc = "A prepared scan's common call on CUDA, compiled: call(x, out, carry), or with form=True "
+    .tp_doc = "A prepared scan's common call on CUDA or OpenCL, compiled: call(x, out, carry), or with form=True "
               "call(x, out, flags, offsets, row_len, carry).",
     .tp_basicsize = sizeof(CommonCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
@@ -1095,7 +1304,7 @@ static PyTypeObject CommonCallType = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_common_call",
-    .m_doc = "The common call of a prepared scan on CUDA, compiled.",
+    .m_doc = "The common call of a prepared scan on CUDA or OpenCL, compiled.",
     .m_size = -1,
 };
 
@@ -1106,7 +1315,9 @@ PyMODINIT_FUNC PyInit__common_call(void)
         const char *text;
     } names[] = {{&s_c_contiguous, "_c_contiguous"}, {&s_dtype, "dtype"}, {&s_size, "size"},
                  {&s_data, "data"}, {&s_ptr, "ptr"}, {&s_ndim, "ndim"}, {&s_nbytes, "nbytes"},
-                 {&s_epoch, "epoch"}, {&s_buf, "buf"}, {&s_shape, "shape"}};
+                 {&s_epoch, "epoch"}, {&s_buf, "buf"}, {&s_shape, "shape"}, {&s_flags, "flags"},
+                 {&s_contiguous, "c_contiguous"}, {&s_base_data, "base_data"}, {&s_int_ptr, "int_ptr"},
+                 {&s_offset, "offset"}, {&s_queue, "queue"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

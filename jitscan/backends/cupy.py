@@ -26,19 +26,8 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
 from .base import Backend, Build, DeviceInfo, Once, Program, build_failure
-from .launch import (
-    ARG_CONST,
-    ARG_DST,
-    ARG_SEGN,
-    ARG_SLOTS,
-    ARG_SRC,
-    FIRE_ORDER,
-    GROUPS_TILES,
-    NO_CARRY,
-    Alarm,
-    LaunchPlan,
-    Scratch,
-)
+from .compiled import FLAG_TYPES, OFFSET_TYPES, CommonCall, arg_codes, form_record, launch_record
+from .launch import FIRE_ORDER, NO_CARRY, Alarm, LaunchPlan, Scratch
 
 try:  # optional dependency
     import cupy
@@ -57,21 +46,6 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
         "checkout, pip install '.[cuda13]' or '.[cuda12]'"
     )
 
-
-try:  # the common call compiled (setup.py builds it where a C compiler is; optional)
-    if not getattr(sys, "_is_gil_enabled", lambda: True)():
-        # it relies on the GIL: loading it would turn a free-threaded Python's back on
-        raise ImportError("a free-threaded Python")
-    from . import _common_call
-
-    # a build of another record or other slot codes (an editable install's stale build) is
-    # left unused
-    _same = getattr(_common_call, "LAYOUT", 0) == 5 and getattr(_common_call, "SLOTS", ()) == ARG_SLOTS
-    _CommonCall = _common_call.CommonCall if _same else None
-except ImportError:  # pragma: no cover - depends on the install
-    _CommonCall = None
-if os.environ.get("JITSCAN_NO_EXTENSION", "0") not in ("", "0"):  # the Python path alone
-    _CommonCall = None
 
 #: streams (queues) and scratch buffers kept; beyond it the oldest are dropped
 QUEUE_LIMIT = 64
@@ -187,7 +161,7 @@ class _CudaProgram(Program):
         constants: Sequence[int] = (),
     ) -> Callable[..., None]:
         shared = self.kernels[plan.entry]
-        if not plan.fire_order or shared.nargs != len(_arg_codes(plan)) or len(constants) != plan.nconst:
+        if not plan.fire_order or shared.nargs != len(arg_codes(plan)) or len(constants) != plan.nconst:
             return super().launcher(plan, queue, buffer, constants)
         # its own argument block (no lock): the constants and a carry's words (zeros) at its end
         e = _Entry(shared.function, shared.nargs, (*constants, *NO_CARRY[: plan.ncarry]))
@@ -242,8 +216,8 @@ class _CudaProgram(Program):
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if self.only_device:  # the launch as a compiled common call makes it (_common_call.c)
-            codes = _arg_codes(plan)
-            fire.cuda = (codes, e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
+            codes = arg_codes(plan)
+            fire.native = (codes, e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
         return fire
 
     def packer(
@@ -279,7 +253,7 @@ class _CudaProgram(Program):
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if only:  # the launch as a compiled form call makes it (_common_call.c)
-            fire.cuda = (_arg_codes(plan), e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
+            fire.native = (arg_codes(plan), e.ptr, params, e.slots.ctypes.data, stream, threads)  # type: ignore[attr-defined]
         return fire
 
     def fixed(self, entry: str, queue: CudaQueue, constants: Sequence[int] = ()) -> Callable[..., None]:
@@ -297,7 +271,7 @@ class _CudaProgram(Program):
 
         fire.entry = e  # type: ignore[attr-defined]  # the argument block lives as long as fire
         if only:  # the launch as a compiled form call makes it: (function, block's addresses, slots, threads)
-            fire.cuda = (e.ptr, params, e.slots.ctypes.data, threads)  # type: ignore[attr-defined]
+            fire.native = (e.ptr, params, e.slots.ctypes.data, threads)  # type: ignore[attr-defined]
         return fire
 
 
@@ -310,143 +284,6 @@ _ERRORS = (
     r".*?\((\d+)\)()?: (?:catastrophic )?error: (.*)",
     r".*?:(\d+):(\d+): (?:fatal )?error: (.*)",
 )
-
-
-def _arg_codes(plan: LaunchPlan, nsrc: int = 1, ndst: int = 1) -> bytes:
-    """What each 8-byte slot of the plan's argument block holds, as ``_common_call.c`` reads
-    it: ``plan.slots`` with each array as its two slots here, the device pointer and an
-    offset of 0 (a constant: CupyBackend.buffer); a tuple value's ``nsrc`` arrays in and
-    ``ndst`` out, each so, in field order."""
-    codes: list[int] = []
-    for slot in plan.slots:
-        if slot in (ARG_SRC, ARG_DST):
-            codes += (slot, ARG_CONST) * (nsrc if slot == ARG_SRC else ndst)
-        else:
-            codes.append(slot)
-    return bytes(codes)
-
-
-def _launch_record(stream: Any, lo: int, hi: int, load: str, go: Any) -> tuple | None:
-    """What a compiled common call reuses of this call's launch (see _common_call.c's
-    remember()), or None where ``go`` is not a launch it can make.
-
-    ``go.launch_state()`` gives the queue's lock, the scratch, the LaunchPlan, the launch's
-    code and the elements from which it is ``code | plan.stream_bit``, and the launcher.
-    """
-    state = getattr(go, "launch_state", None)
-    if state is None:
-        return None
-    lock, scratch, plan, code, stream_from, fire = state()
-    cuda = getattr(fire, "cuda", None)  # codes, function, arguments' block, stream, threads
-    if cuda is None:
-        return None
-    return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, fire)
-
-
-def _record(
-    stream: Any,
-    lo: int,
-    hi: int,
-    load: str,
-    lock: Any,
-    scratch: Scratch,
-    plan: LaunchPlan,
-    code: int,
-    stream_from: float,
-    cuda: tuple,
-    keep: Any,
-) -> tuple:
-    """remember()'s record of a launch: ``cuda`` its (codes, function, block, slots,
-    stream, threads), ``keep`` what the addresses point into; the bits a carry in the
-    launch's words sets (0: the plan takes none there)."""
-    carry = plan.carry_bit | plan.carry_args_bit if plan.ncarry else 0
-    return (
-        (stream, lo, hi, load, lock.acquire, lock.release, scratch)
-        + (plan.tile, plan.header, plan.per_tile, plan.epoch_limit, code, code | plan.stream_bit)
-        + (min(stream_from, sys.maxsize), *cuda, carry, keep)  # inf: never
-    )
-
-
-#: the segments' modes as _common_call.c numbers them (MODE_*; "stages": a reduction by
-#: offsets of several launches, which _form_record finds by its launch function)
-_MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4, "stages": 5}
-#: the dtypes of flags and offsets the kernels read as they are (plan/forms.py's rules)
-_FLAG_TYPES = (np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8))
-_OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
-
-
-def _form_record(
-    stream: Any,
-    lo: int,
-    hi: int,
-    load: str,
-    mode: str,
-    whole: bool,
-    rows_tile: int,
-    go: Any,
-    arrays: tuple[int, int] = (1, 1),
-    hstream: int = 0,
-) -> tuple | None:
-    """What a compiled form call reuses of this call's launch (_common_call.c's remember()
-    with a form's part), or None where ``go`` is not a launch it can make.
-
-    ``go.launch_state()`` gives _launch_record's state, then the offsets' pre-pass
-    (variants.segments.Prepass, or None). A launch of rows of whole tiles passes the
-    row's tiles in the plain program's last constant: the count slot here. A reduction
-    by offsets in stages (``go.stages_state``) is :func:`_stages_record`'s.
-    """
-    stages = getattr(go, "stages_state", None)
-    if stages is not None:
-        return _stages_record(stream, hstream, lo, hi, load, mode, stages())
-    state = getattr(go, "launch_state", None)
-    if state is None or mode not in _MODES:
-        return None
-    lock, scratch, plan, code, stream_from, fire, pre = state()
-    cuda = getattr(fire, "cuda", None)
-    if cuda is None:
-        return None
-    codes = cuda[0]
-    if mode == "fields":  # a tuple value's arrays, each its pointer and a constant offset
-        codes = _arg_codes(plan, *arrays)
-    if whole:  # row_tiles, the plain program's last constant
-        at = codes.rfind(bytes([ARG_CONST]))
-        if at < 0:
-            return None
-        codes = codes[:at] + bytes([ARG_SEGN]) + codes[at + 1 :]
-    form: tuple = (_MODES[mode], whole, rows_tile, None, 0, 0, 0, 0, 0, 0)
-    if mode == "offsets":
-        pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
-        if pre_cuda is None:
-            return None
-        # up to how many tiles the tiles search: every launch of a program that searches
-        search_tiles = sys.maxsize if pre.searches else 0
-        form = (_MODES[mode], False, 0, pre.first, *pre_cuda, pre.alarm.flag, search_tiles)
-    cuda = (codes, *cuda[1:])
-    return _record(stream, lo, hi, load, lock, scratch, plan, code, stream_from, cuda, (fire, pre)) + (form,)
-
-
-def _stages_record(
-    stream: Any, hstream: int, lo: int, hi: int, load: str, mode: str, state: tuple
-) -> tuple | None:
-    """remember()'s record of a reduction by offsets in stages (MODE_STAGES), from the
-    launch function's ``stages_state()``: the queue's lock, the spine's and the open
-    segments' Scratch and their bytes a tile, each launch's (launcher, workgroups rule,
-    slot codes), and the pre-pass; None where a launcher is not one a compiled call makes
-    (or the first launch is not of a workgroup a tile, as the compiled call makes it)."""
-    lock, spine, open_, tile, spine_bytes, open_bytes, fires, pre = state
-    pre_cuda = getattr(getattr(pre, "fire", None), "cuda", None)
-    cudas = [getattr(fire, "cuda", None) for fire, _, _ in fires]
-    if mode != "offsets" or pre_cuda is None or None in cudas or pre.searches or not fires:
-        return None
-    if fires[0][1] != GROUPS_TILES or len(fires) - 1 > 2:  # the first: a workgroup a tile
-        return None
-    (function, params, slots, threads), codes = cudas[0], fires[0][2]
-    rest = tuple((*cuda, groups, c) for cuda, (_, groups, c) in zip(cudas[1:], fires[1:], strict=True))
-    # a spine has no header, epoch, code or carry: those fields are the plain launch's
-    record = (stream, lo, hi, load, lock.acquire, lock.release, spine, tile, 0, spine_bytes)
-    record += (0, 0, 0, sys.maxsize, codes, function, params, slots, hstream, threads, 0, (fires, pre))
-    form = (_MODES["stages"], False, 0, pre.first, *pre_cuda, pre.alarm.flag, 0, open_, open_bytes, rest)
-    return record + (form,)
 
 
 @functools.cache
@@ -668,7 +505,7 @@ class CupyBackend(Backend):
                     hi = classes[cls] if cls < len(classes) else sys.maxsize
                     last = (stream, lo, hi, load, queue, go)
                     if compiled is not None:
-                        compiled.remember(_launch_record(stream, lo, hi, load, go))
+                        compiled.remember(launch_record(stream, lo, hi, load, go))
                 return queue, go
 
             def call(x: Any, out: Any, carry: Any) -> Any:
@@ -701,9 +538,9 @@ class CupyBackend(Backend):
             # the same call compiled, which leaves to this one every call it does not launch
             # as the last one did (_common_call.c); one GPU, CUDA (not HIP), a dict of loads
             compiled = None
-            address = _launch_address() if one_gpu and _CommonCall is not None and type(loads) is dict else 0
+            address = _launch_address() if one_gpu and CommonCall is not None and type(loads) is dict else 0
             if address:
-                compiled = _CommonCall(
+                compiled = CommonCall(
                     ndarray=_ndarray,
                     dtype=dtype,
                     loads=loads,
@@ -728,7 +565,7 @@ class CupyBackend(Backend):
     ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
         # compiled as the plain common call is (one GPU, CUDA, a dict of loads)
         one_gpu = self._devices == 1
-        address = _launch_address() if one_gpu and _CommonCall is not None and type(loads) is dict else 0
+        address = _launch_address() if one_gpu and CommonCall is not None and type(loads) is dict else 0
         if not address:
             return slow, None
         arrays = (1, 1)
@@ -736,7 +573,7 @@ class CupyBackend(Backend):
         if fields is not None:  # a tuple value: its fields' arrays, the ones written
             arrays = (sum(f is not None for f in fields), len(outputs))
             values = {"fields": tuple(fields), "outputs": tuple(outputs)}
-        compiled = _CommonCall(
+        compiled = CommonCall(
             ndarray=_ndarray,
             dtype=dtype,
             loads=loads,
@@ -747,15 +584,15 @@ class CupyBackend(Backend):
             one=one,
             launch=address,
             form=True,
-            flag_types=_FLAG_TYPES,
-            offset_types=_OFFSET_TYPES,
+            flag_types=FLAG_TYPES,
+            offset_types=OFFSET_TYPES,
             **values,
         )
 
         def remember(
             queue: CudaQueue, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any
         ) -> None:
-            record = _form_record(queue.stream, lo, hi, load, mode, whole, tile, go, arrays, queue.ptr)
+            record = form_record(queue.stream, lo, hi, load, mode, whole, tile, go, arrays, queue.ptr)
             compiled.remember(record)
 
         return compiled, remember
