@@ -82,7 +82,7 @@ case "$what" in
     head -8 "$OUT/host.md" ;;
   verify)  # the launch paths' tests on both backends, then the CUDA bench of every form
     timeout 170 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_segmented.py tests/test_opencl_launches.py \
-      tests/test_cuda_form_call.py tests/test_common_call.py tests/test_tuples.py tests/test_reliability.py \
+      tests/test_cuda_form_call.py tests/test_cuda_call.py tests/test_tuples.py tests/test_reliability.py \
       tests/test_api.py tests/test_launch_plans.py -k "not unfair and not past_two" --timeout 160 > "$OUT/tests.txt" 2>&1
     tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
     timeout 330 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,19,22,25,28} \

@@ -4,7 +4,9 @@ A kernel keeps its arguments from one enqueue to the next. The chained scan's la
 every argument through PyOpenCL's invoker on its first call and whenever anything but the
 arrays and the epoch changes; other calls set the arrays and the epoch and enqueue. A
 form's launcher (segmented scans, tuple values, a pre-pass) sets every argument on its
-first call, then the arrays and the scalars that changed.
+first call, then the arrays and the scalars that changed. These are the Python launchers'
+rules: warm calls otherwise go through the compiled call, which has kernel objects of its
+own (tests/test_opencl_compiled.py), so the fixtures here leave it out.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 import jitscan
 from jitscan import backends
-from jitscan.backends import opencl_programs
+from jitscan.backends import compiled, opencl_programs
 
 cl = pytest.importorskip("pyopencl")
 cla = pytest.importorskip("pyopencl.array")
@@ -64,6 +66,7 @@ def counted(monkeypatch):
         return k
 
     monkeypatch.setattr(opencl_programs.CLProgram, "_kernel", kernel)
+    monkeypatch.setattr(compiled, "CommonCall", None)  # the Python launchers alone
     CountingKernel.full_calls = 0
     CountingKernel.scalars_set = []
     return CountingKernel
@@ -77,6 +80,7 @@ def invoker_only(monkeypatch):
         return InvokerOnly(real(self, entry))
 
     monkeypatch.setattr(opencl_programs.CLProgram, "_kernel", kernel)
+    monkeypatch.setattr(compiled, "CommonCall", None)
     InvokerOnly.full_calls = 0
     return InvokerOnly
 

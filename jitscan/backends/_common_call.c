@@ -1056,6 +1056,11 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         PyErr_SetString(PyExc_ValueError, "remember: more slots than a kernel takes");
         return NULL;
     }
+    /* OpenCL: as many slots as the kernel's table has arguments (the values' block is as long) */
+    if (self->api == API_OPENCL && (!params || ((const uint64_t *)(uintptr_t)params)[0] != (uint64_t)nslots)) {
+        PyErr_SetString(PyExc_ValueError, "remember: an OpenCL kernel's table of as many arguments as slots");
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < nslots; i++) {
         /* a carry's words stay as the launcher packed them, as constants do: a launch
          * without JS_CARRY_ARGS_BIT reads none of them (a carry is Python's); so does the
@@ -1119,6 +1124,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         const unsigned char *sc = (const unsigned char *)PyBytes_AS_STRING(scodes);
         Py_ssize_t count = PyBytes_GET_SIZE(scodes);
         int once[ARG_COUNT] = {0}, bad = !function || !params || !slots || !st->threads || count > ARG_COUNT;
+        bad = bad || (self->api == API_OPENCL && ((const uint64_t *)(uintptr_t)params)[0] != (uint64_t)count);
         bad = bad || st->groups < GROUPS_TILES || st->groups > GROUPS_TILES_PER_THREAD;
         for (Py_ssize_t i = 0; i < count && !bad; i++) {
             /* a stage's slots: the arrays, the count, the segments' and the stages' own, or

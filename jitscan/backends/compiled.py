@@ -148,6 +148,8 @@ def form_record(
     codes = native[0]
     if mode == "fields":  # a tuple value's arrays, each its two slots
         codes = arg_codes(plan, *arrays)
+    if codes is None:  # a launcher of another count of arrays
+        return None
     if whole:  # row_tiles, the plain program's last constant
         at = codes.rfind(bytes([ARG_CONST]))
         if at < 0:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError
-from . import clock, opencl_icd
+from . import clock, opencl_calls, opencl_icd
 from .base import Backend, Build, DeviceInfo, Once, address
 from .launch import Alarm, Scratch
 from .opencl_devices import in_thread_sibling, pick_device, pocl_release
@@ -537,6 +537,29 @@ class OpenCLBackend(Backend):
                 np.uint64(arr.size),
             )
         return out
+
+    def common_call(
+        self,
+        dtype: np.dtype,
+        one: bool,
+        loads: Mapping[np.dtype, str],
+        launchers: Mapping[tuple, Callable[..., None]],
+        classes: Sequence[int],
+        make: Callable[[Any, int, str], Callable[..., None]],
+    ) -> Callable[[Any, Any, Any], Any]:
+        # compiled where the extension and the ICD loader's entry points are (opencl_calls.py)
+        return opencl_calls.common_call(self, dtype, one, loads, launchers, classes, make)
+
+    def form_call(
+        self,
+        slow: Callable[..., Any],
+        dtype: np.dtype,
+        one: bool,
+        loads: Mapping[np.dtype, str],
+        fields: tuple | None = None,
+        outputs: tuple[np.dtype, ...] = (),
+    ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
+        return opencl_calls.form_call(self, slow, dtype, one, loads, fields, outputs)
 
     def buffer(self, arr: Any) -> tuple[Any, int]:
         if type(arr) is cl.Buffer:  # a bare buffer of host_operands

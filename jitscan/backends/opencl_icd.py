@@ -1,4 +1,5 @@
-"""OpenCL's own entry points, where PyOpenCL's call costs more than the driver's.
+"""OpenCL's own entry points, where PyOpenCL's call costs more than the driver's: the
+offsets alarm's read, and the compiled common call's launches (``entry_points``).
 
 PyOpenCL makes an event object for every command it enqueues, and asking that event
 whether it has run is a call into the driver too. The offsets alarm's copy of its flag
@@ -54,6 +55,23 @@ def _loader() -> Any:
         _lib = lib
         break
     return _lib
+
+
+def entry_points() -> tuple[int, int] | None:
+    """The addresses of ``clSetKernelArg`` and ``clEnqueueNDRangeKernel`` in the ICD loader
+    (for the compiled common call, backends/_common_call.c), or None where none loads."""
+    lib = _loader()
+    if lib is None:
+        return None
+    try:
+        found = [ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in _LAUNCH]
+    except AttributeError:
+        return None
+    return (found[0], found[1]) if all(found) else None
+
+
+#: the entry points a compiled launch calls
+_LAUNCH = ("clSetKernelArg", "clEnqueueNDRangeKernel")
 
 
 def reader(queue: Any, buf: Any, host: Any, nbytes: int) -> Callable[[], None] | None:

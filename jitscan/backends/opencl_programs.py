@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError
+from . import compiled, opencl_icd
 from .base import Build, Program, build_failure
 from .launch import NO_CARRY, LaunchPlan
 
@@ -47,6 +48,8 @@ __kernel void js_gather(__global const WORD* src, long offset, __global WORD* ds
 
 
 _ARG_DTYPES = {"buf": None, "size": np.uint64, "u32": np.uint32}
+#: each kind's bytes as clSetKernelArg takes it (a buffer: its cl_mem handle)
+_ARG_BYTES = {"buf": struct.calcsize("P"), "size": 8, "u32": 4}
 #: the type characters PyOpenCL's packing setter takes for each scalar argument (its
 #: struct codes of native sizes: no 8-byte unsigned one where a C long has 4 bytes)
 _PACKED = {np.uint64: b"L", np.uint32: b"I"} if struct.calcsize("L") == 8 else None
@@ -92,6 +95,7 @@ class CLProgram(Program):
         # the context: setting them and enqueueing is one step
         self._lock = threading.Lock()
         self._signatures = {name: [_ARG_DTYPES[a] for a in sig] for name, sig in build.entries.items()}
+        self._bytes = {name: [_ARG_BYTES[a] for a in sig] for name, sig in build.entries.items()}
         self.kernels = {name: self._kernel(name) for name in build.entries}
 
     def _kernel(self, entry: str) -> Any:
@@ -102,6 +106,23 @@ class CLProgram(Program):
     def launch(self, entry: str, groups: int, args: Sequence[Any], queue: Any) -> None:
         with self._lock:
             self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
+
+    def _native(self, fire: Any, entry: str, head: int, constants: Sequence[int]) -> tuple | None:
+        """What the compiled call launches ``entry`` with as ``fire`` does (see
+        backends/compiled.py): a kernel object of its own, whose arguments only the
+        compiled call sets, its table, and a block of the argument values holding the
+        ``constants`` from argument ``head`` on (a carry's words after them: zeros), as
+        (kernel, table, values) addresses, kept alive by ``fire.keep``; None where the
+        extension or the ICD loader's entry points are not at hand."""
+        if compiled.CommonCall is None or opencl_icd.entry_points() is None:
+            return None
+        sizes = self._bytes[entry]
+        kernel = self._kernel(entry)
+        table = compiled.kernel_table(sizes)
+        values = np.zeros(len(sizes), np.uint64)
+        values[head : head + len(constants)] = constants
+        fire.keep = (kernel, table, values)
+        return kernel.int_ptr, table.ctypes.data, values.ctypes.data
 
     def launcher(
         self,
@@ -178,6 +199,9 @@ class CLProgram(Program):
                 kernel(queue, (groups * width,), local, s, s_off, d, d_off, n, scratch, code, epoch, *tail)
                 held = rest
 
+        native = self._native(fire_changed, plan.entry, last + 1, consts)
+        if native is not None:  # the compiled call's launch of the plan (compiled.launch_record)
+            fire_changed.native = (compiled.arg_codes(plan), *native, queue.int_ptr, width)  # type: ignore[attr-defined]
         return fire_changed
 
     def packer(self, plan: LaunchPlan, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
@@ -193,6 +217,13 @@ class CLProgram(Program):
             consts = held if constants is None else constants
             launch(groups, (*head, *consts, *(zeros if carry is None else carry), *tail))
 
+        # the constants' place: after the per-call head, whose arrays a tuple value has
+        # several of (its codes are then compiled.form_record's, which knows how many)
+        count = len(self._signatures[plan.entry])
+        native = self._native(fire, plan.entry, count - len(plan.tail) - plan.ncarry - plan.nconst, held)
+        if native is not None:
+            codes = compiled.arg_codes(plan)
+            fire.native = (codes if len(codes) == count else None, *native, queue.int_ptr, self.local[0])  # type: ignore[attr-defined]
         return fire
 
     def fixed(self, entry: str, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:

@@ -1,0 +1,118 @@
+"""The compiled common calls on OpenCL: :meth:`OpenCLBackend.common_call` and
+:meth:`OpenCLBackend.form_call` through ``_common_call.c`` (``api=`` OpenCL's).
+
+A warm call in Python costs a fair part of a launch on OpenCL too: on NVIDIA's driver an
+enqueue is about 9 µs, and the Python of a tuple value's call or a segmented one added
+8-12 µs to it (experiments/call_forms_h200.md, runs I-K). The compiled call takes the
+calls like the last one the Python call launched: arrays of the same type, dtype, queue
+(``x.queue``, by identity) and size class, whose buffers the kernels take as they are. It
+launches through a kernel object of its own, setting the arguments that changed since its
+last launch (``clSetKernelArg``) and enqueueing with no event, as the ICD loader exports
+them (``opencl_icd.entry_points``). Calls by offsets stay Python's: their alarm's flag needs
+a copy behind each launch (``OpenCLBackend.alarm``).
+"""
+
+from __future__ import annotations
+
+import sys
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import VECTOR_BYTES
+from . import compiled, opencl_icd
+
+try:
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+except ImportError:  # the backend says why it is unavailable (opencl.py)
+    cl = cl_array = None
+
+#: the types of an array's base_data that are buffers a kernel argument takes as a cl_mem
+#: (an SVM allocation is set otherwise: such arrays take Python's call)
+_BUFFERS = tuple(
+    t for t in (getattr(cl, "Buffer", None), getattr(getattr(cl, "_cl", None), "PooledBuffer", None)) if t
+)
+
+
+def _compiled(
+    backend: Any, slow: Callable[..., Any], dtype: np.dtype, one: bool, loads: Any, **form: Any
+) -> Any:
+    """A CommonCall of OpenCL's API, or None where the extension, the ICD loader's entry
+    points or a dict of loads are missing."""
+    points = opencl_icd.entry_points()
+    if compiled.CommonCall is None or points is None or type(loads) is not dict or not _BUFFERS:
+        return None
+    set_arg, enqueue = points
+    return compiled.CommonCall(
+        ndarray=cl_array.Array, dtype=dtype, loads=loads, stream_of=None, slow=slow, osize=dtype.itemsize,
+        align=VECTOR_BYTES, one=one, launch=enqueue, api=compiled.API_OPENCL, set_arg=set_arg,
+        empty=backend.empty, buffer_types=_BUFFERS, **form,
+    )  # fmt: skip
+
+
+def common_call(
+    backend: Any,
+    dtype: np.dtype,
+    one: bool,
+    loads: Mapping[np.dtype, str],
+    launchers: Mapping[tuple, Callable[..., None]],
+    classes: Sequence[int],
+    make: Callable[[Any, int, str], Callable[..., None]],
+) -> Callable[[Any, Any, Any], Any]:
+    """Backend.common_call, compiled where it can be: Python's call (the base's) tells the
+    compiled one what it launched after each launch of its own."""
+    operands, get, scalar = backend.operands, launchers.get, backend.scalar
+    fast: Any = None
+
+    def call(x: Any, out: Any, carry: Any) -> Any:
+        common = operands(x, out, dtype, one, loads)
+        if common is None:
+            return None
+        queue, n, dst = common
+        load = loads[x.dtype]
+        cls = bisect_left(classes, n)
+        go = get((queue, cls, load))
+        if go is None:
+            go = make(queue, n, load)
+        go(x, dst, n, carry)
+        if fast is not None and x.queue is queue and (carry is None or type(carry) is bytes):
+            lo, hi = classes[cls - 1] if cls else 0, classes[cls] if cls < len(classes) else sys.maxsize
+            fast.remember(compiled.launch_record(queue, lo, hi, load, go))
+        return scalar(dst) if one and out is None else dst
+
+    fast = _compiled(backend, call, dtype, one, loads)
+    return call if fast is None else fast
+
+
+def form_call(
+    backend: Any,
+    slow: Callable[..., Any],
+    dtype: np.dtype,
+    one: bool,
+    loads: Mapping[np.dtype, str],
+    fields: tuple | None = None,
+    outputs: tuple[np.dtype, ...] = (),
+) -> tuple[Callable[..., Any], Callable[..., None] | None]:
+    """Backend.form_call, compiled where it can be (see the module text)."""
+    arrays = (1, 1)
+    values: dict[str, Any] = {}
+    if fields is not None:  # a tuple value: its fields' arrays, the ones written
+        arrays = (sum(f is not None for f in fields), len(outputs))
+        values = {"fields": tuple(fields), "outputs": tuple(outputs)}
+    fast = _compiled(
+        backend, slow, dtype, one, loads, form=True, flag_types=compiled.FLAG_TYPES,
+        offset_types=compiled.OFFSET_TYPES, **values,
+    )  # fmt: skip
+    if fast is None:
+        return slow, None
+
+    def remember(queue: Any, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any) -> None:
+        record = None
+        if mode != "offsets":  # by offsets: the alarm's copy after each launch is Python's
+            record = compiled.form_record(queue, lo, hi, load, mode, whole, tile, go, arrays, queue.int_ptr)
+        fast.remember(record)
+
+    return fast, remember

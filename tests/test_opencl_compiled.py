@@ -1,0 +1,195 @@
+"""Warm calls on OpenCL through the compiled call (``_common_call.c`` of OpenCL's API).
+
+A call like the last one that Python's call launched (the same array type, dtype, queue
+and size class, arrays the kernels take as they are) is launched by the compiled call: no
+Python launch runs, and the result is what Python's call gives. Every other call, and
+every call by offsets (whose alarm needs a copy after each launch), is Python's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitscan
+from jitscan.backends import compiled, opencl_icd
+from jitscan.backends.opencl import OpenCLBackend
+from jitscan.bench.operators import affine
+from jitscan.plan.forms import FormCalls
+
+cl = pytest.importorskip("pyopencl")
+cla = pytest.importorskip("pyopencl.array")
+
+
+@pytest.fixture
+def python_calls(monkeypatch):
+    """Counts of the Python calls that a compiled call leaves to Python: the plain one's
+    check (Backend.operands) and the other forms' call (FormCalls._form_python)."""
+    b = jitscan.backends.get("opencl")
+    if not b.available():
+        pytest.skip(f"backend 'opencl' unavailable here: {b.unavailable_reason()}")
+    if compiled.CommonCall is None or opencl_icd.entry_points() is None:
+        pytest.skip("the compiled call is not built here, or no ICD loader exports clSetKernelArg")
+    counts = {"plain": 0, "form": 0}
+    operands, form = OpenCLBackend.operands, FormCalls._form_python
+
+    def counted_operands(self, *args):
+        counts["plain"] += 1
+        return operands(self, *args)
+
+    def counted_form(self, *args):
+        counts["form"] += 1
+        return form(self, *args)
+
+    monkeypatch.setattr(OpenCLBackend, "operands", counted_operands)
+    monkeypatch.setattr(FormCalls, "_form_python", counted_form)
+    jitscan.api.cache.clear()  # scans made from here on call the counting functions
+    yield counts
+    jitscan.api.cache.clear()
+
+
+def _queue():
+    return jitscan.backends.get("opencl").default_queue()
+
+
+def _warm(counts, call, check, calls=4):
+    """The first call is Python's; the next ``calls`` are the compiled call's, each checked."""
+    check(call())
+    before = dict(counts)
+    for _ in range(calls):
+        check(call())
+    assert counts == before, "a warm call went through Python"
+
+
+def test_the_plain_scan_with_and_without_out(python_calls, rng):
+    q = _queue()
+    x = rng.integers(-9, 9, 5000).astype(np.int32)
+    dx, out = cla.to_device(q, x), cla.empty(q, (5000,), np.int32)
+    want = np.cumsum(x, dtype=np.int32)
+
+    def check(y):
+        np.testing.assert_array_equal(y.get(), want)
+
+    _warm(python_calls, lambda: jitscan.cumsum(dx, out=out), check)
+    _warm(python_calls, lambda: jitscan.cumsum(dx), check)
+
+
+def test_views_at_an_offset_are_read_and_written_there(python_calls, rng):
+    # an aligned view starts 4 int32 elements into its buffer: the kernel's offset argument
+    q = _queue()
+    x = rng.integers(-9, 9, 6000).astype(np.int32)
+    dx, out = cla.to_device(q, x), cla.zeros(q, (6000,), np.int32)
+    want = np.cumsum(x[4:4004], dtype=np.int32)
+
+    def check(y):
+        np.testing.assert_array_equal(y.get(), want)
+
+    _warm(python_calls, lambda: jitscan.cumsum(dx[4:4004], out=out[8:4008]), check)
+    np.testing.assert_array_equal(out.get()[:8], 0)  # nothing written before the view
+    np.testing.assert_array_equal(out.get()[4008:], 0)
+    # another offset, the same size class: the compiled call sets the arguments that changed
+    before = dict(python_calls)
+    y = jitscan.cumsum(dx[12:4012], out=out[:4000])
+    np.testing.assert_array_equal(y.get(), np.cumsum(x[12:4012], dtype=np.int32))
+    assert python_calls == before
+
+
+def test_a_carry_the_host_knows(python_calls, rng):
+    q = _queue()
+    x = rng.integers(-9, 9, 3000).astype(np.int32)
+    dx, out = cla.to_device(q, x), cla.empty(q, (3000,), np.int32)
+    for start in (5, -7):
+        _warm(
+            python_calls,
+            lambda start=start: jitscan.scan(dx, initial=start, out=out),
+            lambda y, start=start: np.testing.assert_array_equal(
+                y.get(), start + np.cumsum(x, dtype=np.int32)
+            ),
+        )
+    # the same arrays without a carry: the kind code and carry words change back
+    y = jitscan.cumsum(dx, out=out)
+    np.testing.assert_array_equal(y.get(), np.cumsum(x, dtype=np.int32))
+
+
+def test_tuple_values(python_calls, rng):
+    q = _queue()
+    a, b = rng.random(4000).astype(np.float32), rng.random(4000).astype(np.float32)
+    da, db = cla.to_device(q, a), cla.to_device(q, b)
+    h = cla.empty(q, (4000,), np.float32)
+    want = jitscan.scan((a, b), op=affine, output=1)
+
+    def check(y):
+        np.testing.assert_allclose(y.get(), want, rtol=1e-6)
+
+    _warm(python_calls, lambda: jitscan.scan((da, db), op=affine, output=1, out=h), check)
+    _warm(python_calls, lambda: jitscan.scan((da, db), op=affine, output=1), check)
+
+
+def test_segmented_by_flags(python_calls, rng):
+    q = _queue()
+    n = 5000
+    x = rng.integers(-9, 9, n).astype(np.int32)
+    flags = (rng.random(n) < 0.02).astype(np.uint8)
+    dx, df, out = cla.to_device(q, x), cla.to_device(q, flags), cla.empty(q, (n,), np.int32)
+    want = jitscan.segmented_cumsum(x, flags=flags)
+
+    def check(y):
+        np.testing.assert_array_equal(y.get(), want)
+
+    _warm(python_calls, lambda: jitscan.segmented_cumsum(dx, flags=df, out=out), check)
+    # other flags, the same arrays' shapes: the compiled call reads the new flags
+    flags2 = (rng.random(n) < 0.2).astype(np.uint8)
+    df2 = cla.to_device(q, flags2)
+    np.testing.assert_array_equal(jitscan.segmented_cumsum(dx, flags=df2, out=out).get(),
+                                  jitscan.segmented_cumsum(x, flags=flags2))  # fmt: skip
+
+
+def test_axis_scans_of_rows(python_calls, rng):
+    q = _queue()
+    x = rng.integers(-9, 9, (64, 100)).astype(np.int32)
+    dx, out = cla.to_device(q, x), cla.empty(q, (64, 100), np.int32)
+    want = np.cumsum(x, axis=1, dtype=np.int32)
+
+    def check(y):
+        np.testing.assert_array_equal(y.get(), want)
+
+    _warm(python_calls, lambda: jitscan.cumsum(dx, axis=1, out=out), check)
+    _warm(python_calls, lambda: jitscan.cumsum(dx, axis=1), check)
+
+
+def test_calls_by_offsets_stay_pythons(python_calls, rng):
+    # their alarm's flag is copied back behind each launch, which the compiled call does not do
+    q = _queue()
+    x = rng.integers(-9, 9, 3000).astype(np.int32)
+    offsets = np.array([0, 10, 1500, 3000], np.int64)
+    dx, do, out = cla.to_device(q, x), cla.to_device(q, offsets), cla.empty(q, (3000,), np.int32)
+    for _ in range(3):
+        y = jitscan.segmented_cumsum(dx, offsets=do, out=out)
+        np.testing.assert_array_equal(y.get(), jitscan.segmented_cumsum(x, offsets=offsets))
+    assert python_calls["form"] >= 3
+
+
+@pytest.mark.parametrize("case", ["overlapping out", "another queue", "another size class", "a strided view"])
+def test_other_calls_go_to_python_and_give_its_result(python_calls, rng, case):
+    q = _queue()
+    x = rng.integers(-9, 9, 8000).astype(np.int32)
+    dx, out = cla.to_device(q, x), cla.empty(q, (8000,), np.int32)
+    jitscan.cumsum(dx[:4000], out=out[:4000])  # remembered: 4000 elements on q
+    before = python_calls["plain"]
+    if case == "overlapping out":
+        y = jitscan.cumsum(dx[:4000], out=dx[:4000])  # in place: the general path's
+        want = np.cumsum(x[:4000], dtype=np.int32)
+    elif case == "another queue":
+        q2 = cl.CommandQueue(q.context, q.device)
+        d2 = cla.to_device(q2, x[:4000])
+        y = jitscan.cumsum(d2, out=cla.empty(q2, (4000,), np.int32))
+        want = np.cumsum(x[:4000], dtype=np.int32)
+    elif case == "another size class":  # past the first class on any device (2^17 on PoCL)
+        big = rng.integers(-9, 9, 1 << 18).astype(np.int32)
+        y = jitscan.cumsum(cla.to_device(q, big), out=cla.empty(q, big.shape, np.int32))
+        want = np.cumsum(big, dtype=np.int32)
+    else:
+        y = jitscan.cumsum(dx[::2], out=out[:4000])
+        want = np.cumsum(x[::2], dtype=np.int32)
+    np.testing.assert_array_equal(y.get(), want)
+    assert python_calls["plain"] > before
