@@ -23,6 +23,9 @@
 #   experiments/gpu_forms.sh nostall     build, the compaction, runs and launch tests on both backends, then the
 #                                    host time of the no-stall calls on CUDA and NVIDIA's OpenCL
 #                                    (transform_host.py) and the forms' on both (profile_forms.py at 2^10)
+#   experiments/gpu_forms.sh compiled    build, the launch paths' tests on both backends (the compiled
+#                                    call's on OpenCL too), then the forms' host time with and
+#                                    without the compiled call on NVIDIA's OpenCL and CUDA (compiled_ab.sh)
 #   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
 #                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time), the
 #                                    OpenCL forms' at 2^10, and the kernels each CUDA form launches
@@ -129,6 +132,13 @@ case "$what" in
     timeout 100 python3 experiments/transform_host.py 10 > "$OUT/transform_host.md" 2>&1
     grep -E "^\| " "$OUT/prof.md" | tail -24; tail -9 "$OUT/ocl_prof.md"; cat "$OUT/launches.md"
     grep -E "^\|" "$OUT/transform_host.md" ;;
+  compiled)
+    timeout 260 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_opencl_compiled.py tests/test_opencl_launches.py \
+      tests/test_segmented.py tests/test_tuples.py tests/test_api.py tests/test_initial.py tests/test_call_dispatch.py \
+      tests/test_cuda_call.py tests/test_cuda_form_call.py tests/test_launch_description.py tests/test_reliability.py \
+      -k "not unfair and not past_two" --timeout 200 > "$OUT/tests.txt" 2>&1
+    tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20
+    OUT=$OUT bash experiments/compiled_ab.sh ${ROUNDS:-2} ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
