@@ -541,7 +541,7 @@ class StagesRig:
         pre_cuda = (PRE, ctypes.addressof(self.pre_params), self.pre_slots.ctypes.data, PRE_THREADS)
         pre = SimpleNamespace(
             fire=SimpleNamespace(native=pre_cuda), searches=False, first=self.first,
-            alarm=SimpleNamespace(flag=self.flag.ctypes.data),
+            alarm=SimpleNamespace(flag=self.flag.ctypes.data, seen=self.flag.ctypes.data),
         )  # fmt: skip
         self.stream = object()
         self.state = (self.lock, self.spine, self.open, TILE, 4, 4, tuple(fires), pre)
@@ -623,7 +623,8 @@ def test_remember_takes_stages_only_in_stages_and_of_the_codes_a_stage_takes():
     with pytest.raises(ValueError, match="stages"):  # stages of a plain reduction by offsets
         rig.call.remember(record + ((MODES["offsets"], *form[1:]),))
     with pytest.raises(ValueError, match="stages"):  # a reduction in stages without them
-        rig.call.remember(record + (form[:-3],))
-    bad = ((*form[-1][0][:5], bytes([ARG_SCRATCH])), form[-1][1])
+        rig.call.remember(record + (form[:-4],))
+    stages = form[-2]  # then the alarm's copy back (OpenCL's: None here)
+    bad = ((*stages[0][:5], bytes([ARG_SCRATCH])), stages[1])
     with pytest.raises(ValueError, match="stage"):  # a scratch's epoch: no stage takes one
-        rig.call.remember(record + ((*form[:-1], bad),))
+        rig.call.remember(record + ((*form[:-2], bad, form[-1]),))

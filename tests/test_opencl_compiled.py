@@ -2,8 +2,9 @@
 
 A call like the last one that Python's call launched (the same array type, dtype, queue
 and size class, arrays the kernels take as they are) is launched by the compiled call: no
-Python launch runs, and the result is what Python's call gives. Every other call, and
-every call by offsets (whose alarm needs a copy after each launch), is Python's.
+Python launch runs, and the result is what Python's call gives; behind a launch by a
+user's offsets it copies the alarm's flag back as Python's does, so that bad offsets
+raise at the next call. Every other call is Python's.
 """
 
 from __future__ import annotations
@@ -157,16 +158,77 @@ def test_axis_scans_of_rows(python_calls, rng):
     _warm(python_calls, lambda: jitscan.cumsum(dx, axis=1), check)
 
 
-def test_calls_by_offsets_stay_pythons(python_calls, rng):
-    # their alarm's flag is copied back behind each launch, which the compiled call does not do
+def _offsets(rng, n, count):
+    return np.r_[0, np.sort(rng.choice(np.arange(1, n), count, replace=False)), n].astype(np.int64)
+
+
+@pytest.fixture(params=["in place", "copied"])
+def alarm_queue(request, monkeypatch):
+    """A new queue, its alarm's flag seen by the host in place (a CPU device's), or copied
+    back by the driver's read behind each launch, as on a GPU (where the copy is the
+    compiled call's too)."""
+    if request.param == "copied":
+        if opencl_icd.reader is None:
+            pytest.skip("no ICD loader's read here")
+        monkeypatch.setattr(OpenCLBackend, "_writes_in_place", lambda self, queue: False)
     q = _queue()
-    x = rng.integers(-9, 9, 3000).astype(np.int32)
-    offsets = np.array([0, 10, 1500, 3000], np.int64)
-    dx, do, out = cla.to_device(q, x), cla.to_device(q, offsets), cla.empty(q, (3000,), np.int32)
+    return cl.CommandQueue(q.context, q.device)  # an alarm of its own, made as patched
+
+
+def test_segmented_reductions_by_offsets(python_calls, rng, alarm_queue):
+    q = alarm_queue
+    n = 4000
+    x = rng.integers(-9, 9, n).astype(np.int32)
+    off = _offsets(rng, n, 80)
+    dx, do = cla.to_device(q, x), cla.to_device(q, off)
+    want = jitscan.segmented_reduce(x, offsets=off)
+    _warm(python_calls, lambda: jitscan.segmented_reduce(dx, offsets=do),
+          lambda r: np.testing.assert_array_equal(r.get(), want))  # fmt: skip
+
+
+def test_bad_offsets_of_a_compiled_call_raise_at_the_next_call(python_calls, rng, alarm_queue):
+    q = alarm_queue
+    n = 4000
+    x = rng.integers(-9, 9, n).astype(np.int32)
+    good = _offsets(rng, n, 80)
+    dx, do = cla.to_device(q, x), cla.to_device(q, good)
+    want = jitscan.segmented_reduce(x, offsets=good)
+    _warm(python_calls, lambda: jitscan.segmented_reduce(dx, offsets=do),
+          lambda r: np.testing.assert_array_equal(r.get(), want))  # fmt: skip
+    bad = good.copy()
+    bad[40] = n + 5  # past the end: the pre-pass's check raises the queue's alarm
+    before = dict(python_calls)
+    jitscan.segmented_reduce(dx, offsets=cla.to_device(q, bad))  # launched by the compiled call
+    assert python_calls == before
+    q.finish()  # the flag has come back to the host
+    with pytest.raises(ValueError, match="device offsets of an earlier call on this queue were bad"):
+        jitscan.segmented_reduce(dx, offsets=do)
+    # the alarm cleared: good offsets work again
+    np.testing.assert_array_equal(jitscan.segmented_reduce(dx, offsets=do).get(), want)
+
+
+def test_a_reduction_over_the_last_axis_by_its_own_offsets(python_calls, rng):
+    q = _queue()
+    x = rng.integers(-9, 9, (64, 100)).astype(np.int32)
+    dx = cla.to_device(q, x)
+    _warm(
+        python_calls,
+        lambda: jitscan.reduce(dx, axis=1),
+        lambda r: np.testing.assert_array_equal(r.get(), x.sum(1)),
+    )
+
+
+def test_scans_by_offsets(rng, python_calls):
+    # on a GPU the compiled call's; beside one-thread tiles (a CPU), whose check of the
+    # offsets is a launch of its own, Python's: either way, the segments' scan
+    q = _queue()
+    n = 3000
+    x = rng.integers(-9, 9, n).astype(np.int32)
+    off = _offsets(rng, n, 60)
+    dx, do, out = cla.to_device(q, x), cla.to_device(q, off), cla.empty(q, (n,), np.int32)
     for _ in range(3):
         y = jitscan.segmented_cumsum(dx, offsets=do, out=out)
-        np.testing.assert_array_equal(y.get(), jitscan.segmented_cumsum(x, offsets=offsets))
-    assert python_calls["form"] >= 3
+        np.testing.assert_array_equal(y.get(), jitscan.segmented_cumsum(x, offsets=off))
 
 
 @pytest.mark.parametrize("case", ["overlapping out", "another queue", "another size class", "a strided view"])

@@ -77,6 +77,8 @@ typedef int32_t (*cl_set_arg_fn)(void *kernel, uint32_t index, size_t size, cons
 typedef int32_t (*cl_enqueue_fn)(void *queue, void *kernel, uint32_t dims, const size_t *offset,
                                  const size_t *global, const size_t *local, uint32_t nwait, const void *wait,
                                  void *event);
+typedef int32_t (*cl_read_fn)(void *queue, void *buffer, uint32_t blocking, size_t offset, size_t size, void *host,
+                              uint32_t nwait, const void *wait, void *event);
 enum { API_CUDA, API_OPENCL };
 
 /* a reduction by offsets in stages (MODE_STAGES: rts's): the launches after the first,
@@ -132,6 +134,12 @@ typedef struct {
     uint64_t *pre_slots;
     unsigned pre_threads;
     volatile const uint32_t *flag;
+    /* OpenCL, where the flag is a device word copied to the host behind each launch by
+     * offsets that are not jitscan's own (backends/opencl.py's alarm): clEnqueueReadBuffer,
+     * the flag's buffer, and trusted(offsets), whether they are jitscan's (segments.trusted) */
+    cl_read_fn watch_read;
+    uint64_t watch_mem;
+    PyObject *trusted;
     /* in stages (MODE_STAGES): the first launch's scratch is the spine (header 0, no
      * epoch); ``open`` the Scratch of each tile's open segment's partial, ``open_per_tile``
      * bytes a tile; then the stages */
@@ -478,6 +486,7 @@ typedef struct {
     uint64_t words[CARRY_WORDS];
     int opencl;
     uint64_t at_off[MAX_FIELDS], to_off[MAX_FIELDS];
+    int watch; /* copy the alarm's flag back after the launches (Launch.watch_read) */
 } Args;
 
 /* a block's slots as ``fill`` says: each code's value, a tuple value's arrays in turn (on
@@ -613,6 +622,7 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
      * there); the epoch skipped is never reused (launches made before a failed one are
      * launched again: each writes what it wrote, from what comes before it) */
     int status = 0;
+    int32_t copied = 0;
     Py_BEGIN_ALLOW_THREADS
     if (prepass)
         status = launch_one(self, l->pre_function, l->pre_params, l->pre_slots, l->pre_threads,
@@ -622,8 +632,16 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     for (int k = 0; k < l->nstages && status == 0; k++)
         status = launch_one(self, l->stage[k].function, l->stage[k].params, l->stage[k].slots, l->stage[k].threads,
                             groups[k], l->hstream);
+    /* the alarm's flag to the host, in queue order after the check that may set it; no
+     * event: the host reads what has arrived (a flag is only ever set) */
+    if (status == 0 && c->watch)
+        copied = l->watch_read(l->hstream, (void *)(uintptr_t)l->watch_mem, 0, 0, 4, (void *)(uintptr_t)l->flag, 0,
+                               NULL, NULL);
     Py_END_ALLOW_THREADS
     launched = status == 0;
+    if (copied) /* launched, and the host would not learn of bad offsets: raise, as Python's */
+        PyErr_Format(PyExc_RuntimeError, "clEnqueueReadBuffer of the offsets alarm's flag failed: OpenCL error %d",
+                     (int)copied);
 done:
     Py_XDECREF(e);
     {
@@ -836,6 +854,7 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
 
     /* the segments, as the mode takes them: their array, and what the kernel's count slot holds */
     Py_ssize_t m = self->one ? 1 : n; /* the result's length */
+    int watch = 0;
     uintptr_t seg_at = 0;
     Py_ssize_t seg_bytes = 0;
     uint64_t segn = 0;
@@ -854,6 +873,13 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
             return NULL; /* no segment: Python's empty result */
         if (*l->flag)
             return NULL; /* an earlier call's offsets were bad: Python raises it */
+        if (l->watch_read) { /* OpenCL's copy back, but of offsets jitscan made */
+            PyObject *r = PyObject_CallOneArg(l->trusted, seg);
+            if (r == NULL)
+                return NULL;
+            watch = r != Py_True;
+            Py_DECREF(r);
+        }
     } else if (mode == MODE_ROWS) {
         if (row_len <= 0 || n % row_len)
             return NULL;
@@ -907,6 +933,7 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     Args c = {n, tiles, pre_groups, {at}, {to}, seg_at, segn, carry != NULL, {0}};
     memcpy(c.words, words, sizeof words);
     c.opencl = self->api == API_OPENCL;
+    c.watch = watch;
     c.at_off[0] = x_elem;
     c.to_off[0] = to_off / (uint64_t)self->osize;
     int launched = fire_locked(self, l, &c);
@@ -1021,14 +1048,29 @@ static PyObject *remember(CommonCall *self, PyObject *record)
      * stage (function, params, slots, threads, groups, codes): see Launch and Stage */
     int mode = MODE_PLAIN, whole = 0;
     Py_ssize_t rows_tile = 0, search_tiles = 0, open_per_tile = 0;
-    PyObject *first = NULL, *open = NULL, *stages = NULL;
-    unsigned long long pre_function = 0, pre_params = 0, pre_slots = 0, flag = 0;
+    PyObject *first = NULL, *open = NULL, *stages = NULL, *watch = NULL;
+    unsigned long long pre_function = 0, pre_params = 0, pre_slots = 0, flag = 0, watch_read = 0, watch_mem = 0;
+    PyObject *trusted = NULL;
     unsigned pre_threads = 0;
     if (form != NULL) {
-        if (!PyArg_ParseTuple(form, "ipnOKKKIKn|OnO!:remember", &mode, &whole, &rows_tile, &first, &pre_function,
+        if (!PyArg_ParseTuple(form, "ipnOKKKIKn|OnOO:remember", &mode, &whole, &rows_tile, &first, &pre_function,
                               &pre_params, &pre_slots, &pre_threads, &flag, &search_tiles, &open, &open_per_tile,
-                              &PyTuple_Type, &stages))
+                              &stages, &watch))
             return NULL;
+        if (stages == Py_None)
+            stages = NULL;
+        if (stages != NULL && !PyTuple_Check(stages)) {
+            PyErr_SetString(PyExc_TypeError, "remember: the stages are a tuple, or None");
+            return NULL;
+        }
+        /* OpenCL's copy of the alarm's flag: (clEnqueueReadBuffer, the flag's buffer, trusted), or None */
+        if (watch != NULL && watch != Py_None &&
+            !PyArg_ParseTuple(watch, "KKO:remember", &watch_read, &watch_mem, &trusted))
+            return NULL;
+        if (watch_read && (!watch_mem || !PyCallable_Check(trusted) || self->api != API_OPENCL)) {
+            PyErr_SetString(PyExc_ValueError, "remember: an OpenCL alarm's read, its buffer and a trusted()");
+            return NULL;
+        }
         int offsets = mode == MODE_OFFSETS || mode == MODE_STAGES;
         int staged = mode == MODE_STAGES;
         if (mode < MODE_FLAGS || mode > MODE_STAGES || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 || search_tiles < 0 ||
@@ -1182,6 +1224,9 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     l.pre_slots = (uint64_t *)(uintptr_t)pre_slots;
     l.pre_threads = pre_threads;
     l.flag = (volatile const uint32_t *)(uintptr_t)flag;
+    l.watch_read = (cl_read_fn)(uintptr_t)watch_read;
+    l.watch_mem = watch_mem;
+    l.trusted = watch_read ? trusted : NULL; /* borrowed from the record, as the others */
     l.open = open;
     l.open_per_tile = open_per_tile;
     PyObject *old = self->last.record;

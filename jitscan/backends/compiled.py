@@ -126,6 +126,7 @@ def form_record(
     go: Any,
     arrays: tuple[int, int] = (1, 1),
     hstream: int = 0,
+    watch: tuple | None = None,
 ) -> tuple | None:
     """What a compiled form call reuses of this call's launch (_common_call.c's remember()
     with a form's part), or None where ``go`` is not a launch it can make.
@@ -133,11 +134,13 @@ def form_record(
     ``go.launch_state()`` gives :func:`launch_record`'s state, then the offsets' pre-pass
     (variants.segments.Prepass, or None). A launch of rows of whole tiles passes the
     row's tiles in the plain program's last constant: the count slot here. A reduction
-    by offsets in stages (``go.stages_state``) is :func:`stages_record`'s.
+    by offsets in stages (``go.stages_state``) is :func:`stages_record`'s. ``watch``: by
+    offsets on OpenCL, how the alarm's flag comes back to the host after a launch (the
+    read's entry point, the flag's buffer, ``segments.trusted``: offsets that need none).
     """
     stages = getattr(go, "stages_state", None)
     if stages is not None:
-        return stages_record(stream, hstream, lo, hi, load, mode, stages())
+        return stages_record(stream, hstream, lo, hi, load, mode, stages(), watch)
     state = getattr(go, "launch_state", None)
     if state is None or mode not in MODES:
         return None
@@ -158,18 +161,37 @@ def form_record(
     form: tuple = (MODES[mode], whole, rows_tile, None, 0, 0, 0, 0, 0, 0)
     if mode == "offsets":
         pre_native = getattr(getattr(pre, "fire", None), "native", None)
-        if pre_native is None:
-            return None
+        if pre_native is None or (pre.searches and getattr(pre, "check", None) is not None):
+            return None  # (beside one-thread tiles that search, a check of its own: Python's)
         # up to how many tiles the tiles search: every launch of a program that searches
         search_tiles = sys.maxsize if pre.searches else 0
-        form = (MODES[mode], False, 0, pre.first, *pre_native, pre.alarm.flag, search_tiles)
+        form = (
+            MODES[mode],
+            False,
+            0,
+            pre.first,
+            *pre_native,
+            pre.alarm.seen,
+            search_tiles,
+            None,
+            0,
+            None,
+            watch,
+        )
     native = (codes, *native[1:])
     record = record_of(stream, lo, hi, load, lock, scratch, plan, code, stream_from, native, (fire, pre))
     return record + (form,)
 
 
 def stages_record(
-    stream: Any, hstream: int, lo: int, hi: int, load: str, mode: str, state: tuple
+    stream: Any,
+    hstream: int,
+    lo: int,
+    hi: int,
+    load: str,
+    mode: str,
+    state: tuple,
+    watch: tuple | None = None,
 ) -> tuple | None:
     """remember()'s record of a reduction by offsets in stages (MODE_STAGES), from the
     launch function's ``stages_state()``: the queue's lock, the spine's and the open
@@ -188,5 +210,17 @@ def stages_record(
     # a spine has no header, epoch, code or carry: those fields are the plain launch's
     record = (stream, lo, hi, load, lock.acquire, lock.release, spine, tile, 0, spine_bytes)
     record += (0, 0, 0, sys.maxsize, codes, function, params, slots, hstream, threads, 0, (fires, pre))
-    form = (MODES["stages"], False, 0, pre.first, *pre_native, pre.alarm.flag, 0, open_, open_bytes, rest)
+    form = (
+        MODES["stages"],
+        False,
+        0,
+        pre.first,
+        *pre_native,
+        pre.alarm.seen,
+        0,
+        open_,
+        open_bytes,
+        rest,
+        watch,
+    )
     return record + (form,)

@@ -126,6 +126,17 @@ class Alarm:
         self._copy = copy
         self._pending: Any = None
 
+    @property
+    def seen(self) -> int:
+        """The host address of the flag as the host sees it (what :meth:`rung` reads): for a
+        compiled call, which reads it too."""
+        return int(self._host.ctypes.data)
+
+    @property
+    def copy(self) -> Any:
+        """``copy`` as given (None: the host sees the flag itself)."""
+        return self._copy
+
     def rung(self) -> bool:
         """Whether a kernel has set the flag, as far as the host has seen yet (never waits)."""
         pending = self._pending

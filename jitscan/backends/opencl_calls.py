@@ -8,8 +8,10 @@ calls like the last one the Python call launched: arrays of the same type, dtype
 (``x.queue``, by identity) and size class, whose buffers the kernels take as they are. It
 launches through a kernel object of its own, setting the arguments that changed since its
 last launch (``clSetKernelArg``) and enqueueing with no event, as the ICD loader exports
-them (``opencl_icd.entry_points``). Calls by offsets stay Python's: their alarm's flag needs
-a copy behind each launch (``OpenCLBackend.alarm``).
+them (``opencl_icd.entry_points``). Behind a launch by offsets that are not jitscan's own
+it copies the alarm's flag to the host as Python's call does (``OpenCLBackend.alarm``),
+where that copy is the driver's own read; where it is PyOpenCL's (an event to ask after),
+such calls stay Python's.
 """
 
 from __future__ import annotations
@@ -110,9 +112,35 @@ def form_call(
         return slow, None
 
     def remember(queue: Any, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any) -> None:
-        record = None
-        if mode != "offsets":  # by offsets: the alarm's copy after each launch is Python's
-            record = compiled.form_record(queue, lo, hi, load, mode, whole, tile, go, arrays, queue.int_ptr)
+        pre = _settle(go)
+        watch = None
+        if mode == "offsets" and pre is not None and pre.alarm.copy is not None:
+            native = getattr(pre.alarm.copy, "native", None)  # the driver's read: (entry point, buffer)
+            if native is None:  # PyOpenCL's, whose event Python's call asks after
+                return fast.remember(None)
+            watch = (*native, pre.trusted)
+        record = compiled.form_record(
+            queue, lo, hi, load, mode, whole, tile, go, arrays, queue.int_ptr, watch
+        )
         fast.remember(record)
 
     return fast, remember
+
+
+def _settle(go: Any) -> Any:
+    """Have the launchers of ``go``'s last launch write what it passed into their blocks
+    (CLProgram._native: the slots a compiled call keeps as they are); its Prepass, or None."""
+    stages = getattr(go, "stages_state", None)
+    if stages is not None:
+        state = stages()
+        fires, pre = [fire for fire, _, _ in state[6]], state[7]
+    else:
+        state = go.launch_state() if hasattr(go, "launch_state") else ()
+        fires, pre = list(state[5:6]), state[6] if len(state) > 6 else None
+    if pre is not None:
+        fires.append(pre.fire)
+    for fire in fires:
+        settle = getattr(fire, "settle", None)
+        if settle is not None:
+            settle()
+    return pre

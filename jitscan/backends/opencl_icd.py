@@ -93,4 +93,6 @@ def reader(queue: Any, buf: Any, host: Any, nbytes: int) -> Callable[[], None] |
                 f"clEnqueueReadBuffer of the offsets alarm's flag failed: OpenCL error {status}"
             )
 
+    # the same read as a compiled call makes it (_common_call.c): the entry point, the buffer
+    copy.native = (ctypes.cast(read, ctypes.c_void_p).value, b)  # type: ignore[attr-defined]
     return copy

@@ -107,21 +107,34 @@ class CLProgram(Program):
         with self._lock:
             self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
 
-    def _native(self, fire: Any, entry: str, head: int, constants: Sequence[int]) -> tuple | None:
+    def _native(self, fire: Any, entry: str, head: int, constants: Sequence[Any]) -> tuple | None:
         """What the compiled call launches ``entry`` with as ``fire`` does (see
         backends/compiled.py): a kernel object of its own, whose arguments only the
         compiled call sets, its table, and a block of the argument values holding the
         ``constants`` from argument ``head`` on (a carry's words after them: zeros), as
         (kernel, table, values) addresses, kept alive by ``fire.keep``; None where the
-        extension or the ICD loader's entry points are not at hand."""
+        extension or the ICD loader's entry points are not at hand.
+
+        The slots a compiled call keeps as they are (constants, a carry's words, the
+        alarm's buffers, a spine's launch code) are the last Python launch's, as in CUDA's
+        argument blocks, which both write: a fire that takes them per call keeps its last
+        arguments in ``fire.last[0]``, and ``fire.settle()`` (before a record is made of
+        it: opencl_calls.py) writes them into the block."""
         if compiled.CommonCall is None or opencl_icd.entry_points() is None:
             return None
         sizes = self._bytes[entry]
         kernel = self._kernel(entry)
         table = compiled.kernel_table(sizes)
         values = np.zeros(len(sizes), np.uint64)
-        values[head : head + len(constants)] = constants
-        fire.keep = (kernel, table, values)
+        values[head : head + len(constants)] = [_handle(c) for c in constants]
+
+        def settle() -> None:
+            last = fire.last  # the fire's own list (none kept: [None])
+            args, last[0] = last[0], None
+            if args is not None and len(args) == len(values):
+                values[:] = [_handle(a) for a in args]
+
+        fire.keep, fire.last, fire.settle = (kernel, table, values), [None], settle
         return kernel.int_ptr, table.ctypes.data, values.ctypes.data
 
     def launcher(
@@ -210,28 +223,37 @@ class CLProgram(Program):
         launch = self._setter(plan.entry, queue)
         held = tuple(constants)
         zeros = NO_CARRY[: plan.ncarry]
+        last: list[Any] = [None]  # the compiled call's (_native), where there is one
 
         def fire(
             groups: int, head: Sequence[Any], tail: Sequence[Any], constants: Any = None, carry: Any = None
         ) -> None:
             consts = held if constants is None else constants
-            launch(groups, (*head, *consts, *(zeros if carry is None else carry), *tail))
+            last[0] = args = (*head, *consts, *(zeros if carry is None else carry), *tail)
+            launch(groups, args)
 
         # the constants' place: after the per-call head, whose arrays a tuple value has
         # several of (its codes are then compiled.form_record's, which knows how many)
         count = len(self._signatures[plan.entry])
         native = self._native(fire, plan.entry, count - len(plan.tail) - plan.ncarry - plan.nconst, held)
         if native is not None:
+            fire.last = last  # type: ignore[attr-defined]
             codes = compiled.arg_codes(plan)
             fire.native = (codes if len(codes) == count else None, *native, queue.int_ptr, self.local[0])  # type: ignore[attr-defined]
         return fire
 
     def fixed(self, entry: str, queue: Any, constants: Sequence[int] = ()) -> Callable[..., None]:
         launch, held = self._setter(entry, queue), tuple(constants)
+        last: list[Any] = [None]  # the compiled call's (_native), where there is one
 
         def fire(groups: int, *head: Any) -> None:
-            launch(groups, (*head, *held))
+            last[0] = args = (*head, *held)
+            launch(groups, args)
 
+        native = self._native(fire, entry, len(self._signatures[entry]) - len(held), held)
+        if native is not None:  # the pre-pass's launch, a stage's: (kernel, table, values, threads)
+            fire.last = last  # type: ignore[attr-defined]
+            fire.native = (*native, self.local[0])  # type: ignore[attr-defined]
         return fire
 
     def _setter(self, entry: str, queue: Any) -> Callable[[int, Sequence[Any]], None]:
@@ -303,6 +325,15 @@ class CLProgram(Program):
             held = values
 
         return changed
+
+
+def _handle(value: Any) -> int:
+    """An argument as the compiled call's block holds it: a buffer's cl_mem handle (None:
+    a null one), a scalar's value."""
+    if value is None:
+        return 0
+    ptr = getattr(value, "int_ptr", None)
+    return int(value) if ptr is None else ptr
 
 
 def with_occupancy(program: Any, build: Build, device: Any) -> Any:

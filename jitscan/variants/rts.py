@@ -200,7 +200,8 @@ def stage_codes(spec: ScanSpec) -> tuple[tuple[str, int, bytes], ...]:
     held = {"spine": object(), "carry": object()}
     codes.update({id(held["spine"]): ARG_SPINE, id(held["carry"]): ARG_OPEN})
     backend = SimpleNamespace(scratch=lambda nbytes, queue, slot: SimpleNamespace(buf=held[slot]))
-    rules = {tiles: GROUPS_TILES, 1: GROUPS_ONE, -(-tiles // spec.threads): GROUPS_TILES_PER_THREAD}
+    # (one-thread tiles: a workgroup a thread's worth of tiles is one a tile, and named so)
+    rules = {-(-tiles // spec.threads): GROUPS_TILES_PER_THREAD, 1: GROUPS_ONE, tiles: GROUPS_TILES}
     out: list[tuple[str, int, bytes]] = []
 
     def fire(entry: str, groups: int, *args: Any) -> None:

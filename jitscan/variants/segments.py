@@ -135,6 +135,9 @@ class Prepass:
         self._program = bound.program
         #: each tile's first segment, a Scratch of the queue (it only grows)
         self.first = b.scratch(0, queue, "seg-first")
+        #: whether offsets are jitscan's own (:func:`trusted`), for a compiled call that
+        #: skips the alarm's copy back as this does (backends/opencl_calls.py)
+        self.trusted = trusted
 
     def __call__(self, offsets: Any, n: int, tiles: int, checked: bool = False) -> list[Any]:
         off = self.backend.buffer(offsets)[0]
