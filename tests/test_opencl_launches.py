@@ -252,10 +252,13 @@ def test_reductions_by_offsets_jitscan_made_watch_no_alarm_but_one_by_a_users_of
     """The offsets of an axis's lanes and of reduce_by_key's runs are jitscan's own (right by
     construction): on an OpenCL GPU the alarm's copy back would cost as much as the launch.
     A user's device offsets are checked on the device, and the host watches the alarm after
-    each call."""
+    each call. (Python's calls: the compiled call copies the flag back itself, as
+    tests/test_opencl_compiled.py checks.)"""
     from jitscan.backends import launch
 
     q = _queue()
+    monkeypatch.setattr(compiled, "CommonCall", None)
+    jitscan.api.cache.clear()  # scans made from here on have no compiled call
     watched = []
     real = launch.Alarm.watch
     monkeypatch.setattr(launch.Alarm, "watch", lambda self: (watched.append(1), real(self))[1])
