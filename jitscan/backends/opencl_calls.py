@@ -111,25 +111,39 @@ def form_call(
     if fast is None:
         return slow, None
 
+    #: the launch functions no record is made of (their calls stay Python's), by identity,
+    #: with the call's mode: so that none is looked for again on every call
+    unfit: dict[int, tuple[Any, str, bool]] = {}
+
     def remember(queue: Any, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any) -> None:
-        pre = _settle(go)
-        watch = None
-        if mode == "offsets" and pre is not None and pre.alarm.copy is not None:
-            native = getattr(pre.alarm.copy, "native", None)  # the driver's read: (entry point, buffer)
-            if native is None:  # PyOpenCL's, whose event Python's call asks after
-                return fast.remember(None)
-            watch = (*native, pre.trusted)
-        record = compiled.form_record(
-            queue, lo, hi, load, mode, whole, tile, go, arrays, queue.int_ptr, watch
-        )
+        if unfit.get(id(go)) == (go, mode, whole):
+            return fast.remember(None)
+        fires, pre = _launchers(go)
+        watch, record = None, None
+        copy = pre.alarm.copy if mode == "offsets" and pre is not None else None
+        if copy is not None:  # the driver's read: (entry point, buffer); PyOpenCL's has an event to ask after
+            native = getattr(copy, "native", None)
+            watch = None if native is None else (*native, pre.trusted)
+        if copy is None or watch is not None:
+            record = compiled.form_record(
+                queue, lo, hi, load, mode, whole, tile, go, arrays, queue.int_ptr, watch
+            )
+        if record is None:
+            if len(unfit) >= 64:
+                unfit.clear()
+            unfit[id(go)] = (go, mode, whole)
+        else:  # the slots it keeps as they are: this call's (in the blocks the record names)
+            for fire in fires:
+                fire.settle()
         fast.remember(record)
 
     return fast, remember
 
 
-def _settle(go: Any) -> Any:
-    """Have the launchers of ``go``'s last launch write what it passed into their blocks
-    (CLProgram._native: the slots a compiled call keeps as they are); its Prepass, or None."""
+def _launchers(go: Any) -> tuple[list[Any], Any]:
+    """The launchers of ``go``'s launches that keep their last arguments for the compiled
+    call (CLProgram._native: ``settle()`` writes them into their blocks), and its Prepass
+    (None: not by offsets)."""
     stages = getattr(go, "stages_state", None)
     if stages is not None:
         state = stages()
@@ -139,8 +153,4 @@ def _settle(go: Any) -> Any:
         fires, pre = list(state[5:6]), state[6] if len(state) > 6 else None
     if pre is not None:
         fires.append(pre.fire)
-    for fire in fires:
-        settle = getattr(fire, "settle", None)
-        if settle is not None:
-            settle()
-    return pre
+    return [f for f in fires if hasattr(f, "settle")], pre
