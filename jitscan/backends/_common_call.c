@@ -5,7 +5,7 @@
  * the calls that the Python function it stands for would launch at once: device arrays on
  * the stream, size class and input dtype of the call before, with out= or (scans, not
  * reductions) a result it makes, of a launch that Python set up from a LaunchPlan
- * (backends/launch.py: the launch function's launch_state, turned into a record by cupy.py's
+ * (backends/launch.py: the launch function's launch_state, turned into a record by
  * compiled.py's launch_record), from a carry the host knows too (bytes: in the launch's
  * carry words).
  * Everything else -- the first call, another stream, a carry on the device, a scratch
@@ -40,7 +40,7 @@
  * event. The compiled call has kernel objects of its own: a kernel's arguments are state
  * of the object, and Python's launches keep theirs in theirs.
  *
- * It holds the GIL, but the Python it calls (the current stream, the lock, CuPy's
+ * It holds the GIL, but the Python it calls (the current stream, the lock, the result's
  * constructor) may let other threads run: a call works on a copy of the last launch, and
  * takes the queue's scratch lock (Backend.lock) as Python's launch does, without waiting
  * (a launch that would wait is left to Python): another thread's launch holds it while
@@ -53,11 +53,11 @@
 #include <limits.h>
 #include <string.h>
 
-/* the record remember() takes, as this build reads it (cupy.py checks it: LAYOUT) */
+/* the record remember() takes, as this build reads it (compiled.py checks it: LAYOUT) */
 #define LAYOUT 6
 
-/* What a slot of the argument block holds: base.py's ARG_SLOTS, in its order (exported as
- * SLOTS, which cupy.py compares with it) */
+/* What a slot of the argument block holds: launch.py's ARG_SLOTS, in its order (exported as
+ * SLOTS, which compiled.py compares with it) */
 enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN,
        ARG_CARRY, ARG_WORD, ARG_FLAG, ARG_TILES, ARG_SPINE, ARG_OPEN, ARG_COUNT };
 static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scratch", "code", "epoch",
@@ -1131,7 +1131,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             return NULL;
         }
         /* OpenCL: an array's offset goes in the slot after its buffer's, a constant's of
-         * the codes (cupy.py's and opencl.py's arg_codes) that no call fills in */
+         * the codes (compiled.arg_codes) that no call fills in */
         if (self->api == API_OPENCL && (c[i] == ARG_SRC || c[i] == ARG_DST) &&
             (i + 1 >= nslots || c[i + 1] != ARG_CONST)) {
             PyErr_SetString(PyExc_ValueError, "remember: an OpenCL array's slot, then its offset's");
@@ -1377,7 +1377,7 @@ PyMODINIT_FUNC PyInit__common_call(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    /* what cupy.py checks before it uses this module: an older build's remember() would
+    /* what compiled.py checks before it uses this module: an older build's remember() would
      * take another record */
     PyObject *slot_tuple = PyTuple_New(ARG_COUNT);
     if (slot_tuple == NULL) {

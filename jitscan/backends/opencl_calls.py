@@ -132,9 +132,11 @@ def form_call(
             if len(unfit) >= 64:
                 unfit.clear()
             unfit[id(go)] = (go, mode, whole)
-        else:  # the slots it keeps as they are: this call's (in the blocks the record names)
-            for fire in fires:
-                fire.settle()
+        else:  # the slots it keeps as they are: this call's (in the blocks the record names),
+            # under the queue's lock, which a compiled launch reading them holds
+            with backend.lock(queue):
+                for fire in fires:
+                    fire.settle()
         fast.remember(record)
 
     return fast, remember
