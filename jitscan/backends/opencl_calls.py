@@ -68,6 +68,9 @@ def common_call(
     compiled one what it launched after each launch of its own."""
     operands, get, scalar = backend.operands, launchers.get, backend.scalar
     fast: Any = None
+    #: what the compiled call was last told of: a call it leaves to this one (a reduction
+    #: without out=, another class in turns) tells it again only of another launch
+    told: tuple = ()
 
     def call(x: Any, out: Any, carry: Any) -> Any:
         common = operands(x, out, dtype, one, loads)
@@ -81,8 +84,13 @@ def common_call(
             go = make(queue, n, load)
         go(x, dst, n, carry)
         if fast is not None and x.queue is queue and (carry is None or type(carry) is bytes):
-            lo, hi = classes[cls - 1] if cls else 0, classes[cls] if cls < len(classes) else sys.maxsize
-            fast.remember(compiled.launch_record(queue, lo, hi, load, go))
+            nonlocal told
+            state = getattr(go, "launch_state", None)
+            now = (queue, cls, load, go, state and state()[1])  # its Scratch, which a queue's may replace
+            if told != now:
+                lo, hi = classes[cls - 1] if cls else 0, classes[cls] if cls < len(classes) else sys.maxsize
+                fast.remember(compiled.launch_record(queue, lo, hi, load, go))
+                told = now
         return scalar(dst) if one and out is None else dst
 
     fast = _compiled(backend, call, dtype, one, loads)
