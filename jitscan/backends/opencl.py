@@ -137,9 +137,9 @@ class OpenCLBackend(Backend):
         self._info: dict[Any, DeviceInfo] = {}
         self._utility: dict[tuple, tuple[Any, threading.Lock]] = {}
         self._available: bool | None = None
-        #: queue pointer -> (the queue, its result pool): the queue is held so that its pointer
+        #: queue pointer -> (the queue, its result pool, its context): the queue is held so that its pointer
         #: names no other queue while the entry lives
-        self._pools: dict[int, tuple[Any, Any]] = {}
+        self._pools: dict[int, tuple[Any, Any, Any]] = {}
         #: per device: whether its writes to a host-pointer buffer land in the host array
         #: itself (probed once, see _in_place), and whether a host call polls for its end
         self._in_place: dict[int, bool] = {}
@@ -422,33 +422,39 @@ class OpenCLBackend(Backend):
         # work ordered after that read. Like CuPy's pool it keeps freed blocks: free_pools()
         held = self._pools.get(queue.int_ptr)
         if held is None:
-            pool = self._new_pool(queue)
-        elif (pool := held[1]).managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
-            nbytes = math.prod(shape) * dtype.itemsize
+            held = self._new_pool(queue)
+        pool = held[1]
+        if pool.managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
+            nbytes = math.prod(shape) * np.dtype(dtype).itemsize
             if pool.managed_bytes - pool.active_bytes > 4 * nbytes:
                 pool.free_held()
         if not _FAST_ARRAY:
             return cl_array.empty(queue, shape, dtype, allocator=pool)
         # PyOpenCL's own fast constructor (the one its arrays' views use): its checked
         # constructor spends 10-20 us a call on shape, size and strides, several times the
-        # launch of a small scan (experiments/profile_forms.py --opencl)
-        shape = tuple(map(operator.index, shape))
-        dtype = np.dtype(dtype)
-        size = math.prod(shape)
-        strides = []
-        step = dtype.itemsize
-        for extent in reversed(shape):
-            strides.append(step)
-            step *= max(extent, 1)
+        # launch of a small scan (experiments/profile_forms.py --opencl); a 1-D result of a
+        # dtype, the compiled call's (opencl_calls.py), skips even the strides' loop
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(dtype)
+        if len(shape) == 1 and type(shape[0]) is int and shape[0] >= 0:
+            size, strides = shape[0], (dtype.itemsize,)
+        else:
+            shape = tuple(map(operator.index, shape))
+            size = math.prod(shape)
+            steps, step = [], dtype.itemsize
+            for extent in reversed(shape):
+                steps.append(step)
+                step *= max(extent, 1)
+            strides = tuple(reversed(steps))
         return cl_array.Array(
             None,
             shape,
             dtype,
             allocator=pool,
-            strides=tuple(reversed(strides)),
+            strides=strides,
             _fast=True,
             _size=size,
-            _context=queue.context,
+            _context=held[2],  # the queue's context, kept: each read of it makes an object
             _queue=queue,
         )
 
@@ -481,13 +487,13 @@ class OpenCLBackend(Backend):
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", "Memory pools expect non-deferred", UserWarning)
                     pool = cl_tools.MemoryPool(cl_tools.DeferredAllocator(queue.context))
-                held = self._pools[queue.int_ptr] = (queue, pool)
-            return held[1]
+                held = self._pools[queue.int_ptr] = (queue, pool, queue.context)
+            return held
 
     def free_pools(self) -> None:
         """Give the blocks the result pools hold back to the driver (as CuPy's ``free_all_blocks``)."""
         with self._pools_lock:
-            pools = [pool for _queue, pool in self._pools.values()]
+            pools = [held[1] for held in self._pools.values()]
         for pool in pools:
             pool.free_held()
 
