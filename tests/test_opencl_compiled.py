@@ -175,26 +175,26 @@ def alarm_queue(request, monkeypatch):
     return cl.CommandQueue(q.context, q.device)  # an alarm of its own, made as patched
 
 
-def test_segmented_reductions_by_offsets(python_calls, rng, alarm_queue):
-    q = alarm_queue
-    n = 4000
+def _warm_reduction(python_calls, rng, q, n=4000):
+    """A reduction by a user's offsets on ``q``, warm and checked: (values, offsets, their
+    device arrays, the reduction NumPy's call gives)."""
     x = rng.integers(-9, 9, n).astype(np.int32)
     off = _offsets(rng, n, 80)
     dx, do = cla.to_device(q, x), cla.to_device(q, off)
     want = jitscan.segmented_reduce(x, offsets=off)
     _warm(python_calls, lambda: jitscan.segmented_reduce(dx, offsets=do),
           lambda r: np.testing.assert_array_equal(r.get(), want))  # fmt: skip
+    return x, off, dx, do, want
+
+
+def test_segmented_reductions_by_offsets(python_calls, rng, alarm_queue):
+    _warm_reduction(python_calls, rng, alarm_queue)
 
 
 def test_bad_offsets_of_a_compiled_call_raise_at_the_next_call(python_calls, rng, alarm_queue):
     q = alarm_queue
-    n = 4000
-    x = rng.integers(-9, 9, n).astype(np.int32)
-    good = _offsets(rng, n, 80)
-    dx, do = cla.to_device(q, x), cla.to_device(q, good)
-    want = jitscan.segmented_reduce(x, offsets=good)
-    _warm(python_calls, lambda: jitscan.segmented_reduce(dx, offsets=do),
-          lambda r: np.testing.assert_array_equal(r.get(), want))  # fmt: skip
+    x, good, dx, do, want = _warm_reduction(python_calls, rng, q)
+    n = x.size
     bad = good.copy()
     bad[40] = n + 5  # past the end: the pre-pass's check raises the queue's alarm
     before = dict(python_calls)

@@ -451,6 +451,20 @@ class Backend(ABC):
         are not such arrays, having done nothing. A backend whose launch is short
         enough for each Python call around it to count folds :meth:`operands` in (CuPy).
         """
+        return self._python_call(dtype, one, loads, launchers, classes, make)
+
+    def _python_call(
+        self,
+        dtype: np.dtype,
+        one: bool,
+        loads: Mapping[np.dtype, str],
+        launchers: Mapping[tuple, Callable[..., None]],
+        classes: Sequence[int],
+        make: Callable[[Any, int, str], Callable[..., None]],
+        launched: Callable[[Any, Any, int, str, Any, Any], None] | None = None,
+    ) -> Callable[[Any, Any, Any], Any]:
+        """:meth:`common_call`'s Python call; ``launched(x, queue, cls, load, go, carry)``,
+        where given, hears of each of its launches (a compiled call told what it may reuse)."""
         operands, get = self.operands, launchers.get
 
         def call(x: Any, out: Any, carry: Any) -> Any:
@@ -459,10 +473,13 @@ class Backend(ABC):
                 return None
             queue, n, dst = common
             load = loads[x.dtype]
-            go = get((queue, bisect_left(classes, n), load))
+            cls = bisect_left(classes, n)
+            go = get((queue, cls, load))
             if go is None:
                 go = make(queue, n, load)
             go(x, dst, n, carry)
+            if launched is not None:
+                launched(x, queue, cls, load, go, carry)
             return self.scalar(dst) if one and out is None else dst
 
         return call

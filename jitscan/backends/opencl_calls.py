@@ -17,7 +17,6 @@ such calls stay Python's.
 from __future__ import annotations
 
 import sys
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -66,33 +65,23 @@ def common_call(
 ) -> Callable[[Any, Any, Any], Any]:
     """Backend.common_call, compiled where it can be: Python's call (the base's) tells the
     compiled one what it launched after each launch of its own."""
-    operands, get, scalar = backend.operands, launchers.get, backend.scalar
     fast: Any = None
     #: what the compiled call was last told of: a call it leaves to this one (a reduction
     #: without out=, another class in turns) tells it again only of another launch
     told: tuple = ()
 
-    def call(x: Any, out: Any, carry: Any) -> Any:
-        common = operands(x, out, dtype, one, loads)
-        if common is None:
-            return None
-        queue, n, dst = common
-        load = loads[x.dtype]
-        cls = bisect_left(classes, n)
-        go = get((queue, cls, load))
-        if go is None:
-            go = make(queue, n, load)
-        go(x, dst, n, carry)
-        if fast is not None and x.queue is queue and (carry is None or type(carry) is bytes):
-            nonlocal told
-            state = getattr(go, "launch_state", None)
-            now = (queue, cls, load, go, state and state()[1])  # its Scratch, which a queue's may replace
-            if told != now:
-                lo, hi = classes[cls - 1] if cls else 0, classes[cls] if cls < len(classes) else sys.maxsize
-                fast.remember(compiled.launch_record(queue, lo, hi, load, go))
-                told = now
-        return scalar(dst) if one and out is None else dst
+    def launched(x: Any, queue: Any, cls: int, load: str, go: Any, carry: Any) -> None:
+        nonlocal told
+        if fast is None or x.queue is not queue or not (carry is None or type(carry) is bytes):
+            return
+        state = getattr(go, "launch_state", None)
+        now = (queue, cls, load, go, state and state()[1])  # its Scratch, which a queue's may replace
+        if told != now:
+            lo, hi = classes[cls - 1] if cls else 0, classes[cls] if cls < len(classes) else sys.maxsize
+            fast.remember(compiled.launch_record(queue, lo, hi, load, go))
+            told = now
 
+    call = backend._python_call(dtype, one, loads, launchers, classes, make, launched)
     fast = _compiled(backend, call, dtype, one, loads)
     return call if fast is None else fast
 

@@ -107,7 +107,9 @@ class CLProgram(Program):
         with self._lock:
             self.kernels[entry](queue, (groups * self.local[0],), self.local, *args)
 
-    def _native(self, fire: Any, entry: str, head: int, constants: Sequence[Any]) -> tuple | None:
+    def _native(
+        self, fire: Any, entry: str, head: int, constants: Sequence[Any], last: list[Any] | None = None
+    ) -> tuple | None:
         """What the compiled call launches ``entry`` with as ``fire`` does (see
         backends/compiled.py): a kernel object of its own, whose arguments only the
         compiled call sets, its table, and a block of the argument values holding the
@@ -118,8 +120,8 @@ class CLProgram(Program):
         The slots a compiled call keeps as they are (constants, a carry's words, the
         alarm's buffers, a spine's launch code) are the last Python launch's, as in CUDA's
         argument blocks, which both write: a fire that takes them per call keeps its last
-        arguments in ``fire.last[0]``, and ``fire.settle()`` (before a record is made of
-        it: opencl_calls.py) writes them into the block."""
+        arguments in ``last[0]``, and ``fire.settle()`` (before a record is made of it:
+        opencl_calls.py) writes them into the block."""
         if compiled.CommonCall is None or opencl_icd.entry_points() is None:
             return None
         sizes = self._bytes[entry]
@@ -129,12 +131,13 @@ class CLProgram(Program):
         values[head : head + len(constants)] = [_handle(c) for c in constants]
 
         def settle() -> None:
-            last = fire.last  # the fire's own list (none kept: [None])
+            if last is None:  # a fire whose block holds all it keeps from the start
+                return
             args, last[0] = last[0], None
             if args is not None and len(args) == len(values):
                 values[:] = [_handle(a) for a in args]
 
-        fire.keep, fire.last, fire.settle = (kernel, table, values), [None], settle
+        fire.keep, fire.settle = (kernel, table, values), settle
         return kernel.int_ptr, table.ctypes.data, values.ctypes.data
 
     def launcher(
@@ -235,9 +238,10 @@ class CLProgram(Program):
         # the constants' place: after the per-call head, whose arrays a tuple value has
         # several of (its codes are then compiled.form_record's, which knows how many)
         count = len(self._signatures[plan.entry])
-        native = self._native(fire, plan.entry, count - len(plan.tail) - plan.ncarry - plan.nconst, held)
+        native = self._native(
+            fire, plan.entry, count - len(plan.tail) - plan.ncarry - plan.nconst, held, last
+        )
         if native is not None:
-            fire.last = last  # type: ignore[attr-defined]
             codes = compiled.arg_codes(plan)
             fire.native = (codes if len(codes) == count else None, *native, queue.int_ptr, self.local[0])  # type: ignore[attr-defined]
         return fire
@@ -250,9 +254,8 @@ class CLProgram(Program):
             last[0] = args = (*head, *held)
             launch(groups, args)
 
-        native = self._native(fire, entry, len(self._signatures[entry]) - len(held), held)
+        native = self._native(fire, entry, len(self._signatures[entry]) - len(held), held, last)
         if native is not None:  # the pre-pass's launch, a stage's: (kernel, table, values, threads)
-            fire.last = last  # type: ignore[attr-defined]
             fire.native = (*native, self.local[0])  # type: ignore[attr-defined]
         return fire
 
