@@ -6,7 +6,9 @@ Usage: BASE=DIR python experiments/ab_device.py [LOG2N,...]
 -C DIR --transform s/^jitscan/jitscan_base/``). Each case is a call on CuPy arrays made
 ``CALLS`` times back to back between two events (pipelined: the device's time per call once
 the host is ahead), the trees taking turns over ``ROUNDS`` rounds; one line per case with
-both medians (microseconds a call) and new / base.
+both medians (microseconds a call) and new / base. With ``ISOLATED=1`` each case is instead
+one call between two events on an idle device (the median of ``CALLS`` of them a round):
+what a small call costs, the host's launch included.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ def cases(js: ModuleType, log2n: int) -> dict[str, Callable[[], object]]:
         lambda p, q: (p[0] * q[0], p[1] * q[0] + q[1]), identity=(1.0, 0.0), name="affine_ab"
     )
     out["tuple affine float32"] = lambda: js.scan((a, b), op=affine, output=1, out=h)
+    x2 = x.reshape(64, -1) if n >= 64 else x.reshape(1, -1)
+    y2 = cupy.empty_like(x2)
+    out["axis scan int32, 64 rows"] = lambda: js.cumsum(x2, axis=1, out=y2)
     return out
 
 
@@ -66,7 +71,21 @@ def piped(fn: Callable[[], object]) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / CALLS
 
 
+def isolated(fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(CALLS):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        cupy.cuda.Device().synchronize()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
+    return statistics.median(times)
+
+
 def main() -> None:
+    timed = isolated if os.environ.get("ISOLATED") else piped
     trees = {"new": jitscan, "base": importlib.import_module("jitscan_base")}
     sizes = [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "16,20,24,28").split(",")]
     print("| case | 2^k | new µs | base µs | new / base |\n|---|---|---|---|---|")
@@ -84,7 +103,7 @@ def main() -> None:
             times: dict[str, list[float]] = {name: [] for name in fns}
             for r in range(ROUNDS):
                 for name in fns if r % 2 == 0 else list(fns)[::-1]:
-                    times[name].append(piped(fns[name]))
+                    times[name].append(timed(fns[name]))
             new, base = (statistics.median(times[k]) for k in ("new", "base"))
             print(f"| {case} | {log2n} | {new:.2f} | {base:.2f} | {new / base:.3f} |", flush=True)
         del made
