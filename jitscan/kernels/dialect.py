@@ -435,6 +435,7 @@ typedef ulong js_size;
 #define JS_DEVICE_FN static inline
 #define JS_LID ((js_u32)get_local_id(0))
 #define JS_GROUP_ID ((js_u32)get_group_id(0))
+#define JS_GROUPS ((js_u32)get_num_groups(0))
 {lanes}
 #define JS_ONE_SCAN_SITE {int(not spec.shuffle)}
 /* orders local memory only: workgroups talk through atomics, never through barriers */
@@ -624,6 +625,7 @@ typedef unsigned long long js_size;
 #define JS_F64_FROM_BITS(b) __longlong_as_double((long long)(b))
 #define JS_LID ((js_u32)threadIdx.x)
 #define JS_GROUP_ID ((js_u32)blockIdx.x)
+#define JS_GROUPS ((js_u32)gridDim.x)
 #define JS_LANE (JS_LID % JS_SG)
 #define JS_SG_ID (JS_LID / JS_SG)
 #define JS_ONE_SCAN_SITE 0

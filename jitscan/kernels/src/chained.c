@@ -51,9 +51,12 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     js_dst out = JS_DST_AT;
 
     /* Tiles are numbered in the order workgroups start, not by group id: a tile's
-     * predecessors have then all been started, which is what look-back waits on. */
+     * predecessors have then all been started, which is what look-back waits on. A
+     * launch of one workgroup (a small input) has one tile and takes no number: the
+     * counter's round trip would delay its loads, the whole of its work. */
+    int counted = JS_GROUPS > 1u;
     if (lid == 0) {
-        sh.tile = JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_TILE, 1u);
+        sh.tile = counted ? JS_ATOMIC_ADD_U32(ctrl + JS_CTRL_TILE, 1u) : 0u;
         sh.lb_ctrl[0] = JS_LB_OWN;  /* used when JS_ONE_SCAN_SITE */
     }
     JS_BARRIER();
@@ -61,7 +64,7 @@ JS_KERNEL void js_chained(JS_SRC_PARAMS, JS_DST_PARAMS, js_size n, JS_GLOBAL js_
     js_size base = (js_size)tile * JS_TILE;
     /* the last tile handed out rewinds the counter for the next launch: every
      * workgroup of this one has taken its tile by now */
-    if (lid == 0 && base + JS_TILE >= n)
+    if (lid == 0 && counted && base + JS_TILE >= n)
         JS_ATOMIC_XCHG_U32(ctrl + JS_CTRL_TILE, 0u);
 
     /* Simulated blocking: 1 in block_every tiles never posts, as if its workgroup
