@@ -161,8 +161,13 @@ def _rows(x: Any, call: Call, long: Long) -> Warm | None:
         if row:
             if device and (out is None or out.shape == shape):
                 # the common call of rows writes the input's shape, and takes an out of it
-                # only where the kernels write it as it is (contiguous, apart from x)
-                res = _form(p, x, out, None, None, row)
+                # only where the kernels write it as it is (contiguous, apart from x; a flat
+                # out it would take too, which NumPy refuses). Inline, not _form's frame:
+                # a small batch's call is about a launch's time
+                try:
+                    res = p.form_common(x, out, None, None, row, None)  # verify() sets it
+                except Exception as exc:  # an allocation that failed, named
+                    p.reraise(exc, x)
                 if res is not None:
                     return res
             if out is None:
