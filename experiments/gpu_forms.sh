@@ -151,7 +151,13 @@ case "$what" in
     cp jitscan/backends/_common_call*.so .dev/base/jitscan_base/backends/
     ISOLATED=1 PYTHONPATH=$PWD/.dev/base:$PYTHONPATH BASE=.dev/base timeout 200 python3 experiments/ab_device.py \
       ${AB:-10,12,13} > "$OUT/ab.md" 2>&1
-    cat "$OUT/graph.txt"; grep -E "regs|^[0-9] \|" "$OUT/park.txt"; cat "$OUT/ab.md" ;;
+    for r in 1 2; do timeout 60 python3 experiments/stages_host.py 25 28; \
+      JITSCAN_NO_GRAPHS=1 timeout 60 python3 experiments/stages_host.py 25 28; done > "$OUT/stages.md" 2>&1
+    timeout 170 python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_scan.py tests/test_initial.py \
+      tests/test_cuda_form_call.py tests/test_segmented.py -k "not unfair" --timeout 150 > "$OUT/tests.txt" 2>&1
+    cat "$OUT/stages.md"
+    cat "$OUT/graph.txt"; grep -E "regs|^[0-9] \|" "$OUT/park.txt"; cat "$OUT/ab.md"
+    tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1

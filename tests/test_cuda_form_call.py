@@ -503,7 +503,13 @@ class StagesRig:
     """A compiled reduction by offsets in stages, its record made by cupy.py's
     compiled.stages_record from rts's own description of its launches (rts.stage_codes)."""
 
-    def __init__(self, spine_tiles: int = 64, open_tiles: int = 64, first_tiles: int = 64):
+    def __init__(
+        self,
+        spine_tiles: int = 64,
+        open_tiles: int = 64,
+        first_tiles: int = 64,
+        graph: GraphDriver | None = None,
+    ):
         from types import SimpleNamespace
 
         from jitscan.backends import compiled, targets
@@ -561,6 +567,10 @@ class StagesRig:
             return 0
 
         self._launch = _PROTOTYPE(launch)
+        extra = {}
+        if graph is not None:  # the driver's graphs, whose launches land in self.launches too
+            graph.counts, graph.launches = counts, self.launches
+            extra["graph"] = graph.addresses
 
         def slow(*args):
             self.slow_calls.append(args)
@@ -570,9 +580,101 @@ class StagesRig:
             ndarray=Arr, dtype=np.dtype(np.int32), loads={np.dtype(np.int32): ""},
             stream_of=lambda: self.stream, slow=slow, osize=4, align=16, one=True,
             launch=ctypes.cast(self._launch, ctypes.c_void_p).value, form=True,
-            flag_types=(np.dtype(np.uint8),), offset_types=(np.dtype(np.int64), np.dtype(np.uint64)),
+            flag_types=(np.dtype(np.uint8),), offset_types=(np.dtype(np.int64), np.dtype(np.uint64)), **extra,
         )  # fmt: skip
         self.call.remember(self.record)
+
+
+class _Node(ctypes.Structure):
+    """CUDA_KERNEL_NODE_PARAMS_v2, as the compiled call fills it in."""
+
+    _fields_ = [
+        ("func", ctypes.c_void_p),
+        *[(name, ctypes.c_uint) for name in ("gx", "gy", "gz", "bx", "by", "bz", "shared")],
+        ("params", ctypes.POINTER(ctypes.c_void_p)),
+        ("extra", ctypes.c_void_p),
+        ("kern", ctypes.c_void_p),
+        ("ctx", ctypes.c_void_p),
+    ]
+
+
+_DRIVERS: list[GraphDriver] = []
+
+
+class GraphDriver:
+    """Stand-ins for the driver's graph entry points (GraphApi's order). A node keeps what a
+    kernel node keeps, its arguments' values copied when it is added or set; a graph's
+    launch records each node's launch in turn, as the launch stand-in does. ``fail`` names
+    an entry point that returns an error."""
+
+    def __init__(self, fail: str = ""):
+        self.fail, self.calls = fail, []
+        self.counts: dict = {}
+        self.launches: list = []
+        self.nodes: list[dict] = []
+        self.live: set[str] = set()
+        vp = ctypes.c_void_p
+        pp, node = ctypes.POINTER(vp), ctypes.POINTER(_Node)
+        protos = [
+            ctypes.CFUNCTYPE(ctypes.c_int, pp, ctypes.c_uint),  # create
+            ctypes.CFUNCTYPE(ctypes.c_int, pp, vp, pp, ctypes.c_size_t, node),  # add
+            ctypes.CFUNCTYPE(ctypes.c_int, pp, vp, ctypes.c_ulonglong),  # instantiate
+            ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, node),  # set
+            ctypes.CFUNCTYPE(ctypes.c_int, vp, vp),  # launch
+            ctypes.CFUNCTYPE(ctypes.c_int, vp),  # destroy an exec
+            ctypes.CFUNCTYPE(ctypes.c_int, vp),  # destroy a graph
+        ]
+        fns = [self._create, self._add, self._instantiate, self._set, self._launch]
+        fns += [self._drop_exec, self._drop]
+        self._keep = [proto(fn) for proto, fn in zip(protos, fns, strict=True)]
+        self.addresses = tuple(ctypes.cast(f, ctypes.c_void_p).value for f in self._keep)
+        # kept for the process, as the driver's are: a call collected later still calls them
+        _DRIVERS.append(self)
+
+    def _kept(self, p) -> dict:
+        n = p.contents
+        words = [int(ctypes.c_uint64.from_address(n.params[k]).value) for k in range(self.counts[n.func])]
+        return dict(function=n.func, groups=n.gx, threads=n.bx, args=words)
+
+    def _status(self, name: str) -> int:
+        self.calls.append(name)
+        return 1 if name == self.fail else 0
+
+    def _create(self, graph, flags):
+        graph[0] = 0x6A
+        self.live.add("graph")
+        self.nodes = []
+        return self._status("create")
+
+    def _add(self, node, graph, deps, ndeps, p):
+        after = deps[0] if ndeps else None
+        assert after == (len(self.nodes) or None)  # a chain, each node after the one before
+        self.nodes.append(self._kept(p))
+        node[0] = len(self.nodes)
+        return self._status("add")
+
+    def _instantiate(self, exe, graph, flags):
+        exe[0] = 0xE0
+        self.live.add("exec")
+        return self._status("instantiate")
+
+    def _set(self, exe, node, p):
+        self.nodes[node - 1] = self._kept(p)
+        return self._status("set")
+
+    def _launch(self, exe, stream):
+        status = self._status("launch")
+        if not status:
+            self.launches.extend(dict(n, stream=stream) for n in self.nodes)
+        return status
+
+    def _drop_exec(self, exe):
+        self.live.discard("exec")
+        return 0
+
+    def _drop(self, graph):
+        self.live.discard("graph")
+        return 0
 
 
 def test_a_reduction_in_stages_runs_the_pre_pass_the_tile_pass_the_spine_and_the_fix_up():
@@ -591,6 +693,67 @@ def test_a_reduction_in_stages_runs_the_pre_pass_the_tile_pass_the_spine_and_the
     assert fixup["args"] == [SPINE_BUF, OPEN_BUF, NEW, 0, 6, FIRST]
     out = Arr(0x90000, 300)
     assert rig.call(x, out, None, o, 0, None) is out and rig.launches[-1]["args"][2] == 0x90000
+
+
+def test_a_reduction_in_stages_is_one_graph_built_once_and_given_each_calls_arguments():
+    driver = GraphDriver()
+    rig = StagesRig(graph=driver)
+    plain = StagesRig()
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")
+    for r in (rig, plain):
+        r.call(x, None, None, o, 0, None)
+    assert driver.calls == ["create", "add", "add", "add", "add", "instantiate", "launch"]
+    assert rig.launches == plain.launches  # what the four launches would have launched
+    # another call's arrays and size: the nodes given them, the graph launched again
+    x2, o2, out = Arr(0x20000, 1500), Arr(0x50000, 151, "int64"), Arr(0x90000, 150)
+    for r in (rig, plain):
+        r.launches.clear()
+        assert r.call(x2, out, None, o2, 0, None) is out
+    assert driver.calls[7:] == ["set"] * 4 + ["launch"]
+    assert rig.launches == plain.launches and rig.launches[1]["groups"] == 3
+    del rig
+    import gc
+
+    gc.collect()
+    assert not driver.live  # the graph and its exec go with the call
+
+
+@pytest.mark.parametrize("fail", ["create", "add", "instantiate"])
+def test_a_graph_that_cannot_be_built_leaves_the_stages_to_launch_one_by_one(fail):
+    driver = GraphDriver(fail=fail)
+    rig = StagesRig(graph=driver)
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")
+    for _ in range(2):
+        r = rig.call(x, None, None, o, 0, None)
+        assert isinstance(r, Arr) and not rig.slow_calls
+    assert [launch["function"] for launch in rig.launches] == [PRE, MAIN, SPINE_F, FIXUP_F] * 2
+    assert driver.calls.count("create") == 1 and "launch" not in driver.calls  # tried once
+    assert not driver.live
+
+
+def test_a_graph_launch_that_fails_leaves_the_call_to_python():
+    driver = GraphDriver(fail="launch")
+    rig = StagesRig(graph=driver)
+    assert rig.call(Arr(0x10000, 3000), None, None, Arr(0x40000, 301, "int64"), 0, None) == "python"
+    assert not rig.launches and rig.lock.acquire(blocking=False)
+    rig.lock.release()
+
+
+def test_graph_entry_points_are_seven_addresses_of_cuda():
+    from jitscan.backends import compiled
+
+    base = dict(
+        ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=lambda: None, slow=print, osize=4,
+        align=16, one=True, launch=1, form=True, flag_types=(), offset_types=(),
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="seven addresses"):
+        _common_call.CommonCall(**base, graph=(1, 2, 3))
+    with pytest.raises(ValueError, match="address is 0"):
+        _common_call.CommonCall(**base, graph=(1, 2, 3, 4, 5, 6, 0))
+    with pytest.raises(ValueError, match="CUDA"):
+        _common_call.CommonCall(
+            **base, graph=(1,) * 7, api=compiled.API_OPENCL, set_arg=1, empty=print, buffer_types=()
+        )
 
 
 @pytest.mark.parametrize(

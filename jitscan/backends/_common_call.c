@@ -81,6 +81,29 @@ typedef int32_t (*cl_read_fn)(void *queue, void *buffer, uint32_t blocking, size
                               uint32_t nwait, const void *wait, void *event);
 enum { API_CUDA, API_OPENCL };
 
+/* CUDA's graphs, as libcuda exports them (addresses from Python: cupy.py's _graph_addresses):
+ * a reduction in stages is one graph launch (launch_graph) */
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v2; the v1 entry points read the fields before kern */
+    void *func;
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    void **params, **extra;
+    void *kern, *ctx;
+} KernelNode;
+typedef int (*graph_create_fn)(void **graph, unsigned flags);
+typedef int (*graph_add_fn)(void **node, void *graph, void *const *deps, size_t ndeps, const KernelNode *p);
+typedef int (*graph_instantiate_fn)(void **exec, void *graph, unsigned long long flags);
+typedef int (*graph_set_fn)(void *exec, void *node, const KernelNode *p);
+typedef int (*graph_launch_fn)(void *exec, void *stream);
+typedef int (*graph_destroy_fn)(void *object);
+typedef struct {
+    graph_create_fn create;
+    graph_add_fn add;
+    graph_instantiate_fn instantiate;
+    graph_set_fn set;
+    graph_launch_fn launch;
+    graph_destroy_fn destroy_exec, destroy;
+} GraphApi;
+
 /* a reduction by offsets in stages (MODE_STAGES: rts's): the launches after the first,
  * each of its own argument block, a rule for its workgroups (GROUPS_*), and the slots a
  * call fills in */
@@ -177,6 +200,15 @@ typedef struct {
     PyObject *empty;        /* OpenCL: empty(shape, dtype, queue), the backend's (CUDA: ndarray(shape, dtype)) */
     PyObject *buffer_types; /* OpenCL: the types of an array's base_data that are buffers (not SVM) */
     Launch last;
+    /* CUDA, in stages: the graph of the last launches' kernels (launch_graph), under its
+     * lock: calls on two streams hold two queues' locks, not one */
+    GraphApi g;
+    int graphs; /* whether g holds the entry points; cleared where a graph failed to build */
+    PyThread_type_lock graph_lock;
+    void *graph, *exec;
+    int nodes;
+    void *node[2 + MAX_STAGES], *node_fn[2 + MAX_STAGES];
+    unsigned node_threads[2 + MAX_STAGES];
 } CommonCall;
 
 static PyObject *s_c_contiguous, *s_dtype, *s_size, *s_data, *s_ptr, *s_ndim, *s_nbytes, *s_epoch, *s_buf,
@@ -223,10 +255,24 @@ static int clear(CommonCall *self)
     return 0;
 }
 
+static void drop_graph(CommonCall *self)
+{
+    if (self->exec)
+        self->g.destroy_exec(self->exec);
+    if (self->graph)
+        self->g.destroy(self->graph);
+    self->exec = self->graph = NULL;
+    self->nodes = 0;
+}
+
 static void dealloc(CommonCall *self)
 {
     PyObject_GC_UnTrack(self);
     clear(self);
+    if (self->graphs)
+        drop_graph(self);
+    if (self->graph_lock)
+        PyThread_free_lock(self->graph_lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -543,6 +589,54 @@ static int launch_one(const CommonCall *self, void *function, void **params, con
     return self->enqueue(queue, function, 1, NULL, &global, &local, 0, NULL, NULL);
 }
 
+/* ``count`` launches in turn on CUDA's ``stream``, as one graph: built once for these kernels
+ * and shapes of workgroup, then given each call's workgroups and arguments (its nodes'
+ * parameters, which the driver copies: a launch in flight keeps its own). A reduction by
+ * offsets in stages is four launches, and one cuLaunchKernel costs the host about as much as
+ * the graph's launch. Without the GIL. 0 launched, else the driver's error (-1: no graph;
+ * the launches are then made one by one) */
+static int launch_graph(CommonCall *self, int count, void *const fn[], void **const params[],
+                        const unsigned threads[], const unsigned groups[], void *stream)
+{
+    KernelNode p[2 + MAX_STAGES];
+    memset(p, 0, sizeof p);
+    for (int k = 0; k < count; k++) {
+        p[k].func = fn[k];
+        p[k].gx = groups[k];
+        p[k].gy = p[k].gz = p[k].by = p[k].bz = 1;
+        p[k].bx = threads[k];
+        p[k].params = params[k];
+    }
+    PyThread_acquire_lock(self->graph_lock, WAIT_LOCK);
+    int same = self->exec != NULL && self->nodes == count, status = 0;
+    for (int k = 0; same && k < count; k++)
+        same = self->node_fn[k] == fn[k] && self->node_threads[k] == threads[k];
+    if (same) {
+        for (int k = 0; k < count && status == 0; k++)
+            status = self->g.set(self->exec, self->node[k], p + k);
+    } else {
+        drop_graph(self);
+        status = self->g.create(&self->graph, 0);
+        for (int k = 0; k < count && status == 0; k++) /* a chain: each after the one before */
+            status = self->g.add(self->node + k, self->graph, k ? self->node + k - 1 : NULL, k ? 1 : 0, p + k);
+        if (status == 0)
+            status = self->g.instantiate(&self->exec, self->graph, 0);
+        if (status == 0) {
+            self->nodes = count;
+            memcpy(self->node_fn, fn, count * sizeof fn[0]);
+            memcpy(self->node_threads, threads, count * sizeof threads[0]);
+        } else { /* no graphs for this call (the launches go one by one from now on) */
+            drop_graph(self);
+            self->graphs = 0;
+            status = -1;
+        }
+    }
+    if (status == 0)
+        status = self->g.launch(self->exec, stream);
+    PyThread_release_lock(self->graph_lock);
+    return status;
+}
+
 /* The launch of ``c`` under the queue's lock, taken without waiting (see the top of this
  * file): 1 launched, 0 not (left to Python, nothing done), -1 an error */
 static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
@@ -621,17 +715,34 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
      * nothing: Python's path then launches, or raises (a thread without a context binds one
      * there); the epoch skipped is never reused (launches made before a failed one are
      * launched again: each writes what it wrote, from what comes before it) */
-    int status = 0;
+    int status = 0, graphed = 0;
     int32_t copied = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (prepass)
-        status = launch_one(self, l->pre_function, l->pre_params, l->pre_slots, l->pre_threads,
-                            (unsigned)c->pre_groups, l->hstream);
-    if (status == 0)
-        status = launch_one(self, l->function, l->params, l->slots, l->threads, (unsigned)c->tiles, l->hstream);
-    for (int k = 0; k < l->nstages && status == 0; k++)
-        status = launch_one(self, l->stage[k].function, l->stage[k].params, l->stage[k].slots, l->stage[k].threads,
-                            groups[k], l->hstream);
+    if (stages && prepass && self->graphs) {
+        void *fn[2 + MAX_STAGES] = {l->pre_function, l->function}, **params[2 + MAX_STAGES] = {l->pre_params, l->params};
+        unsigned threads[2 + MAX_STAGES] = {l->pre_threads, l->threads};
+        unsigned counts[2 + MAX_STAGES] = {(unsigned)c->pre_groups, (unsigned)c->tiles};
+        for (int k = 0; k < l->nstages; k++) {
+            fn[2 + k] = l->stage[k].function;
+            params[2 + k] = l->stage[k].params;
+            threads[2 + k] = l->stage[k].threads;
+            counts[2 + k] = groups[k];
+        }
+        status = launch_graph(self, 2 + l->nstages, fn, params, threads, counts, l->hstream);
+        graphed = status != -1;
+        if (!graphed)
+            status = 0;
+    }
+    if (!graphed) {
+        if (prepass)
+            status = launch_one(self, l->pre_function, l->pre_params, l->pre_slots, l->pre_threads,
+                                (unsigned)c->pre_groups, l->hstream);
+        if (status == 0)
+            status = launch_one(self, l->function, l->params, l->slots, l->threads, (unsigned)c->tiles, l->hstream);
+        for (int k = 0; k < l->nstages && status == 0; k++)
+            status = launch_one(self, l->stage[k].function, l->stage[k].params, l->stage[k].slots,
+                                l->stage[k].threads, groups[k], l->hstream);
+    }
     /* the alarm's flag to the host, in queue order after the check that may set it; no
      * event: the host reads what has arrived (a flag is only ever set) */
     if (status == 0 && c->watch)
@@ -1238,20 +1349,36 @@ static PyObject *remember(CommonCall *self, PyObject *record)
 static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *ndarray, *dtype, *loads, *stream_of, *slow, *flag_types = NULL, *offset_types = NULL;
-    PyObject *fields = NULL, *outputs = NULL, *empty = NULL, *buffer_types = NULL;
+    PyObject *fields = NULL, *outputs = NULL, *empty = NULL, *buffer_types = NULL, *graph = NULL;
     Py_ssize_t osize, align;
     int one, form = 0, api = API_CUDA;
     unsigned long long launch, set_arg = 0;
     static char *names[] = {"ndarray", "dtype",   "loads",        "stream_of", "slow",   "osize",
                             "align",   "one",     "launch",       "form",      "flag_types",
                             "offset_types",       "fields",       "outputs",   "api",    "set_arg",
-                            "empty",   "buffer_types", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!:CommonCall", names, &ndarray, &dtype,
+                            "empty",   "buffer_types", "graph", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!O!:CommonCall", names, &ndarray, &dtype,
                                      &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
                                      &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types,
                                      &PyTuple_Type, &fields, &PyTuple_Type, &outputs, &api, &set_arg, &empty,
-                                     &PyTuple_Type, &buffer_types))
+                                     &PyTuple_Type, &buffer_types, &PyTuple_Type, &graph))
         return NULL;
+    /* CUDA's graph entry points, in GraphApi's order (launch_graph) */
+    void *graph_fns[7] = {0};
+    if (graph != NULL) {
+        if (api != API_CUDA || PyTuple_GET_SIZE(graph) != 7) {
+            PyErr_SetString(PyExc_ValueError, "CommonCall: graph is CUDA's, seven addresses");
+            return NULL;
+        }
+        for (int k = 0; k < 7; k++) {
+            graph_fns[k] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(graph, k));
+            if (graph_fns[k] == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "CommonCall: a graph entry point's address is 0");
+                return NULL;
+            }
+        }
+    }
     /* OpenCL's: clEnqueueNDRangeKernel (launch) and clSetKernelArg, the backend's empty(),
      * the buffer types of base_data */
     if (api != API_CUDA && (api != API_OPENCL || !set_arg || empty == NULL || !PyCallable_Check(empty) ||
@@ -1316,6 +1443,17 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->api = api;
     if (api == API_CUDA) {
         self->launch = (launch_fn)(uintptr_t)launch;
+        if (graph != NULL) {
+            if ((self->graph_lock = PyThread_allocate_lock()) == NULL) {
+                Py_DECREF(self);
+                return PyErr_NoMemory();
+            }
+            self->g = (GraphApi){(graph_create_fn)graph_fns[0], (graph_add_fn)graph_fns[1],
+                                 (graph_instantiate_fn)graph_fns[2], (graph_set_fn)graph_fns[3],
+                                 (graph_launch_fn)graph_fns[4], (graph_destroy_fn)graph_fns[5],
+                                 (graph_destroy_fn)graph_fns[6]};
+            self->graphs = 1;
+        }
     } else {
         self->enqueue = (cl_enqueue_fn)(uintptr_t)launch;
         self->set_arg = (cl_set_arg_fn)(uintptr_t)set_arg;

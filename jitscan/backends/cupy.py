@@ -286,6 +286,36 @@ _ERRORS = (
 )
 
 
+#: CUDA's graph entry points the compiled call launches a reduction in stages through, in
+#: its order (``_common_call.c``'s GraphApi); each name's ``_v2`` where the driver has it
+_GRAPH_ENTRIES = (
+    "cuGraphCreate",
+    "cuGraphAddKernelNode",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphExecKernelNodeSetParams",
+    "cuGraphLaunch",
+    "cuGraphExecDestroy",
+    "cuGraphDestroy",
+)
+
+
+@functools.cache
+def _graph_addresses() -> tuple[int, ...] | None:
+    """The graph entry points' addresses in the driver library (None: not all there, HIP,
+    or ``JITSCAN_NO_GRAPHS=1``: the stages then launch one by one)."""
+    if cupy.cuda.runtime.is_hip or os.environ.get("JITSCAN_NO_GRAPHS", "0") not in ("", "0"):
+        return None
+    try:
+        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+        found = []
+        for name in _GRAPH_ENTRIES:
+            fn = getattr(lib, name + "_v2", None) or getattr(lib, name)
+            found.append(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+    except (OSError, AttributeError):  # an older driver, or none by that name
+        return None
+    return tuple(found) if all(found) else None
+
+
 @functools.cache
 def _launch_address() -> int:
     """cuLaunchKernel's address in the driver library CuPy uses (0: none, or HIP)."""
@@ -573,6 +603,8 @@ class CupyBackend(Backend):
         if fields is not None:  # a tuple value: its fields' arrays, the ones written
             arrays = (sum(f is not None for f in fields), len(outputs))
             values = {"fields": tuple(fields), "outputs": tuple(outputs)}
+        elif one and _graph_addresses() is not None:  # a reduction, which may run in stages
+            values = {"graph": _graph_addresses()}
         compiled = CommonCall(
             ndarray=_ndarray,
             dtype=dtype,
