@@ -255,3 +255,45 @@ def test_other_calls_go_to_python_and_give_its_result(python_calls, rng, case):
         want = np.cumsum(x[::2], dtype=np.int32)
     np.testing.assert_array_equal(y.get(), want)
     assert python_calls["plain"] > before
+
+
+_SET_ARG = None  # the counting clSetKernelArg, kept for the process (calls made later reach it)
+
+
+def test_a_warm_call_sets_every_memory_object_again_and_only_changed_scalars(python_calls, monkeypatch):
+    # A buffer released and another made at its handle's address is another object with the
+    # same handle: a driver that resolved the first one's memory when it was set (Oclgrind)
+    # would read freed memory. So a warm call sets its memory objects on every launch, and
+    # skips only scalars that kept their value.
+    import ctypes
+
+    global _SET_ARG
+    set_arg, enqueue = opencl_icd.entry_points()
+    vp = ctypes.c_void_p
+    proto = ctypes.CFUNCTYPE(ctypes.c_int32, vp, ctypes.c_uint32, ctypes.c_size_t, vp)
+    real, seen = proto(set_arg), []
+
+    def counting(kernel, index, size, value):
+        seen.append((index, size))
+        return real(kernel, index, size, value)
+
+    _SET_ARG = proto(counting)
+    address = ctypes.cast(_SET_ARG, vp).value
+    monkeypatch.setattr(opencl_icd, "entry_points", lambda: (address, enqueue))
+    jitscan.api.cache.clear()  # compiled calls made from here on set through it
+    q = _queue()
+    h = np.arange(1000, dtype=np.int32)
+    x, y = cla.to_device(q, h), cla.empty(q, h.size, np.int32)
+    jitscan.cumsum(x, out=y)  # Python's, then the compiled call's from the next one
+    jitscan.cumsum(x, out=y)
+    first = list(seen)
+    seen.clear()
+    jitscan.cumsum(x, out=y)  # the same arrays, size and epoch rule: buffers only
+    assert np.array_equal(y.get(), np.cumsum(h, dtype=np.int32))
+    # unchanged scalars (n, the code, the constants) skipped; the input, the output and the
+    # scratch set again (8-byte handles), beside the epoch (4 bytes), which moved on
+    assert first and len(seen) < len(first)
+    assert len([i for i, size in seen if size == ctypes.sizeof(ctypes.c_void_p)]) >= 3
+    x2 = cla.to_device(q, h[::-1].copy())
+    jitscan.cumsum(x2, out=y)
+    assert np.array_equal(y.get(), np.cumsum(h[::-1], dtype=np.int32))

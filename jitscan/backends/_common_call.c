@@ -35,9 +35,9 @@
  * Two APIs (api=): CUDA's, where an array is a device pointer (its offset slot a constant
  * 0), the queue the current stream and a launch one cuLaunchKernel of the argument block;
  * and OpenCL's, where an array is a buffer and an offset in elements (both filled in), the
- * queue the input's own (x.queue) and a launch the arguments that changed since the last
- * launch of the same kernel object (clSetKernelArg) and one clEnqueueNDRangeKernel with no
- * event. The compiled call has kernel objects of its own: a kernel's arguments are state
+ * queue the input's own (x.queue) and a launch its memory objects and the scalars that
+ * changed since the last launch of the same kernel object (clSetKernelArg) and one
+ * clEnqueueNDRangeKernel with no event. The compiled call has kernel objects of its own: a kernel's arguments are state
  * of the object, and Python's launches keep theirs in theirs.
  *
  * It holds the GIL, but the Python it calls (the current stream, the lock, the result's
@@ -80,6 +80,8 @@ typedef int32_t (*cl_enqueue_fn)(void *queue, void *kernel, uint32_t dims, const
 typedef int32_t (*cl_read_fn)(void *queue, void *buffer, uint32_t blocking, size_t offset, size_t size, void *host,
                               uint32_t nwait, const void *wait, void *event);
 enum { API_CUDA, API_OPENCL };
+/* an OpenCL kernel table's mark of a memory object's bytes (compiled.py's MEMORY_BIT) */
+#define MEMORY_BIT (1ull << 63)
 
 /* CUDA's graphs, as libcuda exports them (addresses from Python: cupy.py's _graph_addresses):
  * a reduction in stages is one graph launch (launch_graph) */
@@ -562,8 +564,8 @@ static void fill_slots(uint64_t *a, const Fill *fill, int nfill, const uint64_t 
 /* One launch of ``groups`` workgroups of ``threads``, on ``queue`` (CUDA's stream, OpenCL's
  * command queue), without the GIL and with the queue's lock held: on CUDA, of ``function``
  * and its argument block (``params`` points at its slots); on OpenCL, of the kernel object
- * ``function`` with the values in ``slots``, of which it sets only those that changed since
- * its last launch: ``params`` is the kernel's table (compiled.py's kernel_table: how many
+ * ``function`` with the values in ``slots``, of which it sets the memory objects and the
+ * scalars that changed since its last launch: ``params`` is the kernel's table (compiled.py's kernel_table: how many
  * arguments, each one's bytes, the values last set, whether they are). 0 launched, else
  * the API's error (OpenCL's: the table then says none is set). */
 static int launch_one(const CommonCall *self, void *function, void **params, const uint64_t *slots,
@@ -574,10 +576,11 @@ static int launch_one(const CommonCall *self, void *function, void **params, con
     uint64_t *table = (uint64_t *)params, nargs = table[0];
     uint64_t *bytes = table + 1, *held = bytes + nargs, *set = held + nargs;
     for (uint64_t i = 0; i < nargs; i++) {
-        if (*set && held[i] == slots[i])
+        /* a memory object's every time: another object may have its handle (kernel_table) */
+        if (*set && held[i] == slots[i] && !(bytes[i] & MEMORY_BIT))
             continue;
         /* a buffer's handle or a scalar, little-endian: a 4-byte argument is the low half */
-        int32_t status = self->set_arg(function, (uint32_t)i, (size_t)bytes[i], slots + i);
+        int32_t status = self->set_arg(function, (uint32_t)i, (size_t)(bytes[i] & ~MEMORY_BIT), slots + i);
         if (status) {
             *set = 0;
             return status;

@@ -41,13 +41,24 @@ if os.environ.get("JITSCAN_NO_EXTENSION", "0") not in ("", "0"):  # the Python p
     CommonCall = None
 
 
-def kernel_table(sizes: Sequence[int]) -> np.ndarray:
+#: marks an argument of a kernel table that is a memory object (kernel_table)
+MEMORY_BIT = 1 << 63
+
+
+def kernel_table(sizes: Sequence[int], memory: Sequence[bool] = ()) -> np.ndarray:
     """An OpenCL kernel object's table as the compiled call keeps it: how many arguments,
-    each one's bytes, the values last set, and whether they are (none yet). It belongs to
-    one kernel object, whose arguments only the compiled call sets."""
+    each one's bytes (``MEMORY_BIT`` set where ``memory`` says it is a memory object), the
+    values last set, and whether they are (none yet). It belongs to one kernel object,
+    whose arguments only the compiled call sets.
+
+    The compiled call sets an argument again only where its value changed, but a memory
+    object's always: a buffer released and another made at its handle's address is another
+    object with the same handle, and a driver that resolved the first one's memory when it
+    was set (Oclgrind does) would read freed memory."""
     table = np.zeros(2 + 2 * len(sizes), np.uint64)
     table[0] = len(sizes)
-    table[1 : 1 + len(sizes)] = sizes
+    marks = [MEMORY_BIT if m else 0 for m in memory] + [0] * (len(sizes) - len(memory))
+    table[1 : 1 + len(sizes)] = [int(b) | m for b, m in zip(sizes, marks, strict=True)]
     return table
 
 

@@ -96,6 +96,7 @@ class CLProgram(Program):
         self._lock = threading.Lock()
         self._signatures = {name: [_ARG_DTYPES[a] for a in sig] for name, sig in build.entries.items()}
         self._bytes = {name: [_ARG_BYTES[a] for a in sig] for name, sig in build.entries.items()}
+        self._memory = {name: [a == "buf" for a in sig] for name, sig in build.entries.items()}
         self.kernels = {name: self._kernel(name) for name in build.entries}
 
     def _kernel(self, entry: str) -> Any:
@@ -126,7 +127,7 @@ class CLProgram(Program):
             return None
         sizes = self._bytes[entry]
         kernel = self._kernel(entry)
-        table = compiled.kernel_table(sizes)
+        table = compiled.kernel_table(sizes, self._memory[entry])
         values = np.zeros(len(sizes), np.uint64)
         values[head : head + len(constants)] = [_handle(c) for c in constants]
 
