@@ -147,12 +147,12 @@ case "$what" in
   probe)  # the reductions in stages with and without one CUDA graph, the one-workgroup launch's
           # isolated time against the tree in .dev/base, the launch paths' tests; GRAPH=1 adds
           # graph_launch.cu, PARK="K ..." the pair scan with K vectors parked
-    for r in $(seq ${ROUNDS:-2}); do timeout 60 python3 experiments/stages_host.py 25 28; \
-      JITSCAN_NO_GRAPHS=1 timeout 60 python3 experiments/stages_host.py 25 28; done 2>&1 | tee "$OUT/stages.md"
+    for r in $(seq ${ROUNDS:-2}); do JITSCAN_GRAPHS=1 timeout 60 python3 experiments/stages_host.py 25 28; \
+      timeout 60 python3 experiments/stages_host.py 25 28; done 2>&1 | tee "$OUT/stages.md"
     cp jitscan/backends/_common_call*.so .dev/base/jitscan_base/backends/
     ISOLATED=1 PYTHONPATH=$PWD/.dev/base:$PYTHONPATH BASE=.dev/base timeout 120 python3 experiments/ab_device.py \
       ${AB:-10,13} 2>&1 | tee "$OUT/ab.md"
-    timeout ${TESTS_S:-170} python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_segmented.py tests/test_scan.py \
+    JITSCAN_GRAPHS=1 timeout ${TESTS_S:-170} python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_segmented.py tests/test_scan.py \
       tests/test_initial.py tests/test_opencl_compiled.py tests/test_api.py -k "not unfair" --timeout 150 \
       > "$OUT/tests.txt" 2>&1
     tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head

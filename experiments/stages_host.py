@@ -1,7 +1,7 @@
 """Host time of the reductions that run in stages (rts past 64 MiB): one CUDA graph or four launches.
 
-Usage: python experiments/stages_host.py [LOG2N ...]   (default 25 28)
-       JITSCAN_NO_GRAPHS=1 python experiments/stages_host.py ...   (the four launches)
+Usage: JITSCAN_GRAPHS=1 python experiments/stages_host.py [LOG2N ...]   (default 25 28)
+       python experiments/stages_host.py ...   (the four launches)
 
 Per size, int32: ``segmented_reduce(x, offsets=o)`` of segments of mean length 100 on
 device offsets, and ``reduce(x2d, axis=1)`` of 64 rows; the host µs of a warm call (median
@@ -48,7 +48,7 @@ def isolated(fn) -> float:
 
 
 def main() -> None:
-    how = "four launches" if os.environ.get("JITSCAN_NO_GRAPHS") else "graph"
+    how = "graph" if os.environ.get("JITSCAN_GRAPHS", "0") not in ("", "0") else "four launches"
     rng = np.random.default_rng(0)
     for e in [int(a) for a in sys.argv[1:]] or [25, 28]:
         n = 1 << e

@@ -301,9 +301,11 @@ _GRAPH_ENTRIES = (
 
 @functools.cache
 def _graph_addresses() -> tuple[int, ...] | None:
-    """The graph entry points' addresses in the driver library (None: not all there, HIP,
-    or ``JITSCAN_NO_GRAPHS=1``: the stages then launch one by one)."""
-    if cupy.cuda.runtime.is_hip or os.environ.get("JITSCAN_NO_GRAPHS", "0") not in ("", "0"):
+    """The graph entry points' addresses in the driver library where ``JITSCAN_GRAPHS=1``
+    (None: not asked for, not all there, or HIP: the stages then launch one by one). Asked
+    for, not by default, until the graphs' launches have run on a GPU: so far only the
+    stand-in driver of tests/test_cuda_form_call.py has launched them."""
+    if cupy.cuda.runtime.is_hip or os.environ.get("JITSCAN_GRAPHS", "0") in ("", "0"):
         return None
     try:
         lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
