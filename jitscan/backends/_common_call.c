@@ -37,8 +37,8 @@
  * and OpenCL's, where an array is a buffer and an offset in elements (both filled in), the
  * queue the input's own (x.queue) and a launch its memory objects and the scalars that
  * changed since the last launch of the same kernel object (clSetKernelArg) and one
- * clEnqueueNDRangeKernel with no event. The compiled call has kernel objects of its own: a kernel's arguments are state
- * of the object, and Python's launches keep theirs in theirs.
+ * clEnqueueNDRangeKernel with no event. The compiled call has kernel objects of its own: a
+ * kernel's arguments are state of the object, and Python's launches keep theirs in theirs.
  *
  * It holds the GIL, but the Python it calls (the current stream, the lock, the result's
  * constructor) may let other threads run: a call works on a copy of the last launch, and
@@ -565,9 +565,10 @@ static void fill_slots(uint64_t *a, const Fill *fill, int nfill, const uint64_t 
  * command queue), without the GIL and with the queue's lock held: on CUDA, of ``function``
  * and its argument block (``params`` points at its slots); on OpenCL, of the kernel object
  * ``function`` with the values in ``slots``, of which it sets the memory objects and the
- * scalars that changed since its last launch: ``params`` is the kernel's table (compiled.py's kernel_table: how many
- * arguments, each one's bytes, the values last set, whether they are). 0 launched, else
- * the API's error (OpenCL's: the table then says none is set). */
+ * scalars that changed since its last launch: ``params`` is the kernel's table
+ * (compiled.py's kernel_table: how many arguments, each one's bytes, the values last set,
+ * whether they are). 0 launched, else the API's error (OpenCL's: the table then says none
+ * is set). */
 static int launch_one(const CommonCall *self, void *function, void **params, const uint64_t *slots,
                       unsigned threads, unsigned groups, void *queue)
 {
@@ -722,7 +723,8 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     int32_t copied = 0;
     Py_BEGIN_ALLOW_THREADS
     if (stages && prepass && self->graphs) {
-        void *fn[2 + MAX_STAGES] = {l->pre_function, l->function}, **params[2 + MAX_STAGES] = {l->pre_params, l->params};
+        void *fn[2 + MAX_STAGES] = {l->pre_function, l->function};
+        void **params[2 + MAX_STAGES] = {l->pre_params, l->params};
         unsigned threads[2 + MAX_STAGES] = {l->pre_threads, l->threads};
         unsigned counts[2 + MAX_STAGES] = {(unsigned)c->pre_groups, (unsigned)c->tiles};
         for (int k = 0; k < l->nstages; k++) {
