@@ -24,6 +24,7 @@ import cupy
 import numpy as np
 
 import jitscan
+from jitscan.bench import studies
 
 CALLS = 20
 ROUNDS = 9
@@ -72,16 +73,7 @@ def piped(fn: Callable[[], object]) -> float:
 
 
 def isolated(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(CALLS):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        cupy.cuda.Device().synchronize()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
-    return statistics.median(times)
+    return statistics.median(studies.isolated(fn) for _ in range(CALLS))
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import cupy
 import numpy as np
 
 import jitscan
+from jitscan.bench import studies
 
 
 def host(fn) -> float:
@@ -35,16 +36,7 @@ def host(fn) -> float:
 
 
 def isolated(fn) -> float:
-    times = []
-    for _ in range(50):
-        cupy.cuda.Device().synchronize()
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b) * 1e3)
-    return statistics.median(times)
+    return statistics.median(studies.isolated(fn) for _ in range(50))
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ if os.environ.get("JITSCAN_NO_EXTENSION", "0") not in ("", "0"):  # the Python p
 MEMORY_BIT = 1 << 63
 
 
-def kernel_table(sizes: Sequence[int], memory: Sequence[bool] = ()) -> np.ndarray:
+def kernel_table(sizes: Sequence[int], memory: Sequence[bool]) -> np.ndarray:
     """An OpenCL kernel object's table as the compiled call keeps it: how many arguments,
     each one's bytes (``MEMORY_BIT`` set where ``memory`` says it is a memory object), the
     values last set, and whether they are (none yet). It belongs to one kernel object,
@@ -57,7 +57,7 @@ def kernel_table(sizes: Sequence[int], memory: Sequence[bool] = ()) -> np.ndarra
     was set (Oclgrind does) would read freed memory."""
     table = np.zeros(2 + 2 * len(sizes), np.uint64)
     table[0] = len(sizes)
-    marks = [MEMORY_BIT if m else 0 for m in memory] + [0] * (len(sizes) - len(memory))
+    marks = [MEMORY_BIT if m else 0 for m in memory]
     table[1 : 1 + len(sizes)] = [int(b) | m for b, m in zip(sizes, marks, strict=True)]
     return table
 

@@ -300,34 +300,40 @@ _GRAPH_ENTRIES = (
 
 
 @functools.cache
+def _driver() -> Any:
+    """The driver library CuPy uses (None: none by that name, or HIP)."""
+    if cupy.cuda.runtime.is_hip:
+        return None
+    try:
+        return ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+    except OSError:
+        return None
+
+
+def _address(lib: Any, name: str) -> int:
+    """An entry point's address in ``lib`` (0: none by that name)."""
+    fn = getattr(lib, name, None)
+    return (ctypes.cast(fn, ctypes.c_void_p).value or 0) if fn is not None else 0
+
+
+@functools.cache
 def _graph_addresses() -> tuple[int, ...] | None:
     """The graph entry points' addresses in the driver library where ``JITSCAN_GRAPHS=1``
     (None: not asked for, not all there, or HIP: the stages then launch one by one). Asked
     for, not by default, until the graphs' launches have run on a GPU: so far only the
     stand-in driver of tests/test_cuda_form_call.py has launched them."""
-    if cupy.cuda.runtime.is_hip or os.environ.get("JITSCAN_GRAPHS", "0") in ("", "0"):
+    lib = _driver()
+    if lib is None or os.environ.get("JITSCAN_GRAPHS", "0") in ("", "0"):
         return None
-    try:
-        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
-        found = []
-        for name in _GRAPH_ENTRIES:
-            fn = getattr(lib, name + "_v2", None) or getattr(lib, name)
-            found.append(ctypes.cast(fn, ctypes.c_void_p).value or 0)
-    except (OSError, AttributeError):  # an older driver, or none by that name
-        return None
-    return tuple(found) if all(found) else None
+    found = tuple(_address(lib, name + "_v2") or _address(lib, name) for name in _GRAPH_ENTRIES)
+    return found if all(found) else None
 
 
 @functools.cache
 def _launch_address() -> int:
     """cuLaunchKernel's address in the driver library CuPy uses (0: none, or HIP)."""
-    if cupy.cuda.runtime.is_hip:
-        return 0
-    try:
-        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
-        return ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value or 0
-    except (OSError, AttributeError):  # no driver library by that name
-        return 0
+    lib = _driver()
+    return 0 if lib is None else _address(lib, "cuLaunchKernel")
 
 
 class _NoArray:
