@@ -23,6 +23,7 @@ from jitscan.backends.launch import (
     ARG_EPOCH,
     ARG_FIRST,
     ARG_FLAG,
+    ARG_LEN,
     ARG_N,
     ARG_SCRATCH,
     ARG_SEG,
@@ -491,6 +492,148 @@ def test_a_tuple_values_record_has_a_slot_for_each_array_and_the_call_names_its_
         FieldsRig(outputs=(np.dtype([]),))
     with pytest.raises(ValueError, match="at most 8"):
         FieldsRig(fields=(FieldsRig.F32,) * 9)
+
+
+# -- a transform's call (MODE_TRANSFORM: compaction, runs, partitions)
+
+
+class TransformRig:
+    """A compiled transform's call as compaction's makes it: it reads a condition (bool), the
+    values (int32) and the padding (int32), and writes the kept values (int32) and the count
+    (int64), each array with its length; ``queue`` the queue its launch was on."""
+
+    READS = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int32))
+    WRITES = (np.dtype(np.int32), np.dtype(np.int64))
+
+    def __init__(self):
+        arrays = [ARG_SRC, ARG_CONST, ARG_LEN] * 3 + [ARG_DST, ARG_CONST, ARG_LEN] * 2
+        self.codes = bytes(arrays + [ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4])
+        self.slots = np.zeros(len(self.codes), np.uint64)
+        self.params = (ctypes.c_void_p * len(self.codes))(
+            *(self.slots.ctypes.data + 8 * k for k in range(len(self.codes)))
+        )
+        self.launches: list[dict] = []
+        self.slow_calls: list[tuple] = []
+        self.queue = object()
+        self.lock = threading.RLock()
+        self.scratch = Scratch()
+        self.scratch.replace(SCRATCH, HEADER + 64 * PER_TILE)
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            words = [int(ctypes.c_uint64.from_address(params[k]).value) for k in range(len(self.codes))]
+            self.launches.append(dict(groups=gx, stream=stream, args=words))
+            return 0
+
+        self._launch = _PROTOTYPE(launch)
+
+        def slow(*args):
+            self.slow_calls.append(args)
+            return "python"
+
+        self.call = _common_call.CommonCall(
+            ndarray=Arr,
+            dtype=self.WRITES[0],
+            loads={},
+            stream_of=lambda: None,  # a transform's call is on the queue it is given
+            slow=slow,
+            osize=4,
+            align=16,
+            one=False,
+            launch=ctypes.cast(self._launch, ctypes.c_void_p).value,
+            form=True,
+            flag_types=(),
+            offset_types=(),
+            transform=(self.READS, self.WRITES),
+        )
+
+    def remember(self, codes: bytes | None = None, lo: int = 0, hi: int = 1 << 20) -> None:
+        self.call.remember(
+            (self.queue, lo, hi, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, codes or self.codes, MAIN)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
+            + ((6, False, 0, None, 0, 0, 0, 0, 0, 0),)
+        )
+
+    @staticmethod
+    def arrays(n: int = 3000, size: int = 1000) -> tuple[list, list]:
+        reads = [Arr(0x10000, n, "bool"), Arr(0x20000, n, "int32"), Arr(0x30000, 1, "int32")]
+        return reads, [Arr(0x40000, size, "int32"), Arr(0x50000, 1, "int64")]
+
+
+def test_a_transforms_call_passes_each_array_with_its_length_then_the_count():
+    rig = TransformRig()
+    rig.remember()
+    reads, writes = rig.arrays()
+    assert rig.call(reads, writes, 3000, rig.queue) is None and not rig.slow_calls
+    (launch,) = rig.launches
+    assert launch["groups"] == math.ceil(3000 / TILE) and launch["stream"] == 0x5EA
+    arrays = [0x10000, 0, 3000, 0x20000, 0, 3000, 0x30000, 0, 1, 0x40000, 0, 1000, 0x50000, 0, 1]
+    assert launch["args"][:19] == [*arrays, 3000, SCRATCH, KIND, 1]
+    # tuples as well as lists; another n of the class, another epoch
+    assert rig.call(tuple(reads), tuple(writes), 2500, rig.queue) is None
+    assert rig.launches[1]["args"][15:19] == [2500, SCRATCH, KIND, 2] and not rig.slow_calls
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "another queue",
+        "another size class",
+        "a read of another dtype",
+        "a write not contiguous",
+        "an empty array",
+        "one read too few",
+        "n not an int",
+        "no elements",
+    ],
+)
+def test_every_other_transform_call_goes_to_python_having_launched_nothing(case):
+    rig = TransformRig()
+    rig.remember(lo=1000, hi=4000)
+    reads, writes = rig.arrays()
+    n, queue = 3000, rig.queue
+    if case == "another queue":
+        queue = object()
+    elif case == "another size class":
+        n = 4001
+    elif case == "a read of another dtype":
+        reads[0] = Arr(0x10000, 3000, "uint8")
+    elif case == "a write not contiguous":
+        writes[0] = Arr(0x40000, 1000, "int32", contiguous=False)
+    elif case == "an empty array":
+        writes[0] = Arr(0x40000, 0, "int32")
+    elif case == "one read too few":
+        reads = reads[:2]
+    elif case == "n not an int":
+        n = 3000.0
+    elif case == "no elements":
+        n = 0
+    assert rig.call(reads, writes, n, queue) == "python"
+    assert not rig.launches and rig.scratch.epoch == 0
+    assert rig.slow_calls[0][2:] == (n, queue)
+
+
+def test_a_transforms_record_has_a_length_after_each_array_and_the_call_names_its_arrays():
+    rig = TransformRig()
+    with pytest.raises(ValueError, match="length two slots after"):  # a length where no array is
+        rig.remember(codes=bytes([ARG_LEN]) + rig.codes[1:])
+    with pytest.raises(ValueError, match="a length for each array"):  # the padding's length missing
+        rig.remember(codes=rig.codes[:8] + rig.codes[9:])
+    with pytest.raises(ValueError, match="a transform's call its own"):  # a tuple value's mode
+        rig.call.remember(
+            (rig.queue, 0, 1 << 20, "", rig.lock.acquire, rig.lock.release, rig.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, rig.codes, MAIN)
+            + (ctypes.addressof(rig.params), rig.slots.ctypes.data, 0x5EA, THREADS, 0, rig.slots)
+            + ((4, False, 0, None, 0, 0, 0, 0, 0, 0),)
+        )
+    with pytest.raises(TypeError, match=r"\(reads, writes, n, queue\)"):
+        rig.call([], [], 1)
+    with pytest.raises(ValueError, match="1 to 8 arrays"):
+        _common_call.CommonCall(
+            ndarray=Arr, dtype=np.dtype(np.int32), loads={}, stream_of=None, slow=print, osize=4, align=16,
+            one=False, launch=1, form=True, flag_types=(), offset_types=(),
+            transform=((np.dtype(np.int32),) * 9, (np.dtype(np.int32),)),
+        )  # fmt: skip
 
 
 # -- a reduction by offsets in stages (rts: the pre-pass, the tile pass, the spine, the fix-up)

@@ -297,3 +297,78 @@ def test_a_warm_call_sets_every_memory_object_again_and_only_changed_scalars(pyt
     x2 = cla.to_device(q, h[::-1].copy())
     jitscan.cumsum(x2, out=y)
     assert np.array_equal(y.get(), np.cumsum(h[::-1], dtype=np.int32))
+
+
+@pytest.fixture
+def transform_calls(python_calls, monkeypatch):
+    """Counts of the transforms' calls left to Python (TransformScan._python), in scans made
+    from here on (the fixture before emptied the caches)."""
+    from jitscan.plan.transformed import TransformScan
+
+    counts = {"transform": 0}
+    python = TransformScan._python
+
+    def counted(self, *args):
+        counts["transform"] += 1
+        return python(self, *args)
+
+    monkeypatch.setattr(TransformScan, "_python", counted)
+    return counts
+
+
+def test_compaction_of_a_fixed_size_launches_through_the_compiled_call(transform_calls, rng):
+    q = _queue()
+    x = rng.integers(-50, 50, 3000).astype(np.int32)
+    dx = cla.to_device(q, x)
+
+    def check(got):
+        y, count = got
+        kept = x[x > 0]
+        np.testing.assert_array_equal(y.get(), np.concatenate([kept, [-1] * (2000 - kept.size)])[:2000])
+        assert int(count.get()) == kept.size
+
+    dc = cla.to_device(q, x > 0)
+    extract = lambda: jitscan.extract(dc, dx, size=2000, fill_value=-1, return_count=True)  # noqa: E731
+    _warm(transform_calls, extract, check)
+    # other arrays of the same dtypes and size class: the same launch, their buffers set
+    x = rng.integers(-50, 50, 2500).astype(np.int32)
+    dx, dc = cla.to_device(q, x), cla.to_device(q, x > 0)
+    before = dict(transform_calls)
+    check(jitscan.extract(dc, dx, size=2000, fill_value=-1, return_count=True))
+    assert transform_calls == before
+
+
+def test_runs_and_partitions_launch_each_of_their_passes_through_the_compiled_call(transform_calls, rng):
+    q = _queue()
+    x = np.repeat(rng.integers(0, 9, 600), rng.integers(1, 6, 600)).astype(np.int32)[:1500]
+    dx = cla.to_device(q, x)
+    starts = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
+    runs, counts = x[starts], np.diff(np.r_[starts, x.size])
+
+    def check_runs(got):
+        u, c = got
+        np.testing.assert_array_equal(u.get()[: runs.size], runs)
+        np.testing.assert_array_equal(c.get()[: runs.size], counts)
+
+    runs_of = lambda: jitscan.unique_consecutive(dx, return_counts=True, size=x.size)  # noqa: E731
+    _warm(transform_calls, runs_of, check_runs)
+
+    def check_partition(got):
+        y, count = got
+        k = int(np.count_nonzero(x > 4))
+        assert int(count.get()) == k
+        np.testing.assert_array_equal(y.get(), np.concatenate([x[x > 4], x[x <= 4]]))
+
+    _warm(transform_calls, lambda: jitscan.stable_partition(dx, "x > 4"), check_partition)
+
+
+def test_a_transform_call_of_another_queue_or_size_class_is_pythons(transform_calls, rng):
+    q = _queue()
+    x = rng.integers(-50, 50, 3000).astype(np.int32)
+    jitscan.extract(cla.to_device(q, x > 0), cla.to_device(q, x), size=100)
+    q2 = cl.CommandQueue(q.context, q.device)
+    for queue, h in ((q2, x), (q, rng.integers(-50, 50, 1 << 18).astype(np.int32))):
+        before = transform_calls["transform"]
+        y = jitscan.extract(cla.to_device(queue, h > 0), cla.to_device(queue, h), size=100)
+        np.testing.assert_array_equal(y.get(), h[h > 0][:100])
+        assert transform_calls["transform"] > before

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels.transform import Write
 from . import dispatch
+from .cache import shortcut
 from .call import is_dask
 from .predicates import Predicate, _predicate
 from .selection import _element_only
@@ -97,7 +98,7 @@ def stable_partition(
 
 
 #: stable_partition's warm calls (two ways: transforms.warm_key)
-_WARM_PARTITION: dict[tuple, Any] = {}
+_WARM_PARTITION: dict[tuple, Any] = shortcut()
 
 
 def _warm_partition(b: Any, split: Any, place: Any, dtype: Any, cdt: str, knobs: dict) -> Any:
@@ -105,8 +106,8 @@ def _warm_partition(b: Any, split: Any, place: Any, dtype: Any, cdt: str, knobs:
     runs it, with none of its checks and lookups; None for a call it does not take (an
     array of another shape or layout, none, or one whose count needs another width), which
     takes the long way."""
-    first = prepared(split, cdt, "add", "exclusive", b, knobs)
-    second = prepared(place, cdt, "add", "exclusive", b, knobs)
+    first = prepared(split, cdt, "add", "exclusive", b, knobs).call
+    second = prepared(place, cdt, "add", "exclusive", b, knobs).call
     i64 = np.dtype(np.int64)
 
     def go(x: Any) -> Any:

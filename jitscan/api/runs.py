@@ -26,6 +26,7 @@ from ..operators import Monoid
 from ..plan import PreparedScan
 from ..variants import segments
 from . import dispatch
+from .cache import shortcut
 from .call import is_dask
 from .flat import reduce
 from .segmented import segmented_reduce, segmented_scan
@@ -230,7 +231,7 @@ def unique_consecutive(
 
 
 #: unique_consecutive's warm calls (transforms.warm_key)
-_WARM: dict[tuple, Any] = {}
+_WARM: dict[tuple, Any] = shortcut()
 
 
 def _warm_runs(b: Any, kd: str, size: int, fill_value: Any, knobs: dict, inverse: bool, counts: bool) -> Any:
@@ -239,8 +240,8 @@ def _warm_runs(b: Any, kd: str, size: int, fill_value: Any, knobs: dict, inverse
     None for a call it does not take (another shape, a length under ``size`` or past the
     padding's bound), which takes the long way."""
     t, writes = _runs_transform((kd,), True, counts, inverse, True)
-    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "inclusive", b, knobs)
-    lengths = prepared(_lengths_transform(), count_dtype(FUSED_FILL_MOST), "add", "inclusive", b, knobs)
+    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "inclusive", b, knobs).call
+    lengths = prepared(_lengths_transform(), count_dtype(FUSED_FILL_MOST), "add", "inclusive", b, knobs).call
     kdt, i64 = np.dtype(kd), np.dtype(np.int64)
     consts = constants_of(b, [(size, i64), (fill_value, kdt)])
     sizes = {"count": 1, "starts": size + 2, "u0": size}
@@ -379,7 +380,7 @@ def reduce_by_key(
 
 
 #: reduce_by_key's warm calls (one key array, one value array: transforms.warm_key)
-_WARM_BY_KEY: dict[tuple, Any] = {}
+_WARM_BY_KEY: dict[tuple, Any] = shortcut()
 
 
 def _warm_by_key(b: Any, kd: str, op: Any, size: int, fill_value: Any, knobs: dict) -> Any:
@@ -388,7 +389,7 @@ def _warm_by_key(b: Any, kd: str, op: Any, size: int, fill_value: Any, knobs: di
     reduction by the runs' starts; None for a call it does not take (another shape, a
     length under ``size`` or past the padding's bound), which takes the long way."""
     t, writes = _runs_transform((kd,), True, True, False, True)
-    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "inclusive", b, knobs)
+    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "inclusive", b, knobs).call
     kdt, i64 = np.dtype(kd), np.dtype(np.int64)
     consts = constants_of(b, [(size, i64), (fill_value, kdt)])
     sizes = {"u0": size, "starts": size + 2, "count": 1}

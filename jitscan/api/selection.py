@@ -21,6 +21,7 @@ import numpy as np
 
 from ..kernels.transform import Write
 from . import dispatch
+from .cache import shortcut
 from .call import is_dask
 from .predicates import Predicate, _predicate
 from .transforms import (
@@ -205,7 +206,7 @@ def extract(
 
 
 #: extract's warm calls (transforms.warm_key)
-_WARM: dict[tuple, Any] = {}
+_WARM: dict[tuple, Any] = shortcut()
 
 
 def _warm_keep(
@@ -225,7 +226,7 @@ def _warm_keep(
     another shape, length or queue), which takes the long way and its checks."""
     out_dtype = np.dtype(out_dtype)
     t = _keep_transform(keep, value, reads, array_dtype("extract", "the result", out_dtype), True, None)
-    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "exclusive", b, knobs)
+    scan = prepared(t, count_dtype(FUSED_FILL_MOST), "add", "exclusive", b, knobs).call
     fill = constants_of(b, [(fill_value, out_dtype)])
     i64 = np.dtype(np.int64)
 

@@ -25,6 +25,7 @@ from ..kernels.transform import ARRAY_CTYPES, Transform, Write
 from ..operators import Monoid
 from ..plan import arrays
 from ..plan.transformed import TransformScan
+from .cache import shortcut
 
 #: the knobs every function built on a transform takes (tests: tiles that never post, small
 #: tiles)
@@ -32,7 +33,8 @@ KNOBS = ("variant", "simulate_blocking", "threads", "vectors", "min_blocks")
 #: positions and counts are scanned in 32 bits below this many elements, else in 64
 COUNT32_LIMIT = (1 << 31) - 1
 
-_PREPARED: dict[tuple, TransformScan] = {}
+#: the transforms' scans (emptied with the other prepared scans: cache.clear)
+_PREPARED: dict[tuple, TransformScan] = shortcut()
 #: a transform made once per description: making one parses every expression it holds, which
 #: costs a call more than its launch
 transform = functools.lru_cache(maxsize=512)(Transform)

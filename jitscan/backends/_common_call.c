@@ -25,6 +25,10 @@
  * workgroups, over a spine and each tile's open segment's partial, buffers of the queue
  * that only grow), and tuple values' scans.
  *
+ * With transform= it is a transform's call (TransformScan in plan/transformed.py, the pass
+ * under compaction, runs and partitions): call(reads, writes, n, queue) of the arrays its
+ * callers made and checked, each passed with its length, on the queue of the launch before.
+ *
  * It knows no kernel: the record says what each 8-byte slot of the argument block holds
  * (one code a slot: an array's pointer, the element count, the scratch buffer, the
  * launch's code, the scratch's epoch, or a constant the launcher packed once), how big the
@@ -54,19 +58,20 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (compiled.py checks it: LAYOUT) */
-#define LAYOUT 6
+#define LAYOUT 7
 
 /* What a slot of the argument block holds: launch.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which compiled.py compares with it) */
 enum { ARG_SRC, ARG_DST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, ARG_CONST, ARG_SEG, ARG_FIRST, ARG_SEGN,
-       ARG_CARRY, ARG_WORD, ARG_FLAG, ARG_TILES, ARG_SPINE, ARG_OPEN, ARG_COUNT };
+       ARG_CARRY, ARG_WORD, ARG_FLAG, ARG_TILES, ARG_SPINE, ARG_OPEN, ARG_LEN, ARG_COUNT };
 static const char *const slot_names[ARG_COUNT] = {"src",  "dst",  "n",     "scratch", "code", "epoch",
                                                   "const", "seg", "first", "segn",    "carry", "word",
-                                                  "flag", "tiles", "spine", "open"};
+                                                  "flag", "tiles", "spine", "open",  "len"};
 
 /* the 8-byte words of a carry in a launch's arguments (launch.py's CARRY_WORDS) */
 #define CARRY_WORDS 4
-/* the most fields a tuple value has here (a carry's 32 bytes of 4-byte fields) */
+/* the most fields a tuple value has here (a carry's 32 bytes of 4-byte fields), and the
+ * most arrays a transform reads or writes */
 #define MAX_FIELDS 8
 
 /* cuLaunchKernel, as libcuda exports it (the address comes from Python: ctypes) */
@@ -141,7 +146,7 @@ typedef struct {
     int ncarry;
     /* the slots a call fills in (the record's codes but the constants, which the launcher
      * packed once): where each is and what it holds, each code at most once */
-    Fill fill[ARG_COUNT + 2 * MAX_FIELDS];
+    Fill fill[ARG_COUNT + 4 * MAX_FIELDS]; /* a transform's arrays: each a pointer and a length */
     int nfill;
     void *function, **params, *hstream;
     uint64_t *slots; /* the argument block, its constants packed by the launcher */
@@ -174,7 +179,7 @@ typedef struct {
     Stage stage[MAX_STAGES];
 } Launch;
 
-enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS, MODE_FIELDS, MODE_STAGES };
+enum { MODE_PLAIN, MODE_FLAGS, MODE_ROWS, MODE_OFFSETS, MODE_FIELDS, MODE_STAGES, MODE_TRANSFORM };
 
 typedef struct {
     PyObject_HEAD
@@ -186,9 +191,11 @@ typedef struct {
     PyObject *stream_of; /* cupy.cuda.get_current_stream */
     PyObject *slow;      /* the Python common call */
     int form;            /* a form call: (x, out, flags, offsets, row_len, carry) */
+    int transform;       /* a transform's call (MODE_TRANSFORM): (reads, writes, n, queue) */
     PyObject *flag_types, *offset_types; /* tuples: the dtypes of flags, of offsets, by identity */
     /* tuple values (MODE_FIELDS): each field's dtype (None: an index field, not in memory),
-     * the fields written and their elements' bytes */
+     * the fields written and their elements' bytes; a transform's (MODE_TRANSFORM): the
+     * dtypes of the arrays it reads (fields) and writes (outputs) */
     PyObject *fields;
     Py_ssize_t nfields, nout, out_size[MAX_FIELDS];
     PyObject *outputs; /* the written fields' dtypes, in order */
@@ -534,28 +541,33 @@ typedef struct {
     uint64_t words[CARRY_WORDS];
     int opencl;
     uint64_t at_off[MAX_FIELDS], to_off[MAX_FIELDS];
+    uint64_t at_len[MAX_FIELDS], to_len[MAX_FIELDS]; /* a transform's arrays' elements */
     int watch; /* copy the alarm's flag back after the launches (Launch.watch_read) */
 } Args;
 
 /* a block's slots as ``fill`` says: each code's value, a tuple value's arrays in turn (on
  * OpenCL an array's offset in the slot after its buffer's, which remember() checked is
- * one no other fills) */
+ * one no other fills), a transform's array's length after it */
 static void fill_slots(uint64_t *a, const Fill *fill, int nfill, const uint64_t value[ARG_COUNT], const Args *c)
 {
     int src = 0, dst = 0;
+    uint64_t len = 0; /* the last array's elements */
     for (int k = 0; k < nfill; k++) {
         uint64_t *slot = a + fill[k].at;
         switch (fill[k].code) {
         case ARG_SRC:
             if (c->opencl)
                 slot[1] = c->at_off[src];
+            len = c->at_len[src];
             *slot = c->at[src++];
             break;
         case ARG_DST:
             if (c->opencl)
                 slot[1] = c->to_off[dst];
+            len = c->to_len[dst];
             *slot = c->to[dst++];
             break;
+        case ARG_LEN: *slot = len; break;
         default: *slot = value[fill[k].code]; break; /* remember() let no other in */
         }
     }
@@ -924,6 +936,80 @@ static PyObject *launch_fields(CommonCall *self, const Launch *l, PyObject *x, P
     return result;
 }
 
+/* a transform's array (MODE_TRANSFORM): one of ``dtype``, C-contiguous, of at least one
+ * element, as TransformScan's callers hand it; 1 with where it is (array_at's) and its
+ * elements, 0 not so, -1 an error */
+static int transform_array(CommonCall *self, PyObject *a, PyObject *dtype, uintptr_t *at, uint64_t *off,
+                           uint64_t *len)
+{
+    if (Py_TYPE(a) != (PyTypeObject *)self->ndarray)
+        return 0;
+    PyObject *dt = PyObject_GetAttr(a, s_dtype);
+    if (dt == NULL)
+        return -1;
+    Py_DECREF(dt); /* identity only */
+    if (dt != dtype)
+        return 0;
+    int flag = contiguous(self, a);
+    if (flag <= 0)
+        return flag;
+    Py_ssize_t size = ssize_attr(a, s_size);
+    if (size <= 0)
+        return (size == -1 && PyErr_Occurred()) ? -1 : 0;
+    if ((*at = array_at(self, a, off)) == 0)
+        return PyErr_Occurred() ? -1 : 0;
+    if (*off) { /* OpenCL's offset, in elements (its bytes over its count) */
+        Py_ssize_t nb = ssize_attr(a, s_nbytes);
+        if (nb <= 0)
+            return (nb == -1 && PyErr_Occurred()) ? -1 : 0;
+        *off /= (uint64_t)(nb / size);
+    }
+    *len = (uint64_t)size;
+    return 1;
+}
+
+/* A transform's call (MODE_TRANSFORM): TransformScan(reads, writes, n, queue) in
+ * plan/transformed.py, of arrays as its callers hand them (a list or tuple of each, in the
+ * transform's order), n elements, on the queue of the launch remembered (by identity:
+ * CUDA's CudaQueue, OpenCL's command queue). Py_None launched; NULL with an exception set,
+ * an error; without, the call is Python's (nothing done). */
+static PyObject *launch_transform(CommonCall *self, const Launch *l, PyObject *const *args)
+{
+    PyObject *reads = args[0], *writes = args[1];
+    if (args[3] != l->stream || !PyLong_CheckExact(args[2]))
+        return NULL;
+    if (!(PyList_CheckExact(reads) || PyTuple_CheckExact(reads)) || PySequence_Fast_GET_SIZE(reads) != self->nfields)
+        return NULL;
+    if (!(PyList_CheckExact(writes) || PyTuple_CheckExact(writes)) || PySequence_Fast_GET_SIZE(writes) != self->nout)
+        return NULL;
+    Args c = {0};
+    c.n = PyLong_AsSsize_t(args[2]);
+    if (c.n == -1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* past a Py_ssize_t: Python's */
+        return NULL;
+    }
+    if (!(l->lo < c.n && c.n <= l->hi))
+        return NULL;
+    for (Py_ssize_t k = 0; k < self->nfields; k++) {
+        int got = transform_array(self, PySequence_Fast_GET_ITEM(reads, k), PyTuple_GET_ITEM(self->fields, k),
+                                  c.at + k, c.at_off + k, c.at_len + k);
+        if (got <= 0)
+            return NULL;
+    }
+    for (Py_ssize_t k = 0; k < self->nout; k++) {
+        int got = transform_array(self, PySequence_Fast_GET_ITEM(writes, k), PyTuple_GET_ITEM(self->outputs, k),
+                                  c.to + k, c.to_off + k, c.to_len + k);
+        if (got <= 0)
+            return NULL;
+    }
+    c.tiles = (c.n + l->tile - 1) / l->tile;
+    if ((size_t)c.tiles > UINT_MAX)
+        return NULL;
+    c.opencl = self->api == API_OPENCL;
+    int launched = fire_locked(self, l, &c);
+    return launched > 0 ? Py_NewRef(Py_None) : NULL;
+}
+
 /* The launch ``l``, if this call is of its kind: its result (a new reference), or NULL:
  * with an exception set, an error; without, not this one's call (nothing done). A form
  * call passes its segments' array (``seg``: flags or offsets as the mode takes, else
@@ -1113,18 +1199,37 @@ static PyObject *fast_form(CommonCall *self, PyObject *const *args, PyObject *ca
     return result;
 }
 
+/* a transform's call with the last launch (a copy of it, as fast() takes) */
+static PyObject *fast_transform(CommonCall *self, PyObject *const *args)
+{
+    if (self->last.record == NULL)
+        return NULL;
+    Launch l = self->last;
+    Py_INCREF(l.record);
+    PyObject *result = launch_transform(self, &l, args);
+    Py_DECREF(l.record);
+    return result;
+}
+
 static PyObject *call(CommonCall *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Py_ssize_t want = self->form ? 6 : 3;
+    Py_ssize_t want = self->transform ? 4 : self->form ? 6 : 3;
     if (nargs != want || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, self->form ? "a form call takes (x, out, flags, offsets, row_len, carry)"
-                                                    : "a common call takes (x, out, carry)");
+        PyErr_SetString(PyExc_TypeError, self->transform ? "a transform's call takes (reads, writes, n, queue)"
+                                         : self->form    ? "a form call takes (x, out, flags, offsets, row_len, carry)"
+                                                         : "a common call takes (x, out, carry)");
         return NULL;
     }
     if (self->slow == NULL) { /* cleared by the collector, and called by a finalizer */
         PyErr_SetString(PyExc_ReferenceError, "a common call that was cleared");
         return NULL;
+    }
+    if (self->transform) {
+        PyObject *result = fast_transform(self, args);
+        if (result != NULL || PyErr_Occurred())
+            return result;
+        return PyObject_Vectorcall(self->slow, args, (size_t)want, NULL);
     }
     PyObject *carry = args[want - 1];
     if (carry == Py_None || PyBytes_CheckExact(carry)) { /* a carry on the device is Python's */
@@ -1189,14 +1294,15 @@ static PyObject *remember(CommonCall *self, PyObject *record)
         }
         int offsets = mode == MODE_OFFSETS || mode == MODE_STAGES;
         int staged = mode == MODE_STAGES;
-        if (mode < MODE_FLAGS || mode > MODE_STAGES || (mode == MODE_FIELDS && !self->nfields) || rows_tile < 0 || search_tiles < 0 ||
+        if (mode < MODE_FLAGS || mode > MODE_TRANSFORM || (mode == MODE_FIELDS && !self->nfields) ||
+            (mode == MODE_TRANSFORM) != self->transform || rows_tile < 0 || search_tiles < 0 ||
             (whole && rows_tile != tile) ||
             (offsets && (!pre_function || !pre_params || !pre_slots || !pre_threads || !flag)) ||
             staged != (stages != NULL) ||
             (staged && (search_tiles || open_per_tile <= 0 || PyTuple_GET_SIZE(stages) > MAX_STAGES))) {
             PyErr_SetString(PyExc_ValueError, "remember: a form of the segments' modes, whole rows of the "
                                               "launch's tile, a pre-pass and alarm by offsets, stages of a "
-                                              "reduction in stages alone");
+                                              "reduction in stages alone, a transform's call its own");
             return NULL;
         }
     }
@@ -1225,7 +1331,8 @@ static PyObject *remember(CommonCall *self, PyObject *record)
          * queue's alarm of a launch by offsets (the same buffers on every call) */
         int alarm = (mode == MODE_OFFSETS || mode == MODE_STAGES) && (c[i] == ARG_WORD || c[i] == ARG_FLAG);
         int kept = c[i] == ARG_CONST || c[i] == ARG_CARRY || alarm;
-        int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN && mode != MODE_FIELDS;
+        int segs = c[i] > ARG_CONST && c[i] < ARG_CARRY && mode != MODE_PLAIN && mode != MODE_FIELDS &&
+                   mode != MODE_TRANSFORM;
         /* a stage's own: its tiles' count, the spine, the open segments' partials (not its
          * epoch, scratch or code: a spine has none) */
         int staged = mode == MODE_STAGES;
@@ -1234,9 +1341,16 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             return NULL;
         }
         segs = segs || (staged && c[i] >= ARG_TILES && c[i] < ARG_COUNT);
-        /* a tuple value's arrays: one slot a field in memory, one a field written */
-        int arrays = mode == MODE_FIELDS && (c[i] == ARG_SRC || c[i] == ARG_DST);
-        if (c[i] >= ARG_COUNT || (c[i] > ARG_CONST && !segs && !kept) || (!kept && !arrays && seen[c[i]]++)) {
+        /* a tuple value's arrays: one slot a field in memory, one a field written; a
+         * transform's, each with its length two slots on (after its offset's) */
+        int arrays = (mode == MODE_FIELDS || mode == MODE_TRANSFORM) && (c[i] == ARG_SRC || c[i] == ARG_DST);
+        int lens = mode == MODE_TRANSFORM && c[i] == ARG_LEN;
+        if (lens && (i < 2 || (c[i - 2] != ARG_SRC && c[i - 2] != ARG_DST))) {
+            PyErr_SetString(PyExc_ValueError, "remember: a transform's array's length two slots after it");
+            return NULL;
+        }
+        if (c[i] >= ARG_COUNT || (c[i] > ARG_CONST && !segs && !kept && !lens) ||
+            (!kept && !arrays && !lens && seen[c[i]]++)) {
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice");
             return NULL;
         }
@@ -1254,13 +1368,13 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             return NULL;
         }
         if (!kept) {
-            if (l.nfill >= ARG_COUNT + 2 * MAX_FIELDS) {
+            if (l.nfill >= ARG_COUNT + 4 * MAX_FIELDS) {
                 PyErr_SetString(PyExc_ValueError, "remember: more slots filled than a launch takes");
                 return NULL;
             }
             l.fill[l.nfill].at = i;
             l.fill[l.nfill++].code = c[i];
-            seen[c[i]] += arrays;
+            seen[c[i]] += arrays || lens;
         }
     }
     if (mode == MODE_FIELDS) { /* the arrays' slots are the fields' */
@@ -1271,6 +1385,11 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             PyErr_SetString(PyExc_ValueError, "remember: a slot code not known, or given twice (the fields' arrays)");
             return NULL;
         }
+    }
+    if (mode == MODE_TRANSFORM && (seen[ARG_SRC] != self->nfields || seen[ARG_DST] != self->nout ||
+                                   seen[ARG_LEN] != self->nfields + self->nout)) {
+        PyErr_SetString(PyExc_ValueError, "remember: a slot and a length for each array the transform reads and writes");
+        return NULL;
     }
     for (Py_ssize_t k = 0; stages != NULL && k < PyTuple_GET_SIZE(stages); k++) {
         Stage *st = l.stage + k;
@@ -1354,20 +1473,42 @@ static PyObject *remember(CommonCall *self, PyObject *record)
 static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *ndarray, *dtype, *loads, *stream_of, *slow, *flag_types = NULL, *offset_types = NULL;
-    PyObject *fields = NULL, *outputs = NULL, *empty = NULL, *buffer_types = NULL, *graph = NULL;
+    PyObject *fields = NULL, *outputs = NULL, *empty = NULL, *buffer_types = NULL, *graph = NULL, *transform = NULL;
     Py_ssize_t osize, align;
     int one, form = 0, api = API_CUDA;
     unsigned long long launch, set_arg = 0;
     static char *names[] = {"ndarray", "dtype",   "loads",        "stream_of", "slow",   "osize",
                             "align",   "one",     "launch",       "form",      "flag_types",
                             "offset_types",       "fields",       "outputs",   "api",    "set_arg",
-                            "empty",   "buffer_types", "graph", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!O!:CommonCall", names, &ndarray, &dtype,
-                                     &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
+                            "empty",   "buffer_types", "graph", "transform", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!O!O!:CommonCall", names, &ndarray,
+                                     &dtype, &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
                                      &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types,
                                      &PyTuple_Type, &fields, &PyTuple_Type, &outputs, &api, &set_arg, &empty,
-                                     &PyTuple_Type, &buffer_types, &PyTuple_Type, &graph))
+                                     &PyTuple_Type, &buffer_types, &PyTuple_Type, &graph, &PyTuple_Type, &transform))
         return NULL;
+    /* a transform's call: the dtypes of the arrays it reads and of those it writes, kept
+     * where a tuple value keeps its fields' and the written ones' */
+    if (transform != NULL) {
+        if (fields != NULL || outputs != NULL || !form || one || PyTuple_GET_SIZE(transform) != 2 ||
+            !PyTuple_Check(PyTuple_GET_ITEM(transform, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(transform, 1))) {
+            PyErr_SetString(PyExc_ValueError, "CommonCall: a transform's call is a form call of (reads, writes): "
+                                              "the dtypes of the arrays it reads and writes");
+            return NULL;
+        }
+        fields = PyTuple_GET_ITEM(transform, 0);
+        outputs = PyTuple_GET_ITEM(transform, 1);
+        Py_ssize_t nr = PyTuple_GET_SIZE(fields), nw = PyTuple_GET_SIZE(outputs);
+        if (!nr || !nw || nr > MAX_FIELDS || nw > MAX_FIELDS) {
+            PyErr_SetString(PyExc_ValueError, "CommonCall: a transform reads and writes 1 to 8 arrays each");
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < nr; k++)
+            if (PyTuple_GET_ITEM(fields, k) == Py_None) {
+                PyErr_SetString(PyExc_ValueError, "CommonCall: a transform's arrays are each of a dtype");
+                return NULL;
+            }
+    }
     /* CUDA's graph entry points, in GraphApi's order (launch_graph) */
     void *graph_fns[7] = {0};
     if (graph != NULL) {
@@ -1396,7 +1537,8 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
      * dtypes (an index field's too: its positions' integer type) */
     Py_ssize_t nfields = fields ? PyTuple_GET_SIZE(fields) : 0, nout = outputs ? PyTuple_GET_SIZE(outputs) : 0;
     Py_ssize_t out_size[MAX_FIELDS] = {0};
-    if ((fields == NULL) != (outputs == NULL) || nfields > MAX_FIELDS || (fields && (!nout || nout > nfields))) {
+    if ((fields == NULL) != (outputs == NULL) || nfields > MAX_FIELDS || nout > MAX_FIELDS ||
+        (fields && !transform && (!nout || nout > nfields))) {
         PyErr_SetString(PyExc_ValueError, "CommonCall: a tuple value's fields (at most 8) and the ones written");
         return NULL;
     }
@@ -1431,6 +1573,7 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->stream_of = Py_NewRef(stream_of);
     self->slow = Py_NewRef(slow);
     self->form = form;
+    self->transform = transform != NULL;
     self->fields = fields ? Py_NewRef(fields) : PyTuple_New(0);
     self->nfields = nfields;
     self->nout = nout;
@@ -1483,7 +1626,7 @@ static PyTypeObject CommonCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "jitscan.backends._common_call.CommonCall",
     .tp_doc = "A prepared scan's common call on CUDA or OpenCL, compiled: call(x, out, carry), or with form=True "
-              "call(x, out, flags, offsets, row_len, carry).",
+              "call(x, out, flags, offsets, row_len, carry), or with transform= call(reads, writes, n, queue).",
     .tp_basicsize = sizeof(CommonCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(CommonCall, vectorcall),

@@ -492,6 +492,7 @@ class Backend(ABC):
         loads: Mapping[np.dtype, str],
         fields: tuple | None = None,
         outputs: tuple[np.dtype, ...] = (),
+        transform: tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]] | None = None,
     ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
         """The other forms' common call (``plan/forms.py``) as one function, where the
         backend has one: ``(call, remember)``. ``call(x, out, flags, offsets, row_len,
@@ -503,7 +504,9 @@ class Backend(ABC):
         program's tile, 0 where there is none) and the launch function it called. A tuple
         value's call names its ``fields`` (each field's dtype, None for an index field) and
         the written fields' dtypes (``outputs``, an index field's too); its mode is
-        "fields". Here (no compiled call): ``(slow, None)``."""
+        "fields". A transform's call (``plan/transformed.py``) names the dtypes of the
+        arrays it reads and writes (``transform``): ``call(reads, writes, n, queue)``, mode
+        "transform", no load. Here (no compiled call): ``(slow, None)``."""
         return slow, None
 
     @abstractmethod

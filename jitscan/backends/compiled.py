@@ -18,10 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from .launch import ARG_CONST, ARG_DST, ARG_SEGN, ARG_SLOTS, ARG_SRC, GROUPS_TILES, LaunchPlan, Scratch
+from .launch import (
+    ARG_CONST,
+    ARG_DST,
+    ARG_LEN,
+    ARG_SEGN,
+    ARG_SLOTS,
+    ARG_SRC,
+    GROUPS_TILES,
+    LaunchPlan,
+    Scratch,
+)
 
 #: the record ``remember()`` takes, as this tree makes it (the extension's LAYOUT)
-LAYOUT = 6
+LAYOUT = 7
 #: the APIs ``CommonCall(api=)`` launches through
 API_CUDA, API_OPENCL = 0, 1
 
@@ -62,16 +72,18 @@ def kernel_table(sizes: Sequence[int], memory: Sequence[bool]) -> np.ndarray:
     return table
 
 
-def arg_codes(plan: LaunchPlan, nsrc: int = 1, ndst: int = 1) -> bytes:
+def arg_codes(plan: LaunchPlan, nsrc: int = 1, ndst: int = 1, sized: bool = False) -> bytes:
     """What each 8-byte slot of the plan's argument block holds, as ``_common_call.c`` reads
     it: ``plan.slots`` with each array as the two arguments a backend passes it as (its
     ``buffer()``): the device pointer (CUDA) or buffer (OpenCL), then its offset, a
     constant 0 on CUDA that the compiled call fills in on OpenCL; a tuple value's ``nsrc``
-    arrays in and ``ndst`` out, each so, in field order."""
+    arrays in and ``ndst`` out, each so, in field order; with ``sized`` (a transform's
+    arrays, ``variants.base.operands``) each followed by its length."""
     codes: list[int] = []
+    each = (ARG_CONST, ARG_LEN) if sized else (ARG_CONST,)
     for slot in plan.slots:
         if slot in (ARG_SRC, ARG_DST):
-            codes += (slot, ARG_CONST) * (nsrc if slot == ARG_SRC else ndst)
+            codes += (slot, *each) * (nsrc if slot == ARG_SRC else ndst)
         else:
             codes.append(slot)
     return bytes(codes)
@@ -120,7 +132,7 @@ def record_of(
 
 #: the segments' modes as _common_call.c numbers them (MODE_*; "stages": a reduction by
 #: offsets of several launches, which form_record finds by its launch function)
-MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4, "stages": 5}
+MODES = {"flags": 1, "rows": 2, "offsets": 3, "fields": 4, "stages": 5, "transform": 6}
 #: the dtypes of flags and offsets the kernels read as they are (plan/forms.py's rules)
 FLAG_TYPES = (np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8))
 OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
@@ -160,8 +172,8 @@ def form_record(
     if native is None:
         return None
     codes = native[0]
-    if mode == "fields":  # a tuple value's arrays, each its two slots
-        codes = arg_codes(plan, *arrays)
+    if mode in ("fields", "transform"):  # a tuple value's arrays, each its two slots; a transform's three
+        codes = arg_codes(plan, *arrays, sized=mode == "transform")
     if codes is None:  # a launcher of another count of arrays
         return None
     if whole:  # row_tiles, the plain program's last constant

@@ -600,6 +600,7 @@ class CupyBackend(Backend):
         loads: Mapping[np.dtype, str],
         fields: tuple | None = None,
         outputs: tuple[np.dtype, ...] = (),
+        transform: tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]] | None = None,
     ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
         # compiled as the plain common call is (one GPU, CUDA, a dict of loads)
         one_gpu = self._devices == 1
@@ -608,7 +609,10 @@ class CupyBackend(Backend):
             return slow, None
         arrays = (1, 1)
         values: dict[str, Any] = {}
-        if fields is not None:  # a tuple value: its fields' arrays, the ones written
+        if transform is not None:  # a transform's call: the arrays it reads, those it writes
+            arrays = (len(transform[0]), len(transform[1]))
+            values = {"transform": (tuple(transform[0]), tuple(transform[1]))}
+        elif fields is not None:  # a tuple value: its fields' arrays, the ones written
             arrays = (sum(f is not None for f in fields), len(outputs))
             values = {"fields": tuple(fields), "outputs": tuple(outputs)}
         elif one and _graph_addresses() is not None:  # a reduction, which may run in stages
@@ -632,7 +636,9 @@ class CupyBackend(Backend):
         def remember(
             queue: CudaQueue, lo: int, hi: int, load: str, mode: str, whole: bool, tile: int, go: Any
         ) -> None:
-            record = form_record(queue.stream, lo, hi, load, mode, whole, tile, go, arrays, queue.ptr)
+            # a transform's call is on the queue it is given, the others' on the current stream
+            stream = queue if mode == "transform" else queue.stream
+            record = form_record(stream, lo, hi, load, mode, whole, tile, go, arrays, queue.ptr)
             compiled.remember(record)
 
         return compiled, remember

@@ -24,12 +24,14 @@ import numpy as np
 #: queue's alarm (its word and flag buffers: :class:`Alarm`), which kernels that check
 #: what they read raise; and a launch in stages' own (a reduction by offsets of
 #: several launches, rts's): the launch's tile count, a buffer of a value a tile (the
-#: spine) and one of a partial a tile (each tile's open segment's).
+#: spine) and one of a partial a tile (each tile's open segment's); and an array's length
+#: (a transform passes each array with its elements: only the compiled call's codes
+#: name it, ``compiled.arg_codes``).
 #: ``_common_call.c`` reads the same codes, and says so (its ``SLOTS``, which cupy.py
 #: compares with these names).
 ARG_SLOTS = (
     "src", "dst", "n", "scratch", "code", "epoch", "const", "seg", "first", "segn", "carry", "word", "flag",
-    "tiles", "spine", "open",
+    "tiles", "spine", "open", "len",
 )  # fmt: skip
 (
     ARG_SRC,
@@ -48,6 +50,7 @@ ARG_SLOTS = (
     ARG_TILES,
     ARG_SPINE,
     ARG_OPEN,
+    ARG_LEN,
 ) = range(len(ARG_SLOTS))
 #: the workgroups of a launch in stages, by rule: one a tile, one, one a thread's worth of
 #: tiles (``_common_call.c`` numbers them so: GROUPS_*)

@@ -564,8 +564,9 @@ class OpenCLBackend(Backend):
         loads: Mapping[np.dtype, str],
         fields: tuple | None = None,
         outputs: tuple[np.dtype, ...] = (),
+        transform: tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]] | None = None,
     ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
-        return opencl_calls.form_call(self, slow, dtype, one, loads, fields, outputs)
+        return opencl_calls.form_call(self, slow, dtype, one, loads, fields, outputs, transform)
 
     def buffer(self, arr: Any) -> tuple[Any, int]:
         if type(arr) is cl.Buffer:  # a bare buffer of host_operands

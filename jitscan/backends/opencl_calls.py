@@ -94,11 +94,15 @@ def form_call(
     loads: Mapping[np.dtype, str],
     fields: tuple | None = None,
     outputs: tuple[np.dtype, ...] = (),
+    transform: tuple | None = None,
 ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
     """Backend.form_call, compiled where it can be (see the module text)."""
     arrays = (1, 1)
     values: dict[str, Any] = {}
-    if fields is not None:  # a tuple value: its fields' arrays, the ones written
+    if transform is not None:  # a transform's call: the arrays it reads, those it writes
+        arrays = (len(transform[0]), len(transform[1]))
+        values = {"transform": (tuple(transform[0]), tuple(transform[1]))}
+    elif fields is not None:  # a tuple value: its fields' arrays, the ones written
         arrays = (sum(f is not None for f in fields), len(outputs))
         values = {"fields": tuple(fields), "outputs": tuple(outputs)}
     fast = _compiled(

@@ -5,13 +5,22 @@ the chained variant's spec of each size class (``tuning.spec_for``, the device's
 with the transform in it, compiled on first use per queue, and one launch over the
 transform's arrays, in the order its ``reads`` and ``writes`` name them. It moves nothing:
 the callers (``api/selection.py``, ``api/runs.py``, ``api/kernel.py``) hand it device arrays.
+
+Its call is compiled where the backend compiles the other forms' (``Backend.form_call``
+with ``transform=``, ``_common_call.c``'s MODE_TRANSFORM): a call like the last one the
+Python call launched (arrays of the transform's dtypes, contiguous, on the same queue and in
+the same size class) launches without the interpreter; every other goes to Python, which
+then tells the compiled call what it launched.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from .. import variants
 from ..backends.base import Backend
@@ -99,6 +108,14 @@ class TransformScan:
         self.threads, self.vectors, self.min_blocks = threads, vectors, min_blocks
         self._bounds: dict[tuple[Any, int], tuple[Any, Any, Any]] = {}
         self._lock = threading.Lock()
+        reads = tuple(np.dtype(d) for _, d in transform.reads)
+        writes = tuple(np.dtype(d) for _, d in transform.writes)
+        #: ``call(reads, writes, n, queue)``: compiled where the backend compiles one, which
+        #: ``_remember`` tells what the Python call (``_python``) launched
+        self.call: Any
+        self.call, self._remember = backend.form_call(
+            self._python, writes[0], False, {}, transform=(reads, writes)
+        )
 
     def _bound(self, queue: Any, n: int) -> tuple[Any, Any, Any]:
         """(bound program, launch arguments, the variant's form launcher) of ``n`` elements
@@ -147,7 +164,13 @@ class TransformScan:
 
     def __call__(self, reads: list[Any], writes: list[Any], n: int, queue: Any) -> None:
         """Scan ``n`` elements over device arrays ``reads`` and ``writes`` (the transform's,
-        in its order; contiguous, of their dtypes), on ``queue``. Nothing waits."""
+        in its order; contiguous, of their dtypes), on ``queue``. Nothing waits. (A caller
+        in a loop calls :attr:`call` itself, one Python frame less.)"""
+        self.call(reads, writes, n, queue)
+
+    def _python(self, reads: list[Any], writes: list[Any], n: int, queue: Any) -> None:
+        """The call in Python: every call the compiled one leaves (the first of a queue and
+        size class, a scratch buffer to grow), and all of them where there is none."""
         t = self.transform
         if len(reads) != len(t.reads) or len(writes) != len(t.writes):
             raise ValueError(
@@ -156,7 +179,14 @@ class TransformScan:
             )
         if n <= 0:
             return
-        self._bound(queue, n)[2](Fields(tuple(reads), True), Fields(tuple(writes), True), n)
+        go = self._bound(queue, n)[2]
+        go(Fields(tuple(reads), True), Fields(tuple(writes), True), n)
+        if self._remember is not None:  # the size class as the compiled call bounds it: lo < n <= hi
+            size, bounds = self.dtype.itemsize, tuning.SIZE_BOUNDS
+            cls = tuning.size_class(n * size)
+            lo = bounds[cls - 1] // size if cls else 0
+            hi = bounds[cls] // size if cls < len(bounds) else sys.maxsize
+            self._remember(queue, lo, hi, "", "transform", False, 0, go)
 
 
 __all__ = ["DEFAULT_VARIANT", "TransformScan"]
