@@ -29,8 +29,9 @@
 #   experiments/gpu_forms.sh probe       build, the scan, segmented and compiled-call tests on both
 #                                    backends, graph_launch.cu (GRAPH=1: four launches against one CUDA
 #                                    graph), tuple_park.py for each K of ${PARK}, stages_host.py with and
-#                                    without graphs in turns, and the isolated calls against the
-#                                    tree in .dev/base (ab_device.py, ISOLATED=1)
+#                                    without graphs in turns, the no-stall calls' host time and the
+#                                    isolated calls against the tree in .dev/base (transform_host.py
+#                                    --ab, ab_device.py ISOLATED=1; its extension built there)
 #   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
 #                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time), the
 #                                    OpenCL forms' at 2^10, and the kernels each CUDA form launches
@@ -149,11 +150,15 @@ case "$what" in
           # graph_launch.cu, PARK="K ..." the pair scan with K vectors parked
     for r in $(seq ${ROUNDS:-2}); do JITSCAN_GRAPHS=1 timeout 60 python3 experiments/stages_host.py 25 28; \
       timeout 60 python3 experiments/stages_host.py 25 28; done 2>&1 | tee "$OUT/stages.md"
-    cp jitscan/backends/_common_call*.so .dev/base/jitscan_base/backends/
+    # the base tree's own extension (its record's layout is its own)
+    (cd .dev/base && python3 -c "from setuptools import setup, Extension; setup(ext_modules=[Extension(
+      'jitscan_base.backends._common_call', ['jitscan_base/backends/_common_call.c'])],
+      script_args=['build_ext', '--inplace', '-q'])") > "$OUT/base_build.txt" 2>&1 || tail -3 "$OUT/base_build.txt"
+    PYTHONPATH=$PWD/.dev/base:$PYTHONPATH timeout 150 python3 experiments/transform_host.py --ab 10 2>&1 | tee "$OUT/nostall.md"
     ISOLATED=1 PYTHONPATH=$PWD/.dev/base:$PYTHONPATH BASE=.dev/base timeout 120 python3 experiments/ab_device.py \
       ${AB:-10,13} 2>&1 | tee "$OUT/ab.md"
     JITSCAN_GRAPHS=1 timeout ${TESTS_S:-170} python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_segmented.py tests/test_scan.py \
-      tests/test_initial.py tests/test_opencl_compiled.py tests/test_api.py -k "not unfair" --timeout 150 \
+      tests/test_initial.py tests/test_opencl_compiled.py tests/test_api.py tests/test_selection.py -k "not unfair" --timeout 150 \
       > "$OUT/tests.txt" 2>&1
     tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
     if [ -n "${GRAPH:-}" ]; then nvcc -O2 -o /tmp/graph_launch experiments/graph_launch.cu -lcuda > "$OUT/graph.txt" 2>&1

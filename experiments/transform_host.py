@@ -1,18 +1,23 @@
 """The host's part of the no-stall calls on a GPU: µs a call, and where they go.
 
-Usage: python experiments/transform_host.py [--opencl] [LOG2N]   (default 10)
+Usage: python experiments/transform_host.py [--opencl] [--ab] [LOG2N]   (default 10)
 
 CuPy arrays (with --opencl PyOpenCL's, on the default device), int32, half kept: the host
 time of 2000 calls back to back (the device waited for once at the end) of
 ``jitscan.extract(mask, x, size=n)``, unique runs, reduce_by_key, scan_by_key and
 stable_partition (each the form that never waits), ``jitscan.cumsum(x, out=y)`` and CuPy's
 ``x[mask]`` beside them; then cProfile's top functions of each jitscan call by own time.
+With ``--ab`` (and ``BASE=DIR`` on PYTHONPATH holding an older tree as ``jitscan_base``, its
+extension built there): both trees' calls in one process, in alternating rounds, medians,
+and no profile.
 """
 
 from __future__ import annotations
 
 import cProfile
+import importlib
 import pstats
+import statistics
 import sys
 import time
 
@@ -49,9 +54,7 @@ def per_call(fn, calls: int = 2000) -> float:
     return us
 
 
-def main() -> None:
-    sizes = [a for a in sys.argv[1:] if a.isdigit()]
-    n = 1 << (int(sizes[0]) if sizes else 10)
+def the_calls(jitscan, n: int) -> dict:
     rng = np.random.default_rng(0)
     x = put(rng.integers(0, 100, n, dtype=np.int32))
     mask = put(rng.random(n) < 0.5)
@@ -71,6 +74,25 @@ def main() -> None:
     }
     if not OPENCL:
         calls["cupy x[mask]"] = lambda: x[mask]
+    return calls
+
+
+def main() -> None:
+    sizes = [a for a in sys.argv[1:] if a.isdigit()]
+    n = 1 << (int(sizes[0]) if sizes else 10)
+    calls = the_calls(jitscan, n)
+    if "--ab" in sys.argv:
+        base = the_calls(importlib.import_module("jitscan_base"), n)
+        times: dict[str, tuple[list, list]] = {name: ([], []) for name in calls}
+        for _ in range(3):
+            for name in calls:
+                times[name][0].append(per_call(calls[name]))
+                times[name][1].append(per_call(base[name]))
+        print("| call | this tree µs | base µs | base / this |\n|---|---|---|---|")
+        for name, (now, was) in times.items():
+            a, b = statistics.median(now), statistics.median(was)
+            print(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f} |")
+        return
     print("| call | host µs a call |\n|---|---|")
     for name, fn in calls.items():
         print(f"| {name} | {per_call(fn):.1f} |")
