@@ -544,6 +544,43 @@ def test_tiles_that_never_post_change_no_result(backend, rng):
         np.testing.assert_array_equal(c, want[2])
 
 
+def test_one_pass_tiles_of_a_device_that_runs_one_tile_at_a_time_change_no_result(backend, rng, monkeypatch):
+    # A device of one compute unit runs its tiles in turn (ScanSpec.serial): a transform's
+    # tile whose predecessor has posted scans, and runs its rules, in one pass. Made so on
+    # the CPU device here (whose tiles then take one pass only where the one before is done)
+    if backends.get(backend).device_info(backends.get(backend).default_queue()).is_gpu:
+        pytest.skip("one-pass tiles are one-thread tiles: CPU devices'")
+    from dataclasses import replace
+
+    from jitscan.plan import transformed
+
+    made = transformed.tuning.spec_for
+    specs = []
+
+    def serial(*args, **kwargs):
+        specs.append(replace(made(*args, **kwargs), serial=True))
+        return specs[-1]
+
+    monkeypatch.setattr(transformed.tuning, "spec_for", serial)
+    jitscan.api.cache.clear()
+    n = 40 * tile_size(backend, "int32") + 11
+    x = np.repeat(rng.integers(0, 4, n), rng.integers(1, 5, n))[:n].astype(np.int32)
+    for every in (None, 3):
+        knobs = {"simulate_blocking": every} if every else {}
+        np.testing.assert_array_equal(jitscan.extract(x > 1, x, backend=backend, **knobs), np.extract(x > 1, x))
+        v, inverse, c = jitscan.unique_consecutive(
+            x, return_inverse=True, return_counts=True, backend=backend, **knobs
+        )
+        want = runs_reference(x)
+        for got, w in zip((v, inverse, c), want, strict=True):
+            np.testing.assert_array_equal(got, w)
+        y, count = jitscan.stable_partition(x, "x > 1", backend=backend, **knobs)
+        np.testing.assert_array_equal(y, np.r_[x[x > 1], x[x <= 1]])
+        assert int(count) == np.count_nonzero(x > 1)
+    assert specs and all(s.one_pass_tiles for s in specs)
+    jitscan.api.cache.clear()
+
+
 def test_scan_kernel_runs_a_users_own_transform_and_bounds_its_writes(backend):
     keep = jitscan.ScanKernel(
         reads=[("x", "int32")],

@@ -23,7 +23,7 @@ from .. import backends
 from ..backends.base import Backend
 from ..kernels.transform import ARRAY_CTYPES, Transform, Write
 from ..operators import Monoid
-from ..plan import arrays
+from ..plan import arrays, tuning
 from ..plan.transformed import TransformScan
 from .cache import shortcut
 
@@ -274,6 +274,10 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
                 f"jitscan.{fn}: {name} and {names[0]} must both be device arrays or both host arrays"
             )
     queue = b.queue_of(given[0]) if on_device else b.queue_for(None)
+    if not on_device and sum(np.asarray(x).nbytes for x in given) <= tuning.CPU_IN_THREAD_BYTES:
+        # small host calls on a CPU device run in the calling thread, as the scans' do
+        # (Backend.host_sibling), where its tiles run in turn and scan in one pass
+        queue = b.host_sibling(queue) or queue
     out = []
     for x in xs:
         if x is None:

@@ -324,8 +324,8 @@ class ScanSpec:
     @property
     def one_pass_tiles(self) -> bool:
         """Whether a tile whose predecessor has posted its inclusive prefix scans in one pass
-        (``serial`` devices): chained scans in lanes, plain or segmented, but deterministic
-        float ones.
+        (``serial`` devices): chained scans in lanes, plain or segmented, and transforms'
+        one-thread tiles (``js_own_serial_store``), but deterministic float ones.
 
         The tile posts the carry past its last vector as its inclusive prefix; a float
         total rounds differently there than the lane-wise reduction a fallback would work
@@ -334,7 +334,7 @@ class ScanSpec:
         bits with and without (simulated) stalls, and keeps both passes."""
         return (
             self.serial
-            and self.lanes
+            and (self.lanes or (self.transform is not None and self.threads == 1))
             and not self.shuffle
             and self.chained
             and not (self.deterministic and self.dtype_info.is_float)

@@ -310,6 +310,12 @@ JS_UNROLL
             if (posts && lid == 0)
                 js_post(state, epoch, tile, JS_INCLUSIVE, total);
         } else
+#elif JS_SERIAL && JS_DST_OWN
+        if (serial) { /* a transform's one-pass tile (tile.h) */
+            T total = js_own_serial_store(out, base, n, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE);
+            if (posts && lid == 0)
+                js_post(state, epoch, tile, JS_INCLUSIVE, total);
+        } else
 #endif
         js_store_output(out, base, n, own, own_left, prefix, has_prefix, kind == JS_KIND_EXCLUSIVE, own_heads);
 #endif

@@ -84,6 +84,30 @@ JS_UNROLL
 }
 #endif
 
+#if JS_DST_OWN && JS_T == 1 && JS_SERIAL
+/* A transform's one-pass tile (a serial device, its prefix known when it starts): each
+ * element's reads and item, its scan and its rules in one pass. The two-pass tile writes
+ * its scan to an array in memory and reads it back, reading every element twice. Returns
+ * the inclusive prefix past the tile, which it posts. */
+JS_DEVICE_FN js_val js_own_serial_store(js_dst out, js_size base, js_size n, js_val prefix, int has_prefix,
+                                        int exclusive)
+{
+    js_size end = base + JS_TILE < n ? base + JS_TILE : n;
+    js_val acc = has_prefix ? prefix : JS_VIDENTITY, v = acc;
+    js_own o;
+    for (js_size i = base; i < end; ++i) {
+        o = js_own_at(JS_DST_SRC(out), i);
+        js_val next = js_vop(acc, o.item);
+        v = exclusive ? acc : next;
+        js_dst_most(out, i, v, o);
+        acc = next;
+    }
+    if (end == n && end > base)
+        js_dst_last(out, n - 1, v, o);
+    return acc;
+}
+#endif
+
 JS_DEVICE_FN void js_store_values(js_dst out, js_size base, js_size n, js_val y[JS_P][JS_V])
 {
 #if JS_DST_OWN && JS_T > 1
