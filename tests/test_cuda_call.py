@@ -75,7 +75,7 @@ _PROTOTYPE = ctypes.CFUNCTYPE(
 class Rig:
     """A compiled call with a recording launch, a Python call behind it, and one launch remembered."""
 
-    def __init__(self, one: bool = False, status: int = 0) -> None:
+    def __init__(self, one: bool = False, status: int = 0, scalar=None) -> None:
         self.slots = np.zeros(12, np.uint64)
         self.params = (ctypes.c_void_p * 12)(*(self.slots.ctypes.data + 8 * k for k in range(12)))
         self.launches: list[dict] = []
@@ -110,6 +110,7 @@ class Rig:
             align=ALIGN,
             one=one,
             launch=address,
+            scalar=scalar,
         )
 
     def remember(
@@ -177,6 +178,23 @@ def test_a_reduction_takes_one_element_out_and_leaves_a_call_without_out_to_pyth
     assert rig.call(FakeArray(0x10000, 1000), FakeArray(0x90000, 1000), None) == "python"
     assert rig.call(FakeArray(0x10000, 1000), None, None) == "python"  # its result is 0-d
     assert len(rig.launches) == 1
+
+
+def test_a_reduction_without_out_makes_its_0d_result_through_the_backends_scalar():
+    views = []
+
+    def scalar(a):  # the backend's: a 0-d view of the one-element result
+        views.append(a)
+        return ("0-d", a)
+
+    rig = Rig(one=True, scalar=scalar)
+    rig.remember()
+    got = rig.call(FakeArray(0x10000, 1000), None, None)
+    (made,) = views
+    assert got == ("0-d", made) and (made.size, made.dtype) == (1, np.dtype(np.int32))
+    assert rig.launches[-1]["args"][:5] == [0x10000, 0, NEW, 0, 1000] and not rig.slow_calls
+    with pytest.raises(ValueError, match="plain reduction's"):
+        Rig(one=False, scalar=scalar)
 
 
 #: a block with a carry's four words after the arrays, n, scratch, code and epoch

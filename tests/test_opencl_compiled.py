@@ -75,6 +75,18 @@ def test_the_plain_scan_with_and_without_out(python_calls, rng):
     _warm(python_calls, lambda: jitscan.cumsum(dx), check)
 
 
+def test_a_reduction_gives_its_0d_result_as_pythons_call_does(python_calls, rng):
+    q = _queue()
+    x = rng.integers(-9, 9, 5000).astype(np.int32)
+    dx = cla.to_device(q, x)
+
+    def check(y):
+        assert type(y) is cla.Array and y.shape == ()
+        assert int(y.get()) == int(x.sum(dtype=np.int32))
+
+    _warm(python_calls, lambda: jitscan.reduce(dx, dtype=np.int32), check)
+
+
 def test_views_at_an_offset_are_read_and_written_there(python_calls, rng):
     # an aligned view starts 4 int32 elements into its buffer: the kernel's offset argument
     q = _queue()

@@ -190,6 +190,7 @@ typedef struct {
     PyObject *loads;     /* dict: input dtype -> its programs' in_dtype name */
     PyObject *stream_of; /* cupy.cuda.get_current_stream */
     PyObject *slow;      /* the Python common call */
+    PyObject *scalar;    /* a reduction's result without out=: scalar(one-element array), a 0-d view (or NULL: Python's) */
     int form;            /* a form call: (x, out, flags, offsets, row_len, carry) */
     int transform;       /* a transform's call (MODE_TRANSFORM): (reads, writes, n, queue) */
     PyObject *flag_types, *offset_types; /* tuples: the dtypes of flags, of offsets, by identity */
@@ -237,6 +238,7 @@ static int traverse(CommonCall *self, visitproc visit, void *arg)
     Py_VISIT(self->loads);
     Py_VISIT(self->stream_of);
     Py_VISIT(self->slow);
+    Py_VISIT(self->scalar);
     Py_VISIT(self->flag_types);
     Py_VISIT(self->offset_types);
     Py_VISIT(self->fields);
@@ -254,6 +256,7 @@ static int clear(CommonCall *self)
     Py_CLEAR(self->loads);
     Py_CLEAR(self->stream_of);
     Py_CLEAR(self->slow);
+    Py_CLEAR(self->scalar);
     Py_CLEAR(self->flag_types);
     Py_CLEAR(self->offset_types);
     Py_CLEAR(self->fields);
@@ -1029,8 +1032,10 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
             return NULL;
         memcpy(words, PyBytes_AS_STRING(carry), (size_t)len); /* little-endian, as launch.py packs */
     }
-    if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (out == Py_None && self->one && mode == MODE_PLAIN))
-        return NULL; /* a reduction's result without out is a 0-d view: Python's */
+    /* a reduction's result without out is a 0-d view of a new array: the backend's scalar() makes it */
+    int view = out == Py_None && self->one && mode == MODE_PLAIN;
+    if (Py_TYPE(x) != (PyTypeObject *)self->ndarray || (view && self->scalar == NULL))
+        return NULL;
     int by_offsets = mode == MODE_OFFSETS || mode == MODE_STAGES;
     if (self->one && mode != MODE_PLAIN && !by_offsets)
         return NULL; /* a reduction by segments is by offsets */
@@ -1139,7 +1144,9 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
     c.at_off[0] = x_elem;
     c.to_off[0] = to_off / (uint64_t)self->osize;
     int launched = fire_locked(self, l, &c);
-    PyObject *result = launched > 0 ? Py_NewRef(out == Py_None ? dst : out) : NULL;
+    PyObject *result = NULL;
+    if (launched > 0)
+        result = view ? PyObject_CallOneArg(self->scalar, dst) : Py_NewRef(out == Py_None ? dst : out);
     Py_XDECREF(dst);
     return result;
 }
@@ -1474,19 +1481,27 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *ndarray, *dtype, *loads, *stream_of, *slow, *flag_types = NULL, *offset_types = NULL;
     PyObject *fields = NULL, *outputs = NULL, *empty = NULL, *buffer_types = NULL, *graph = NULL, *transform = NULL;
+    PyObject *scalar = NULL;
     Py_ssize_t osize, align;
     int one, form = 0, api = API_CUDA;
     unsigned long long launch, set_arg = 0;
     static char *names[] = {"ndarray", "dtype",   "loads",        "stream_of", "slow",   "osize",
                             "align",   "one",     "launch",       "form",      "flag_types",
                             "offset_types",       "fields",       "outputs",   "api",    "set_arg",
-                            "empty",   "buffer_types", "graph", "transform", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!O!O!:CommonCall", names, &ndarray,
+                            "empty",   "buffer_types", "graph", "transform", "scalar", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOnnpK|pO!O!O!O!iKOO!O!O!O:CommonCall", names, &ndarray,
                                      &dtype, &PyDict_Type, &loads, &stream_of, &slow, &osize, &align, &one, &launch,
                                      &form, &PyTuple_Type, &flag_types, &PyTuple_Type, &offset_types,
                                      &PyTuple_Type, &fields, &PyTuple_Type, &outputs, &api, &set_arg, &empty,
-                                     &PyTuple_Type, &buffer_types, &PyTuple_Type, &graph, &PyTuple_Type, &transform))
+                                     &PyTuple_Type, &buffer_types, &PyTuple_Type, &graph, &PyTuple_Type, &transform,
+                                     &scalar))
         return NULL;
+    if (scalar == Py_None)
+        scalar = NULL;
+    if (scalar != NULL && (!PyCallable_Check(scalar) || !one || form)) {
+        PyErr_SetString(PyExc_ValueError, "CommonCall: scalar is a plain reduction's, a callable");
+        return NULL;
+    }
     /* a transform's call: the dtypes of the arrays it reads and of those it writes, kept
      * where a tuple value keeps its fields' and the written ones' */
     if (transform != NULL) {
@@ -1572,6 +1587,7 @@ static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->loads = Py_NewRef(loads);
     self->stream_of = Py_NewRef(stream_of);
     self->slow = Py_NewRef(slow);
+    self->scalar = Py_XNewRef(scalar);
     self->form = form;
     self->transform = transform != NULL;
     self->fields = fields ? Py_NewRef(fields) : PyTuple_New(0);

@@ -588,6 +588,7 @@ class CupyBackend(Backend):
                     align=VECTOR_BYTES,
                     one=one,
                     launch=address,
+                    scalar=self.scalar if one else None,  # a reduction's 0-d result, as call() makes it
                 )
                 return compiled
             return call

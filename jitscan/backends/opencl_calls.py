@@ -82,7 +82,8 @@ def common_call(
             told = now
 
     call = backend._python_call(dtype, one, loads, launchers, classes, make, launched)
-    fast = _compiled(backend, call, dtype, one, loads)
+    # a reduction's result without out=: the 0-d view Python's call makes (Backend.scalar)
+    fast = _compiled(backend, call, dtype, one, loads, **({"scalar": backend.scalar} if one else {}))
     return call if fast is None else fast
 
 
