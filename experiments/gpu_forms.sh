@@ -163,7 +163,9 @@ case "$what" in
     tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head
     if [ -n "${GRAPH:-}" ]; then nvcc -O2 -o /tmp/graph_launch experiments/graph_launch.cu -lcuda > "$OUT/graph.txt" 2>&1
       /tmp/graph_launch 2>&1 | tee -a "$OUT/graph.txt"; fi
-    for K in ${PARK:-}; do timeout 60 python3 experiments/tuple_park.py $K 25 28 2>&1 | grep -v Warn; done ;;
+    for K in ${PARK:-}; do timeout 60 python3 experiments/tuple_park.py $K 25 28 2>&1 | grep -v Warn; done
+    if [ -n "${OCL:-}" ]; then timeout 90 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10 \
+      --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1; grep -E "host \|" "$OUT/ocl.md"; fi ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
