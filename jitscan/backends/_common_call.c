@@ -58,7 +58,7 @@
 #include <string.h>
 
 /* the record remember() takes, as this build reads it (compiled.py checks it: LAYOUT) */
-#define LAYOUT 7
+#define LAYOUT 8
 
 /* What a slot of the argument block holds: launch.py's ARG_SLOTS, in its order (exported as
  * SLOTS, which compiled.py compares with it) */

@@ -31,7 +31,7 @@ from .launch import (
 )
 
 #: the record ``remember()`` takes, as this tree makes it (the extension's LAYOUT)
-LAYOUT = 7
+LAYOUT = 8
 #: the APIs ``CommonCall(api=)`` launches through
 API_CUDA, API_OPENCL = 0, 1
 
