@@ -629,8 +629,9 @@ def test_scan_kernel_runs_a_users_own_transform_and_bounds_its_writes(backend):
     # a rule at the element's own place, into an array shorter than the input, writes its
     # part of it alone (its bounds checked without the opaque copy of other places)
     dense = jitscan.ScanKernel(
-        reads=[("x", "int32")], item="1", writes=[("y", "int32")], rules=[jitscan.Write("y", at=" i ", value="x")]
-    )
+        reads=[("x", "int32")], item="1", writes=[("y", "int32")],
+        rules=[jitscan.Write("y", at=" i ", value="x")],
+    )  # fmt: skip
     long = on(backend, np.arange(1, 4001, dtype=np.int32), True)
     around = b.to_device(np.zeros(3000, np.int32), b.queue_of(None))
     dense(x=long, y=around[1000:2000])
