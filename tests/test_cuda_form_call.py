@@ -617,6 +617,8 @@ def test_a_transforms_record_has_a_length_after_each_array_and_the_call_names_it
     rig = TransformRig()
     with pytest.raises(ValueError, match="length two slots after"):  # a length where no array is
         rig.remember(codes=bytes([ARG_LEN]) + rig.codes[1:])
+    with pytest.raises(ValueError, match="length two slots after"):  # not after its array's offset
+        rig.remember(codes=bytes([ARG_SRC, ARG_SRC, ARG_LEN]) + rig.codes[3:])
     with pytest.raises(ValueError, match="a length for each array"):  # the padding's length missing
         rig.remember(codes=rig.codes[:8] + rig.codes[9:])
     with pytest.raises(ValueError, match="a transform's call its own"):  # a tuple value's mode

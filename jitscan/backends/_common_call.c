@@ -978,12 +978,10 @@ static int transform_array(CommonCall *self, PyObject *a, PyObject *dtype, uintp
  * an error; without, the call is Python's (nothing done). */
 static PyObject *launch_transform(CommonCall *self, const Launch *l, PyObject *const *args)
 {
-    PyObject *reads = args[0], *writes = args[1];
     if (args[3] != l->stream || !PyLong_CheckExact(args[2]))
         return NULL;
-    if (!(PyList_CheckExact(reads) || PyTuple_CheckExact(reads)) || PySequence_Fast_GET_SIZE(reads) != self->nfields)
-        return NULL;
-    if (!(PyList_CheckExact(writes) || PyTuple_CheckExact(writes)) || PySequence_Fast_GET_SIZE(writes) != self->nout)
+    if (!(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])) ||
+        !(PyList_CheckExact(args[1]) || PyTuple_CheckExact(args[1])))
         return NULL;
     Args c = {0};
     c.n = PyLong_AsSsize_t(args[2]);
@@ -993,24 +991,30 @@ static PyObject *launch_transform(CommonCall *self, const Launch *l, PyObject *c
     }
     if (!(l->lo < c.n && c.n <= l->hi))
         return NULL;
-    for (Py_ssize_t k = 0; k < self->nfields; k++) {
-        int got = transform_array(self, PySequence_Fast_GET_ITEM(reads, k), PyTuple_GET_ITEM(self->fields, k),
-                                  c.at + k, c.at_off + k, c.at_len + k);
-        if (got <= 0)
-            return NULL;
-    }
-    for (Py_ssize_t k = 0; k < self->nout; k++) {
-        int got = transform_array(self, PySequence_Fast_GET_ITEM(writes, k), PyTuple_GET_ITEM(self->outputs, k),
-                                  c.to + k, c.to_off + k, c.to_len + k);
-        if (got <= 0)
-            return NULL;
-    }
+    /* the arrays as tuples: a list another thread changes while an attribute's lookup lets it
+     * run stays as it was here */
+    PyObject *reads = PySequence_Tuple(args[0]), *writes = reads ? PySequence_Tuple(args[1]) : NULL;
+    PyObject *result = NULL;
+    if (writes == NULL || PyTuple_GET_SIZE(reads) != self->nfields || PyTuple_GET_SIZE(writes) != self->nout)
+        goto done;
+    for (Py_ssize_t k = 0; k < self->nfields; k++)
+        if (transform_array(self, PyTuple_GET_ITEM(reads, k), PyTuple_GET_ITEM(self->fields, k), c.at + k,
+                            c.at_off + k, c.at_len + k) <= 0)
+            goto done;
+    for (Py_ssize_t k = 0; k < self->nout; k++)
+        if (transform_array(self, PyTuple_GET_ITEM(writes, k), PyTuple_GET_ITEM(self->outputs, k), c.to + k,
+                            c.to_off + k, c.to_len + k) <= 0)
+            goto done;
     c.tiles = (c.n + l->tile - 1) / l->tile;
     if ((size_t)c.tiles > UINT_MAX)
-        return NULL;
+        goto done;
     c.opencl = self->api == API_OPENCL;
-    int launched = fire_locked(self, l, &c);
-    return launched > 0 ? Py_NewRef(Py_None) : NULL;
+    if (fire_locked(self, l, &c) > 0)
+        result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(reads);
+    Py_XDECREF(writes);
+    return result;
 }
 
 /* The launch ``l``, if this call is of its kind: its result (a new reference), or NULL:
@@ -1347,12 +1351,13 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             PyErr_SetString(PyExc_ValueError, "remember: a slot code a launch in stages does not take");
             return NULL;
         }
-        segs = segs || (staged && c[i] >= ARG_TILES && c[i] < ARG_COUNT);
+        segs = segs || (staged && c[i] >= ARG_TILES && c[i] <= ARG_OPEN);
         /* a tuple value's arrays: one slot a field in memory, one a field written; a
          * transform's, each with its length two slots on (after its offset's) */
         int arrays = (mode == MODE_FIELDS || mode == MODE_TRANSFORM) && (c[i] == ARG_SRC || c[i] == ARG_DST);
         int lens = mode == MODE_TRANSFORM && c[i] == ARG_LEN;
-        if (lens && (i < 2 || (c[i - 2] != ARG_SRC && c[i - 2] != ARG_DST))) {
+        /* (fill_slots fills a length with the last array's: its own, after its offset's slot) */
+        if (lens && (i < 2 || (c[i - 2] != ARG_SRC && c[i - 2] != ARG_DST) || c[i - 1] != ARG_CONST)) {
             PyErr_SetString(PyExc_ValueError, "remember: a transform's array's length two slots after it");
             return NULL;
         }
@@ -1415,7 +1420,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
              * kept as packed (constants, the alarm); each filled one at most once */
             int kept = sc[i] == ARG_CONST || sc[i] == ARG_WORD || sc[i] == ARG_FLAG;
             int takes = sc[i] == ARG_SRC || sc[i] == ARG_DST || sc[i] == ARG_N || sc[i] == ARG_SEG ||
-                        sc[i] == ARG_FIRST || sc[i] == ARG_SEGN || (sc[i] >= ARG_TILES && sc[i] < ARG_COUNT);
+                        sc[i] == ARG_FIRST || sc[i] == ARG_SEGN || (sc[i] >= ARG_TILES && sc[i] <= ARG_OPEN);
             bad = !(kept || takes) || (takes && once[sc[i]]++);
             /* OpenCL: an array's offset in the slot after (see above) */
             bad = bad || (self->api == API_OPENCL && (sc[i] == ARG_SRC || sc[i] == ARG_DST) &&
