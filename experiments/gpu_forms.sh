@@ -48,7 +48,7 @@ mkdir -p "$OUT"
   python3 -c "import torch, importlib.metadata as m; print('torch', torch.__version__, 'cuda-cccl', m.version('cuda-cccl'))"
 } > "$OUT/env.txt" 2>&1
 python3 setup.py build_ext --inplace > "$OUT/build.txt" 2>&1 || tail -5 "$OUT/build.txt"
-python3 -c "import jitscan.backends.cupy as c; print('compiled call:', c._CommonCall is not None)"
+python3 -c "import jitscan.backends.cupy as c; print('compiled call:', c.CommonCall is not None)"
 case "$what" in
   bench)
     timeout 300 python3 -m jitscan bench --backend cupy --latency --dtypes int32 --sizes ${SIZES:-10,16,20,24} \
@@ -149,7 +149,7 @@ case "$what" in
           # isolated time against the tree in .dev/base, the launch paths' tests; GRAPH=1 adds
           # graph_launch.cu, PARK="K ..." the pair scan with K vectors parked
     for r in $(seq ${ROUNDS:-2}); do JITSCAN_GRAPHS=1 timeout 60 python3 experiments/stages_host.py 25 28; \
-      timeout 60 python3 experiments/stages_host.py 25 28; done 2>&1 | tee "$OUT/stages.md"
+      JITSCAN_GRAPHS=0 timeout 60 python3 experiments/stages_host.py 25 28; done 2>&1 | tee "$OUT/stages.md"
     # the base tree's own extension (its record's layout is its own)
     (cd .dev/base && python3 -c "from setuptools import setup, Extension; setup(ext_modules=[Extension(
       'jitscan_base.backends._common_call', ['jitscan_base/backends/_common_call.c'])],

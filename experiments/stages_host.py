@@ -1,6 +1,6 @@
 """Host time of the reductions that run in stages (rts past 64 MiB): one CUDA graph or four launches.
 
-Usage: JITSCAN_GRAPHS=1 python experiments/stages_host.py [LOG2N ...]   (default 25 28)
+Usage: [JITSCAN_GRAPHS=0] python experiments/stages_host.py [LOG2N ...]   (default 25 28)
        python experiments/stages_host.py ...   (the four launches)
 
 Per size, int32: ``segmented_reduce(x, offsets=o)`` of segments of mean length 100 on
@@ -40,7 +40,7 @@ def isolated(fn) -> float:
 
 
 def main() -> None:
-    how = "graph" if os.environ.get("JITSCAN_GRAPHS", "0") not in ("", "0") else "four launches"
+    how = "four launches" if os.environ.get("JITSCAN_GRAPHS", "1") == "0" else "graph"
     rng = np.random.default_rng(0)
     for e in [int(a) for a in sys.argv[1:]] or [25, 28]:
         n = 1 << e

@@ -548,7 +548,8 @@ def test_one_pass_tiles_of_a_device_that_runs_one_tile_at_a_time_change_no_resul
     # A device of one compute unit runs its tiles in turn (ScanSpec.serial): a transform's
     # tile whose predecessor has posted scans, and runs its rules, in one pass. Made so on
     # the CPU device here (whose tiles then take one pass only where the one before is done)
-    if backends.get(backend).device_info(backends.get(backend).default_queue()).is_gpu:
+    b = backends.get(backend)
+    if b.device_info(b.queue_for(None)).is_gpu:
         pytest.skip("one-pass tiles are one-thread tiles: CPU devices'")
     from dataclasses import replace
 

@@ -318,12 +318,12 @@ def _address(lib: Any, name: str) -> int:
 
 @functools.cache
 def _graph_addresses() -> tuple[int, ...] | None:
-    """The graph entry points' addresses in the driver library where ``JITSCAN_GRAPHS=1``
-    (None: not asked for, not all there, or HIP: the stages then launch one by one). Asked
-    for, not by default, until the graphs' launches have run on a GPU: so far only the
-    stand-in driver of tests/test_cuda_form_call.py has launched them."""
+    """The graph entry points' addresses in the driver library (None: not all there, HIP,
+    or ``JITSCAN_GRAPHS=0``: the stages then launch one by one). On the H100 (driver 580,
+    experiments/stages_host.py) a reduction by offsets in stages took 7-16 µs of host time
+    a call as one graph against 19-22 as four launches (call_forms_h200.md, run M)."""
     lib = _driver()
-    if lib is None or os.environ.get("JITSCAN_GRAPHS", "0") in ("", "0"):
+    if lib is None or os.environ.get("JITSCAN_GRAPHS", "1") == "0":
         return None
     found = tuple(_address(lib, name + "_v2") or _address(lib, name) for name in _GRAPH_ENTRIES)
     return found if all(found) else None
