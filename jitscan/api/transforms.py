@@ -137,7 +137,9 @@ class Operands:
         """A one-element array of ``value`` the kernels read (never write), made once per
         value, dtype and queue: a launch's fill value without a copy or a fill of its own."""
         v = np.dtype(dtype).type(value)
-        key = (self.backend.name, id(self.queue), v.dtype.str, v.tobytes())
+        # a host call's are of host memory (full's), a device call's device arrays, which a
+        # compiled call takes: one cache of each
+        key = (self.backend.name, id(self.queue), self.on_device, v.dtype.str, v.tobytes())
         held = _CONSTANTS.get(key)
         if held is None or held[0] is not self.queue:
             if len(_CONSTANTS) > 256:
