@@ -354,23 +354,18 @@ def test_a_form_call_takes_six_arguments_and_remember_checks_the_forms_part():
         )  # fmt: skip
 
 
-class FieldsRig:
-    """A compiled form call of tuple values: fields (float32, an index field, float32), the
-    third written, as ``jitscan.scan((a, jitscan.index, b), op=..., output=2)`` makes it;
-    ``outputs`` the written fields' dtypes."""
+class BlockRig:
+    """A compiled form call of one argument block (``codes`` then the launch's n, scratch, code,
+    epoch and four constants), a recording launch and a Python call behind it; ``stream`` what
+    its record names as the launch's stream (or queue). ``kwargs``: the CommonCall's own."""
 
-    F32 = np.dtype(np.float32)
-
-    def __init__(self, outputs=(F32,), fields=None):
-        self.fields = fields if fields is not None else (self.F32, None, self.F32)
-        nin = sum(f is not None for f in self.fields)
-        arrays = bytes([ARG_SRC, ARG_CONST] * nin + [ARG_DST, ARG_CONST] * len(outputs))
-        self.codes = arrays + bytes([ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4])
+    def __init__(self, codes: bytes, **kwargs):
+        self.codes = codes + bytes([ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4])
         self.slots = np.zeros(len(self.codes), np.uint64)
         self.params = (ctypes.c_void_p * len(self.codes))(
             *(self.slots.ctypes.data + 8 * k for k in range(len(self.codes)))
         )
-        self.launches: list[list[int]] = []
+        self.launches: list = []
         self.slow_calls: list[tuple] = []
         self.stream = object()
         self.lock = threading.RLock()
@@ -379,7 +374,7 @@ class FieldsRig:
 
         def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
             words = [int(ctypes.c_uint64.from_address(params[k]).value) for k in range(len(self.codes))]
-            self.launches.append(words)
+            self.launches.append(self.recorded(gx, stream, words))
             return 0
 
         self._launch = _PROTOTYPE(launch)
@@ -390,28 +385,50 @@ class FieldsRig:
 
         self.call = _common_call.CommonCall(
             ndarray=Arr,
-            dtype=np.dtype([("a", "f4"), ("b", "f4")]),
             loads={},
-            stream_of=lambda: self.stream,
             slow=slow,
-            osize=8,
             align=16,
             one=False,
             launch=ctypes.cast(self._launch, ctypes.c_void_p).value,
             form=True,
             flag_types=(),
             offset_types=(),
+            **kwargs,
+        )
+
+    def recorded(self, groups: int, stream: int, words: list[int]):
+        return words
+
+    def remember_mode(self, mode: int, codes: bytes | None = None, lo: int = 0, hi: int = 1 << 20) -> None:
+        self.call.remember(
+            (self.stream, lo, hi, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, codes or self.codes, MAIN)
+            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
+            + ((mode, False, 0, None, 0, 0, 0, 0, 0, 0),)
+        )
+
+
+class FieldsRig(BlockRig):
+    """A compiled form call of tuple values: fields (float32, an index field, float32), the
+    third written, as ``jitscan.scan((a, jitscan.index, b), op=..., output=2)`` makes it;
+    ``outputs`` the written fields' dtypes."""
+
+    F32 = np.dtype(np.float32)
+
+    def __init__(self, outputs=(F32,), fields=None):
+        self.fields = fields if fields is not None else (self.F32, None, self.F32)
+        nin = sum(f is not None for f in self.fields)
+        super().__init__(
+            bytes([ARG_SRC, ARG_CONST] * nin + [ARG_DST, ARG_CONST] * len(outputs)),
+            dtype=np.dtype([("a", "f4"), ("b", "f4")]),
+            stream_of=lambda: self.stream,
+            osize=8,
             fields=self.fields,
             outputs=outputs,
         )
 
     def remember(self, codes: bytes | None = None) -> None:
-        self.call.remember(
-            (self.stream, 0, 1 << 20, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
-            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, codes or self.codes, MAIN)
-            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
-            + ((4, False, 0, None, 0, 0, 0, 0, 0, 0),)
-        )
+        self.remember_mode(4, codes)
 
 
 def test_a_tuple_value_passes_each_field_in_memory_and_each_field_written_in_turn():
@@ -497,7 +514,7 @@ def test_a_tuple_values_record_has_a_slot_for_each_array_and_the_call_names_its_
 # -- a transform's call (MODE_TRANSFORM: compaction, runs, partitions)
 
 
-class TransformRig:
+class TransformRig(BlockRig):
     """A compiled transform's call as compaction's makes it: it reads a condition (bool), the
     values (int32) and the padding (int32), and writes the kept values (int32) and the count
     (int64), each array with its length; ``queue`` the queue its launch was on."""
@@ -506,53 +523,20 @@ class TransformRig:
     WRITES = (np.dtype(np.int32), np.dtype(np.int64))
 
     def __init__(self):
-        arrays = [ARG_SRC, ARG_CONST, ARG_LEN] * 3 + [ARG_DST, ARG_CONST, ARG_LEN] * 2
-        self.codes = bytes(arrays + [ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH, *[ARG_CONST] * 4])
-        self.slots = np.zeros(len(self.codes), np.uint64)
-        self.params = (ctypes.c_void_p * len(self.codes))(
-            *(self.slots.ctypes.data + 8 * k for k in range(len(self.codes)))
-        )
-        self.launches: list[dict] = []
-        self.slow_calls: list[tuple] = []
-        self.queue = object()
-        self.lock = threading.RLock()
-        self.scratch = Scratch()
-        self.scratch.replace(SCRATCH, HEADER + 64 * PER_TILE)
-
-        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-            words = [int(ctypes.c_uint64.from_address(params[k]).value) for k in range(len(self.codes))]
-            self.launches.append(dict(groups=gx, stream=stream, args=words))
-            return 0
-
-        self._launch = _PROTOTYPE(launch)
-
-        def slow(*args):
-            self.slow_calls.append(args)
-            return "python"
-
-        self.call = _common_call.CommonCall(
-            ndarray=Arr,
+        super().__init__(
+            bytes([ARG_SRC, ARG_CONST, ARG_LEN] * 3 + [ARG_DST, ARG_CONST, ARG_LEN] * 2),
             dtype=self.WRITES[0],
-            loads={},
             stream_of=lambda: None,  # a transform's call is on the queue it is given
-            slow=slow,
             osize=4,
-            align=16,
-            one=False,
-            launch=ctypes.cast(self._launch, ctypes.c_void_p).value,
-            form=True,
-            flag_types=(),
-            offset_types=(),
             transform=(self.READS, self.WRITES),
         )
+        self.queue = self.stream
+
+    def recorded(self, groups: int, stream: int, words: list[int]):
+        return dict(groups=groups, stream=stream, args=words)
 
     def remember(self, codes: bytes | None = None, lo: int = 0, hi: int = 1 << 20) -> None:
-        self.call.remember(
-            (self.queue, lo, hi, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
-            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, codes or self.codes, MAIN)
-            + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
-            + ((6, False, 0, None, 0, 0, 0, 0, 0, 0),)
-        )
+        self.remember_mode(6, codes, lo, hi)
 
     @staticmethod
     def arrays(n: int = 3000, size: int = 1000) -> tuple[list, list]:
@@ -622,12 +606,7 @@ def test_a_transforms_record_has_a_length_after_each_array_and_the_call_names_it
     with pytest.raises(ValueError, match="a length for each array"):  # the padding's length missing
         rig.remember(codes=rig.codes[:8] + rig.codes[9:])
     with pytest.raises(ValueError, match="a transform's call its own"):  # a tuple value's mode
-        rig.call.remember(
-            (rig.queue, 0, 1 << 20, "", rig.lock.acquire, rig.lock.release, rig.scratch, TILE, HEADER)
-            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, rig.codes, MAIN)
-            + (ctypes.addressof(rig.params), rig.slots.ctypes.data, 0x5EA, THREADS, 0, rig.slots)
-            + ((4, False, 0, None, 0, 0, 0, 0, 0, 0),)
-        )
+        rig.remember_mode(4)
     with pytest.raises(TypeError, match=r"\(reads, writes, n, queue\)"):
         rig.call([], [], 1)
     with pytest.raises(ValueError, match="1 to 8 arrays"):
