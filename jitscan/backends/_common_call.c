@@ -439,6 +439,20 @@ static int same_shape(PyObject *a, PyObject *b)
     return r;
 }
 
+/* whether ``a`` is an array of the backend's type and of ``dtype``, compared by identity
+ * (NumPy's built-in dtypes are singletons, and the call's dtypes outlive it): 1, 0, or -1
+ * an error */
+static int array_of(const CommonCall *self, PyObject *a, PyObject *dtype)
+{
+    if (Py_TYPE(a) != (PyTypeObject *)self->ndarray)
+        return 0;
+    PyObject *dt = PyObject_GetAttr(a, s_dtype);
+    if (dt == NULL)
+        return -1;
+    Py_DECREF(dt); /* identity only */
+    return dt == dtype;
+}
+
 /* out given: the scan's dtype, m elements (1-D, or for a scan of rows x's shape),
  * contiguous, aligned, apart from x (at, at_off) and from the segments' array (seg_at,
  * seg_bytes bytes; none where 0); 1 with where it is in *to and *to_off (array_at), 0 not
@@ -446,14 +460,9 @@ static int same_shape(PyObject *a, PyObject *b)
 static int usable_out(CommonCall *self, PyObject *x, uintptr_t at, uint64_t at_off, PyObject *out, Py_ssize_t m,
                       int rows, uintptr_t seg_at, Py_ssize_t seg_bytes, uintptr_t *to, uint64_t *to_off)
 {
-    if (Py_TYPE(out) != (PyTypeObject *)self->ndarray)
-        return 0;
-    PyObject *dt = PyObject_GetAttr(out, s_dtype);
-    if (dt == NULL)
-        return -1;
-    Py_DECREF(dt); /* identity only: the scan's dtype object outlives the call */
-    if (dt != self->dtype)
-        return 0;
+    int is = array_of(self, out, self->dtype);
+    if (is <= 0)
+        return is;
     Py_ssize_t v = ssize_attr(out, s_ndim);
     if (v == -1 && PyErr_Occurred())
         return -1;
@@ -806,14 +815,9 @@ static int fields_of(CommonCall *self, PyObject *x, Py_ssize_t *n, uintptr_t at[
         PyObject *want = PyTuple_GET_ITEM(self->fields, k), *a = PyTuple_GET_ITEM(x, k);
         if (want == Py_None)
             continue; /* an index field: a position, not an array */
-        if (Py_TYPE(a) != (PyTypeObject *)self->ndarray)
-            return 0;
-        PyObject *dt = PyObject_GetAttr(a, s_dtype);
-        if (dt == NULL)
-            return -1;
-        Py_DECREF(dt); /* identity only */
-        if (dt != want)
-            return 0;
+        int is = array_of(self, a, want);
+        if (is <= 0)
+            return is;
         Py_ssize_t v = ssize_attr(a, s_ndim);
         if (v != 1)
             return (v == -1 && PyErr_Occurred()) ? -1 : 0;
@@ -853,14 +857,9 @@ static int fields_out(CommonCall *self, PyObject *out, Py_ssize_t n, const uintp
         return 0;
     for (Py_ssize_t j = 0; j < self->nout; j++) {
         PyObject *o = lone ? out : PyTuple_GET_ITEM(out, j);
-        if (Py_TYPE(o) != (PyTypeObject *)self->ndarray)
-            return 0;
-        PyObject *dt = PyObject_GetAttr(o, s_dtype);
-        if (dt == NULL)
-            return -1;
-        Py_DECREF(dt);
-        if (dt != PyTuple_GET_ITEM(self->outputs, j))
-            return 0;
+        int is = array_of(self, o, PyTuple_GET_ITEM(self->outputs, j));
+        if (is <= 0)
+            return is;
         Py_ssize_t v = ssize_attr(o, s_ndim);
         if (v != 1)
             return (v == -1 && PyErr_Occurred()) ? -1 : 0;
@@ -945,14 +944,9 @@ static PyObject *launch_fields(CommonCall *self, const Launch *l, PyObject *x, P
 static int transform_array(CommonCall *self, PyObject *a, PyObject *dtype, uintptr_t *at, uint64_t *off,
                            uint64_t *len)
 {
-    if (Py_TYPE(a) != (PyTypeObject *)self->ndarray)
-        return 0;
-    PyObject *dt = PyObject_GetAttr(a, s_dtype);
-    if (dt == NULL)
-        return -1;
-    Py_DECREF(dt); /* identity only */
-    if (dt != dtype)
-        return 0;
+    int is = array_of(self, a, dtype);
+    if (is <= 0)
+        return is;
     int flag = contiguous(self, a);
     if (flag <= 0)
         return flag;
