@@ -275,23 +275,24 @@ def operands(fn: str, xs: Sequence[Any], backend: str | None, names: Sequence[st
             raise TypeError(
                 f"jitscan.{fn}: {name} and {names[0]} must both be device arrays or both host arrays"
             )
-    queue = b.queue_of(given[0]) if on_device else b.queue_for(None)
-    if not on_device and sum(np.asarray(x).nbytes for x in given) <= tuning.CPU_IN_THREAD_BYTES:
+    out: list[Any] = []
+    if on_device:
+        queue = b.queue_of(given[0])
+        for x in xs:
+            if x is not None and b.queue_of(x) is not queue and b.device_of(x) != b.device_of(given[0]):
+                raise ValueError(f"jitscan.{fn}: the arrays are on different devices")
+            contiguous = x is None or (x.ndim == 1 and x.flags.c_contiguous)
+            out.append(x if contiguous else b.contiguous(x).reshape(-1))
+        return Operands(b, queue, on_device, out)
+    hosts = [None if x is None else np.ascontiguousarray(np.asarray(x)).reshape(-1) for x in xs]
+    queue = b.queue_for(None)
+    if sum(h.nbytes for h in hosts if h is not None) <= tuning.CPU_IN_THREAD_BYTES:
         # small host calls on a CPU device run in the calling thread, as the scans' do
         # (Backend.host_sibling), where its tiles run in turn and scan in one pass
         queue = b.host_sibling(queue) or queue
-    out = []
-    for x in xs:
-        if x is None:
-            out.append(None)
-        elif on_device:
-            if b.queue_of(x) is not queue and b.device_of(x) != b.device_of(given[0]):
-                raise ValueError(f"jitscan.{fn}: the arrays are on different devices")
-            out.append(b.contiguous(x).reshape(-1) if x.ndim != 1 or not x.flags.c_contiguous else x)
-        else:
-            host = np.ascontiguousarray(np.asarray(x)).reshape(-1)
-            shared = b.shared(host, queue, False) if host.size else None
-            out.append(shared if shared is not None else b.to_device(host, queue))
+    for host in hosts:
+        shared = b.shared(host, queue, False) if host is not None and host.size else None
+        out.append(shared if shared is not None or host is None else b.to_device(host, queue))
     return Operands(b, queue, on_device, out)
 
 
