@@ -138,6 +138,22 @@ FLAG_TYPES = (np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8))
 OFFSET_TYPES = (np.dtype(np.int64), np.dtype(np.uint64))
 
 
+def form_arrays(
+    fields: tuple | None, outputs: tuple, transform: tuple | None
+) -> tuple[tuple[int, int], dict[str, Any]]:
+    """A form call's arrays in and out (what :func:`form_record` counts slots of) and the
+    CommonCall's keywords saying what they are: a transform's (``transform``: the dtypes it
+    reads and writes), a tuple value's (its fields' dtypes, None at an index field, and the
+    written ones'), else one array each way."""
+    if transform is not None:
+        reads, writes = tuple(transform[0]), tuple(transform[1])
+        return (len(reads), len(writes)), {"transform": (reads, writes)}
+    if fields is not None:
+        arrays = (sum(f is not None for f in fields), len(outputs))
+        return arrays, {"fields": tuple(fields), "outputs": tuple(outputs)}
+    return (1, 1), {}
+
+
 def form_record(
     stream: Any,
     lo: int,

@@ -26,7 +26,7 @@ import numpy as np
 from ..dtypes import VECTOR_BYTES
 from ..errors import BackendUnavailableError, CompileError
 from .base import Backend, Build, DeviceInfo, Once, Program, build_failure
-from .compiled import FLAG_TYPES, OFFSET_TYPES, CommonCall, arg_codes, form_record, launch_record
+from .compiled import FLAG_TYPES, OFFSET_TYPES, CommonCall, arg_codes, form_arrays, form_record, launch_record
 from .launch import FIRE_ORDER, NO_CARRY, Alarm, LaunchPlan, Scratch
 
 try:  # optional dependency
@@ -608,15 +608,8 @@ class CupyBackend(Backend):
         address = _launch_address() if one_gpu and CommonCall is not None and type(loads) is dict else 0
         if not address:
             return slow, None
-        arrays = (1, 1)
-        values: dict[str, Any] = {}
-        if transform is not None:  # a transform's call: the arrays it reads, those it writes
-            arrays = (len(transform[0]), len(transform[1]))
-            values = {"transform": (tuple(transform[0]), tuple(transform[1]))}
-        elif fields is not None:  # a tuple value: its fields' arrays, the ones written
-            arrays = (sum(f is not None for f in fields), len(outputs))
-            values = {"fields": tuple(fields), "outputs": tuple(outputs)}
-        elif one and _graph_addresses() is not None:  # a reduction, which may run in stages
+        arrays, values = form_arrays(fields, outputs, transform)
+        if not values and one and _graph_addresses() is not None:  # a reduction, which may run in stages
             values = {"graph": _graph_addresses()}
         compiled = CommonCall(
             ndarray=_ndarray,

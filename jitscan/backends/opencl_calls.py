@@ -98,14 +98,7 @@ def form_call(
     transform: tuple | None = None,
 ) -> tuple[Callable[..., Any], Callable[..., None] | None]:
     """Backend.form_call, compiled where it can be (see the module text)."""
-    arrays = (1, 1)
-    values: dict[str, Any] = {}
-    if transform is not None:  # a transform's call: the arrays it reads, those it writes
-        arrays = (len(transform[0]), len(transform[1]))
-        values = {"transform": (tuple(transform[0]), tuple(transform[1]))}
-    elif fields is not None:  # a tuple value: its fields' arrays, the ones written
-        arrays = (sum(f is not None for f in fields), len(outputs))
-        values = {"fields": tuple(fields), "outputs": tuple(outputs)}
+    arrays, values = compiled.form_arrays(fields, outputs, transform)
     fast = _compiled(
         backend, slow, dtype, one, loads, form=True, flag_types=compiled.FLAG_TYPES,
         offset_types=compiled.OFFSET_TYPES, **values,
