@@ -83,6 +83,29 @@ def test_a_prepared_scan_takes_a_value_per_call_on_device_arrays(backend, rng):
     np.testing.assert_allclose(b.to_host(p(d)), np.cumsum(x, dtype=np.float64), 1e-4)  # and none again
 
 
+def test_a_loops_value_is_converted_once_python_number_or_numpy_scalar(backend, rng, monkeypatch):
+    # a loop over a dtype passes dt.type(1) as often as 1: both are checked on their first
+    # call only; -0.0 keeps its own bytes beside 0.0, and values of other types their own
+    from jitscan.plan import arrays
+
+    made = []
+    real = arrays.initial_value
+    monkeypatch.setattr(arrays, "initial_value", lambda v, dt: made.append(v) or real(v, dt))
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    p = jitscan.plan("float32", "add", backend=backend)
+    x = random_input(rng, 3 * tile_size(backend, "float32"), "float32")
+    d = b.to_device(x, q)
+    ref = np.cumsum(x, dtype=np.float64)
+    for initial in (np.float32(1.5), 1.5, np.float64(1.5), np.float32(-0.0), np.float32(0.0)):
+        for _ in range(3):
+            np.testing.assert_allclose(b.to_host(p(d, initial=initial)), float(initial) + ref, 1e-4)
+    assert len(made) == 5, made
+    negative_zero = b.to_device(np.array([-0.0], np.float32), q)
+    signs = [np.signbit(b.to_host(p(negative_zero, initial=v))[0]) for v in (np.float32(-0.0), 0.0)]
+    assert signs == [True, False]
+
+
 def test_a_value_on_the_device_is_read_there_without_the_host_waiting(backend, rng):
     # one scan starts from the end of another: the Dask chain of one device's chunks
     b = backends.get(backend)

@@ -9,11 +9,14 @@ raise at the next call. Every other call is Python's.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 import jitscan
 from jitscan.backends import compiled, opencl_icd
+from jitscan.backends import opencl as opencl_backend
 from jitscan.backends.opencl import OpenCLBackend
 from jitscan.bench.operators import affine
 from jitscan.plan.forms import FormCalls
@@ -183,6 +186,8 @@ def alarm_queue(request, monkeypatch):
         if opencl_icd.reader is None:
             pytest.skip("no ICD loader's read here")
         monkeypatch.setattr(OpenCLBackend, "_writes_in_place", lambda self, queue: False)
+        # a copy behind every launch (the interval between copies has a test of its own)
+        monkeypatch.setattr(opencl_backend, "ALARM_COPY_EVERY", 0.0)
     q = _queue()
     return cl.CommandQueue(q.context, q.device)  # an alarm of its own, made as patched
 
@@ -217,6 +222,37 @@ def test_bad_offsets_of_a_compiled_call_raise_at_the_next_call(python_calls, rng
         jitscan.segmented_reduce(dx, offsets=do)
     # the alarm cleared: good offsets work again
     np.testing.assert_array_equal(jitscan.segmented_reduce(dx, offsets=do).get(), want)
+
+
+def test_the_alarms_copy_runs_once_an_interval_and_bad_offsets_still_raise(python_calls, rng, monkeypatch):
+    # On a GPU's driver the flag's copy costs about a launch's host time, so a loop of calls
+    # by offsets copies it at most once an interval: a bad call just after a copy is not
+    # seen at the next call, but the copy of a later call brings it, and the call after
+    # that one raises. The compiled call and Python's keep the same interval.
+    if opencl_icd.reader is None:
+        pytest.skip("no ICD loader's read here")
+    monkeypatch.setattr(OpenCLBackend, "_writes_in_place", lambda self, queue: False)
+    every = 0.2
+    monkeypatch.setattr(opencl_backend, "ALARM_COPY_EVERY", every)
+    q = cl.CommandQueue(_queue().context, _queue().device)
+    x, good, dx, do, want = _warm_reduction(python_calls, rng, q)  # the first call copied
+    bad = good.copy()
+    bad[40] = x.size + 5
+    before = dict(python_calls)
+    jitscan.segmented_reduce(dx, offsets=cla.to_device(q, bad))  # within the interval: no copy
+    q.finish()
+    np.testing.assert_array_equal(jitscan.segmented_reduce(dx, offsets=do).get(), want)
+    assert python_calls == before, "a warm call went through Python"
+    time.sleep(every)
+    jitscan.segmented_reduce(dx, offsets=do)  # its copy is due: it brings the flag
+    q.finish()
+    with pytest.raises(ValueError, match="device offsets of an earlier call on this queue were bad"):
+        jitscan.segmented_reduce(dx, offsets=do)
+    # cleared: the next bad call copies at once, and the call after it raises
+    jitscan.segmented_reduce(dx, offsets=cla.to_device(q, bad))
+    q.finish()
+    with pytest.raises(ValueError, match="earlier call on this queue were bad"):
+        jitscan.segmented_reduce(dx, offsets=do)
 
 
 def test_a_reduction_over_the_last_axis_by_its_own_offsets(python_calls, rng):

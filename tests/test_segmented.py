@@ -435,6 +435,7 @@ def test_bad_offsets_reach_the_host_through_the_flags_copy_where_the_device_writ
     # offsets (into pinned memory); a CPU device made to do the same shows that copy's path:
     # the driver's own read, with no event (backends/opencl_icd.py), or PyOpenCL's
     cl = pytest.importorskip("pyopencl")
+    from jitscan.backends import opencl as opencl_backend
     from jitscan.backends import opencl_icd
 
     b = backends.get("opencl")
@@ -445,6 +446,7 @@ def test_bad_offsets_reach_the_host_through_the_flags_copy_where_the_device_writ
     if reader == "pyopencl":
         monkeypatch.setattr(opencl_icd, "reader", lambda *args: None)
     monkeypatch.setattr(type(b), "_writes_in_place", lambda self, queue: False)
+    monkeypatch.setattr(opencl_backend, "ALARM_COPY_EVERY", 0.0)  # a copy behind every launch
     q = cl.CommandQueue(b.default_queue().context)  # a queue of its own: its alarm is made now
     alarm = b.alarm(q)
     assert alarm._copy is not None  # the flag's copy, not the host's own memory

@@ -72,8 +72,10 @@ def segmented_scan(
         Offsets or flags that do not describe the values (the message names the first
         bad index), or neither or both given. Offsets on the host are checked before the
         scan; device offsets by the kernels as it runs, and the next call by offsets on
-        the same queue raises (this call's result is then not a scan of its segments),
-        or this call with ``check="now"``, which waits for the check.
+        the same queue that has seen the check's word raises (this call's result is then
+        not a scan of its segments; on an OpenCL GPU the word comes back at most once every
+        0.5 ms, so in a loop a call a little later), or this call with ``check="now"``,
+        which waits for the check.
     TypeError
         As :func:`jitscan.scan`; an Awkward Array of anything but lists of numbers.
 

@@ -164,12 +164,13 @@ typedef struct {
     uint64_t *pre_slots;
     unsigned pre_threads;
     volatile const uint32_t *flag;
-    /* OpenCL, where the flag is a device word copied to the host behind each launch by
-     * offsets that are not jitscan's own (backends/opencl.py's alarm): clEnqueueReadBuffer,
-     * the flag's buffer, and trusted(offsets), whether they are jitscan's (segments.trusted) */
+    /* OpenCL, where the flag is a device word copied to the host behind a launch by
+     * offsets that are not jitscan's own (backends/opencl.py's alarm), at most once in an
+     * interval: clEnqueueReadBuffer, the flag's buffer, and due(offsets), whether this
+     * launch copies it (segments.Prepass.copy_due, which keeps the interval) */
     cl_read_fn watch_read;
     uint64_t watch_mem;
-    PyObject *trusted;
+    PyObject *due;
     /* in stages (MODE_STAGES): the first launch's scratch is the spine (header 0, no
      * epoch); ``open`` the Scratch of each tile's open segment's partial, ``open_per_tile``
      * bytes a tile; then the stages */
@@ -1078,11 +1079,11 @@ static PyObject *launch_as(CommonCall *self, const Launch *l, PyObject *x, PyObj
             return NULL; /* no segment: Python's empty result */
         if (*l->flag)
             return NULL; /* an earlier call's offsets were bad: Python raises it */
-        if (l->watch_read) { /* OpenCL's copy back, but of offsets jitscan made */
-            PyObject *r = PyObject_CallOneArg(l->trusted, seg);
+        if (l->watch_read) { /* OpenCL's copy back, where it is due (not of offsets jitscan made) */
+            PyObject *r = PyObject_CallOneArg(l->due, seg);
             if (r == NULL)
                 return NULL;
-            watch = r != Py_True;
+            watch = r == Py_True;
             Py_DECREF(r);
         }
     } else if (mode == MODE_ROWS) {
@@ -1276,7 +1277,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     Py_ssize_t rows_tile = 0, search_tiles = 0, open_per_tile = 0;
     PyObject *first = NULL, *open = NULL, *stages = NULL, *watch = NULL;
     unsigned long long pre_function = 0, pre_params = 0, pre_slots = 0, flag = 0, watch_read = 0, watch_mem = 0;
-    PyObject *trusted = NULL;
+    PyObject *due = NULL;
     unsigned pre_threads = 0;
     if (form != NULL) {
         if (!PyArg_ParseTuple(form, "ipnOKKKIKn|OnOO:remember", &mode, &whole, &rows_tile, &first, &pre_function,
@@ -1289,12 +1290,12 @@ static PyObject *remember(CommonCall *self, PyObject *record)
             PyErr_SetString(PyExc_TypeError, "remember: the stages are a tuple, or None");
             return NULL;
         }
-        /* OpenCL's copy of the alarm's flag: (clEnqueueReadBuffer, the flag's buffer, trusted), or None */
+        /* OpenCL's copy of the alarm's flag: (clEnqueueReadBuffer, the flag's buffer, due), or None */
         if (watch != NULL && watch != Py_None &&
-            !PyArg_ParseTuple(watch, "KKO:remember", &watch_read, &watch_mem, &trusted))
+            !PyArg_ParseTuple(watch, "KKO:remember", &watch_read, &watch_mem, &due))
             return NULL;
-        if (watch_read && (!watch_mem || !PyCallable_Check(trusted) || self->api != API_OPENCL)) {
-            PyErr_SetString(PyExc_ValueError, "remember: an OpenCL alarm's read, its buffer and a trusted()");
+        if (watch_read && (!watch_mem || !PyCallable_Check(due) || self->api != API_OPENCL)) {
+            PyErr_SetString(PyExc_ValueError, "remember: an OpenCL alarm's read, its buffer and a due()");
             return NULL;
         }
         int offsets = mode == MODE_OFFSETS || mode == MODE_STAGES;
@@ -1467,7 +1468,7 @@ static PyObject *remember(CommonCall *self, PyObject *record)
     l.flag = (volatile const uint32_t *)(uintptr_t)flag;
     l.watch_read = (cl_read_fn)(uintptr_t)watch_read;
     l.watch_mem = watch_mem;
-    l.trusted = watch_read ? trusted : NULL; /* borrowed from the record, as the others */
+    l.due = watch_read ? due : NULL; /* borrowed from the record, as the others */
     l.open = open;
     l.open_per_tile = open_per_tile;
     PyObject *old = self->last.record;

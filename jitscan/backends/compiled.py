@@ -175,7 +175,7 @@ def form_record(
     row's tiles in the plain program's last constant: the count slot here. A reduction
     by offsets in stages (``go.stages_state``) is :func:`stages_record`'s. ``watch``: by
     offsets on OpenCL, how the alarm's flag comes back to the host after a launch (the
-    read's entry point, the flag's buffer, ``segments.trusted``: offsets that need none).
+    read's entry point, the flag's buffer, ``Prepass.copy_due``: whether a launch copies it).
     """
     stages = getattr(go, "stages_state", None)
     if stages is not None:

@@ -7,7 +7,9 @@ words mean is the variant's (``variants/``) or the plan's (``plan/forms.py``).
 
 from __future__ import annotations
 
+import math
 import struct
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,12 +103,14 @@ class Alarm:
     ``word`` is a device word kernels set (what it holds is the caller's; it stays until
     :meth:`clear`). ``flag`` is a word the same kernels set that the host reads without
     waiting for the device (:meth:`rung`): host memory the device writes (CUDA's pinned
-    memory, a CPU device's host buffer), or a device word copied back behind each launch
-    that may set it (:meth:`watch`). A backend only makes them: what they mean is the
-    caller's.
+    memory, a CPU device's host buffer), or a device word copied back behind a launch
+    that may set it (:meth:`watch`), at most once in ``every`` seconds: a flag is only
+    ever set, so one copy brings what every launch before it set, and the host learns of
+    it a little later in a loop of launches rather than paying a copy for each (0: a copy
+    behind every launch). A backend only makes them: what they mean is the caller's.
     """
 
-    __slots__ = ("word", "flag", "_host", "_owner", "_copy", "_pending", "_reset")
+    __slots__ = ("word", "flag", "_host", "_owner", "_copy", "_pending", "_reset", "_every", "_last")
 
     def __init__(
         self,
@@ -116,6 +120,7 @@ class Alarm:
         reset: Callable[[], None],
         owner: Any = None,
         copy: Callable[[], Callable[[], bool] | None] | None = None,
+        every: float = 0.0,
     ) -> None:
         self.word, self.flag = word, flag
         #: ``reset()`` zeroes both words on the device, in queue order
@@ -128,6 +133,9 @@ class Alarm:
         #: :meth:`clear` waits for the queue). ``copy`` None: the host sees the flag itself
         self._copy = copy
         self._pending: Any = None
+        #: at most one copy in ``_every`` seconds; ``_last``: when the last one was enqueued
+        self._every = every
+        self._last = -math.inf
 
     @property
     def seen(self) -> int:
@@ -149,15 +157,25 @@ class Alarm:
             self._pending = None
         return bool(self._host[0])
 
+    def due(self) -> bool:
+        """Whether a launch that may set the flag now copies it back (its ``every`` seconds
+        since the last copy have passed); where it does, the copy counts from now."""
+        now = time.monotonic()
+        if now - self._last < self._every:
+            return False
+        self._last = now
+        return True
+
     def watch(self) -> None:
-        """After a launch that may set the flag: have the host see it (a copy where needed;
-        one at a time where each tells when it has run)."""
-        if self._copy is not None and self._pending is None:
+        """After a launch that may set the flag: have the host see it (a copy where needed
+        and :meth:`due`; one at a time where each tells when it has run)."""
+        if self._copy is not None and self._pending is None and self.due():
             self._pending = self._copy()
 
     def clear(self) -> None:
         """Both words back to 0 (the caller has read what it needs: the device is idle)."""
         self._pending = None
+        self._last = -math.inf  # the next launch that may set it copies it back
         self._reset()
         self._host[0] = 0
 

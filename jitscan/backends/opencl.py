@@ -54,6 +54,12 @@ POOL_HELD_BYTES = 64 << 20
 #: before it blocks in clFinish; a longer call would share the cores with the workers
 POLL_BYTES = 1 << 20
 POLL_SECONDS = 1e-3
+#: on a device whose kernels cannot write host memory (a GPU's driver: NVIDIA's never shows
+#: a kernel's write through a mapping, experiments/ocl_zero_copy.py) the alarm's flag is
+#: copied back behind a launch that may set it at most once in this many seconds: the
+#: driver's read costs about a launch's host time (6.1 us on NVIDIA's), and a flag is only
+#: ever set, so one copy brings what every launch before it set
+ALARM_COPY_EVERY = 5e-4
 #: gives the core to another thread between two looks (Windows has no sched_yield)
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
@@ -639,7 +645,7 @@ class OpenCLBackend(Backend):
                     cl.enqueue_fill_buffer(queue, flag, np.uint32(0), 0, 4)
 
             reset()
-            made = Alarm(word, flag, host, reset, owner=owner, copy=copy)
+            made = Alarm(word, flag, host, reset, owner=owner, copy=copy, every=ALARM_COPY_EVERY)
             self._alarms[queue.int_ptr] = (queue, made)
             return made
 

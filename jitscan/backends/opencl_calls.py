@@ -118,7 +118,7 @@ def form_call(
         copy = pre.alarm.copy if mode == "offsets" and pre is not None else None
         if copy is not None:  # the driver's read: (entry point, buffer); PyOpenCL's has an event to ask after
             native = getattr(copy, "native", None)
-            watch = None if native is None else (*native, pre.trusted)
+            watch = None if native is None else (*native, pre.copy_due)
         if copy is None or watch is not None:
             record = compiled.form_record(
                 queue, lo, hi, load, mode, whole, tile, go, arrays, queue.int_ptr, watch

@@ -17,8 +17,10 @@ from .. import variants
 from ..kernels.spec import LaunchArgs
 from . import arrays
 
-#: the types of initial= whose carries a prepared scan keeps, and how many it keeps
+#: the types of initial= whose carries a prepared scan keeps (NumPy's real scalars too,
+#: which a loop over a dtype passes: ``dt.type(1)``), and how many it keeps
 _NUMBERS = (int, float, bool)
+_SCALARS = (np.bool_, np.integer, np.floating)
 _CARRIES = 16
 
 
@@ -29,12 +31,15 @@ class Carries:
     def _carry_of(self, initial: Any) -> bytes | Any:
         """``initial=`` as a launch carries it: its bytes, or a one-element device array.
 
-        The bytes of a Python number are kept (up to ``_CARRIES`` of them): a loop that
-        scans from the same value converts and checks it once.
+        The bytes of a Python number or a NumPy real scalar are kept (up to ``_CARRIES`` of
+        them): a loop that scans from the same value converts and checks it once.
         """
         t = type(initial)
-        # -0.0 == 0.0 and they hash alike, but carry other bytes: a float keys on its sign too
-        key = (t, initial, copysign(1.0, initial) if t is float else 0) if t in _NUMBERS else None
+        key = None
+        if t in _NUMBERS or isinstance(initial, _SCALARS):
+            # -0.0 == 0.0 and they hash alike, but carry other bytes: a float keys on its sign too
+            floating = t is float or isinstance(initial, np.floating)
+            key = (t, initial, copysign(1.0, initial) if floating else 0)
         if key is not None:
             made = self._carries.get(key)
             if made is not None:

@@ -9,7 +9,9 @@ size class (made on first use, then kept) and launch. It never waits for the dev
 
 Device offsets are checked by the kernels, not the host (``variants.segments``): a bad
 offset raises the queue's alarm (``backends.Alarm``), no kernel then reads the offsets
-past it, and the host learns of it at the next call by offsets on that queue, which
+past it, and the host learns of it at a call by offsets on that queue once the flag has
+reached it (the next one, or on an OpenCL GPU, whose flag is copied back at most once an
+interval, a later one in a loop), which
 raises the error (or at that call, with the knob ``check="now"``, which waits for the
 check). Every other call returns None, having done nothing, and takes the general path.
 """

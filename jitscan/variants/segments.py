@@ -135,9 +135,10 @@ class Prepass:
         self._program = bound.program
         #: each tile's first segment, a Scratch of the queue (it only grows)
         self.first = b.scratch(0, queue, "seg-first")
-        #: whether offsets are jitscan's own (:func:`trusted`), for a compiled call that
-        #: skips the alarm's copy back as this does (backends/opencl_calls.py)
-        self.trusted = trusted
+        #: ``copy_due(offsets)``: whether a launch by ``offsets`` copies the alarm's flag
+        #: back now (offsets not jitscan's own, :func:`trusted`, and the alarm's copy due):
+        #: what a compiled call asks, as Python's launch does (backends/opencl_calls.py)
+        self.copy_due = lambda offsets: not trusted(offsets) and alarm.due()
 
     def __call__(self, offsets: Any, n: int, tiles: int, checked: bool = False) -> list[Any]:
         off = self.backend.buffer(offsets)[0]
