@@ -424,6 +424,50 @@ def test_a_reduction_into_out_converts_and_keeps_numpys_zero():
     assert not np.signbit(f[0])
 
 
+@pytest.mark.parametrize(
+    "call, shape",
+    [
+        (lambda x, out: jitscan.reduce(x, out=out), ()),
+        (lambda x, out: jitscan.reduce(x, axis=1, out=out), (3,)),
+        (lambda x, out: jitscan.reduce(x, "max", axis=0, keepdims=True, out=out), (1, 4)),
+        (lambda x, out: jitscan.reduce(x, axis=(0, 1), out=out), ()),
+        (lambda x, out: jitscan.segmented_reduce(x.reshape(-1), offsets=[0, 5, 5, 12], out=out), (3,)),
+    ],
+)
+def test_reductions_take_out_as_numpys_do_and_return_it(backend, call, shape):
+    # as np.add.reduce(x, axis, out=): of the result's shape, cast by same_kind, returned
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    h = np.arange(12, dtype=np.int32).reshape(3, 4)
+    want = np.asarray(call(h, None))
+    for x, made in ((h, np.empty), (b.to_device(h, q), lambda s, dt: b.empty(s, dt, q))):
+        for dt in (np.int32, np.int64, np.float64):  # its own dtype: the kernels write it
+            for _ in range(3):  # the first call, then warm ones
+                out = made(shape, np.dtype(dt))
+                assert call(x, out) is out
+                np.testing.assert_array_equal(b.to_host(out) if made is not np.empty else out, want)
+
+
+def test_a_reductions_out_of_the_wrong_shape_kind_or_dtype_is_refused_naming_it(backend):
+    from jitscan.bench.operators import affine
+
+    b = backends.get(backend)
+    q = b.queue_of(None)
+    x = b.to_device(np.arange(12, dtype=np.float32).reshape(3, 4), q)
+    with pytest.raises(ValueError, match=r"out= has shape \(4,\), expected \(3,\)"):
+        jitscan.reduce(x, axis=1, out=b.empty((4,), np.float32, q))
+    with pytest.raises(TypeError, match="same_kind"):
+        jitscan.reduce(x, axis=1, out=b.empty((3,), np.int32, q))
+    with pytest.raises(TypeError, match=f"out= must be a {backend} array for {backend} input"):
+        jitscan.reduce(x, axis=1, out=np.empty(3, np.float32))
+    with pytest.raises(TypeError, match="out= must be a numpy.ndarray for NumPy input"):
+        jitscan.segmented_reduce(np.ones(4), offsets=[0, 4], out=b.empty((1,), np.float64, q))
+    with pytest.raises(ValueError, match="out= has shape"):
+        jitscan.segmented_reduce(x.reshape(-1), offsets=np.array([0, 12]), out=b.empty((2,), np.float32, q))
+    with pytest.raises(ValueError, match="not taken by a reduction of tuple values"):
+        jitscan.reduce((x, x), op=affine, out=b.empty((), np.float32, q))
+
+
 def test_reducing_over_no_axes_returns_the_values():
     assert jitscan.reduce(np.float64(3), axis=()) == 3.0
     np.testing.assert_array_equal(jitscan.reduce(np.ones((2, 3)), axis=()), np.ones((2, 3)))

@@ -264,6 +264,26 @@ def test_a_reduction_over_the_last_axis_by_its_own_offsets(python_calls, rng):
         lambda: jitscan.reduce(dx, axis=1),
         lambda r: np.testing.assert_array_equal(r.get(), x.sum(1)),
     )
+    out = cla.empty(q, 64, np.int32)  # out= of the result's dtype: written by the kernels
+
+    def check(r):
+        assert r is out
+        np.testing.assert_array_equal(out.get(), x.sum(1))
+
+    _warm(python_calls, lambda: jitscan.reduce(dx, axis=1, out=out), check)
+
+
+def test_a_segmented_reduction_writes_its_out(python_calls, rng):
+    q = _queue()
+    x, off = rng.integers(-9, 9, 4000).astype(np.int32), _offsets(rng, 4000, 80)
+    dx, do, out = cla.to_device(q, x), cla.to_device(q, off), cla.empty(q, off.size - 1, np.int32)
+    want = jitscan.segmented_reduce(x, offsets=off)
+
+    def check(r):
+        assert r is out
+        np.testing.assert_array_equal(out.get(), want)
+
+    _warm(python_calls, lambda: jitscan.segmented_reduce(dx, offsets=do, out=out), check)
 
 
 def test_scans_by_offsets(rng, python_calls):

@@ -86,6 +86,12 @@ class Call:
         return self.form in ("segmented", "segmented_reduce")
 
     @property
+    def reduces(self) -> bool:
+        """Whether the call's result is one value per array or segment (``reduce``,
+        ``segmented_reduce``), which ``out=`` takes whole."""
+        return self.form in ("reduce", "segmented_reduce")
+
+    @property
     def segments(self) -> str:
         """The segmented mode the call's segments ask for ("" for none or both)."""
         if (self.offsets is None) == (self.flags is None):
@@ -207,9 +213,15 @@ REFUSALS = (
     ),
     Refusal(
         (DASK,),
-        lambda c, x: c.out is not None and c.form != "reduce",
+        lambda c, x: c.out is not None,
         ValueError,
         "out= does not apply to a Dask array: the result is a new Dask array",
+    ),
+    Refusal(
+        (TUPLE,),
+        lambda c, x: c.out is not None and c.reduces,
+        ValueError,
+        "out= is not taken by a reduction of tuple values: it returns each field's value",
     ),
     Refusal(
         (DASK,),

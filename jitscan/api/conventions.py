@@ -175,6 +175,22 @@ def put(out: Any, res: Any) -> Any:
     return out
 
 
+def put_reduction(out: Any, res: Any) -> Any:
+    """A reduction's result ``res`` (a NumPy scalar, or an array) into ``out``, as NumPy's
+    ``out=`` of a reduction: of the result's shape (0-d for a whole array's), cast to
+    out's dtype by the ``same_kind`` rule. Returns ``out``."""
+    if res is out:
+        return out
+    res = np.asarray(res) if isinstance(res, np.generic) else res
+    check_out_cast(np.dtype(res.dtype), out)
+    b = backends.for_array(res)
+    if b is not None and not b.owns(out):  # as a scan's out= (plan.arrays.check_out)
+        raise TypeError(f"out= must be a {b.name} array for {b.name} input")
+    if b is None and not isinstance(out, np.ndarray):
+        raise TypeError("out= must be a numpy.ndarray for NumPy input")
+    return put(out, res)
+
+
 def numpy_sum_zero(res: Any, op: Any, dtype: np.dtype) -> Any:
     """A reduction's result with NumPy's sign of zero: its float sums start from +0.0.
 

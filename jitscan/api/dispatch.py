@@ -32,7 +32,12 @@ def dispatch(x: Any, call: Call) -> Any:
     """``call`` on ``x``: its kind picked once, refused or run by that kind's handler."""
     kind, x = kind_of(x, call)
     refuse(call, kind, x)
-    return HANDLERS[kind](x, call)
+    out = call.out
+    if out is None or not call.reduces:
+        return HANDLERS[kind](x, call)
+    # a reduction's out= is its result put there, for every kind of input that takes one
+    # (the warm calls of device arrays have the kernels write it where they can)
+    return conventions.put_reduction(out, HANDLERS[kind](x, replace(call, out=None)))
 
 
 def first(cache: dict, key: tuple, x: Any, call: Call) -> Any:

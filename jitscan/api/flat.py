@@ -194,6 +194,7 @@ def reduce(
     stats: dict | None = None,
     output: Any = None,
     initial: Any = None,
+    out: Any = None,
     **knobs: Any,
 ) -> Any:
     """Combine the elements of ``x`` with ``op``: all of them, or along ``axis``.
@@ -224,6 +225,13 @@ def reduce(
         is ``initial`` combined with every element (``initial`` alone for no elements).
         A whole-array reduction by a chained variant. A device array is read on the
         device, as in :func:`scan`.
+    out : array, optional
+        Where the result goes, as NumPy's ``out=`` of a reduction: an array of the
+        result's shape (0-d for a whole array; with ``keepdims`` the ones kept) and of the
+        input's kind (NumPy for host input), its dtype one the result casts to by the
+        ``same_kind`` rule; ``out`` is returned. Along the last axis of a device array,
+        an ``out`` of the result's dtype is written by the kernels themselves. Not for
+        tuple values or Dask arrays.
     **knobs
         Tuning knobs as in :func:`scan`: ``tile_state``, ``spin_limit``,
         ``simulate_blocking``, ``lookback_width``, ``threads``, ``vectors``,
@@ -259,7 +267,7 @@ def reduce(
     ndim = getattr(x, "ndim", None)
     key = call_key(
         x,
-        None,
+        out,
         knobs,
         op,
         variant,
@@ -271,13 +279,14 @@ def reduce(
         output,
         initial is None,
         stats is None,
+        out is None,
     )
     try:
         go = _REDUCE_SHORTCUTS[key]
     except (KeyError, TypeError):
         go = None
     if go is not None:
-        return go(x, None, None, None, initial)
+        return go(x, out, None, None, initial)
     call = Call(
         "reduce",
         op,
@@ -285,7 +294,7 @@ def reduce(
         variant,
         backend,
         dtype,
-        None,
+        out,
         stats,
         axis,
         keepdims,

@@ -182,6 +182,7 @@ def segmented_reduce(
     backend: str | None = None,
     dtype: Any = None,
     output: Any = None,
+    out: Any = None,
     **knobs: Any,
 ) -> Any:
     """One combined value per segment; the identity for empty segments.
@@ -204,6 +205,11 @@ def segmented_reduce(
     With an Awkward Array, ``None`` inside a list is skipped (as ``ak.sum`` skips it)
     and a missing list gives ``None``.
 
+    ``out=`` takes the result as NumPy's reductions do: an array of ``nseg`` elements of
+    the input's kind, of a dtype the result casts to (``same_kind``), returned; on a
+    device, one of the result's dtype is written by the kernels. Not for Awkward or Dask
+    input, nor tuple values.
+
     Examples
     --------
     >>> import numpy as np, jitscan
@@ -211,15 +217,15 @@ def segmented_reduce(
     array([3., 0., 3.])
     """
     # the warm call: one lookup, as segmented_scan()'s
-    key = call_key(values, None, knobs, op, variant, backend, dtype, offsets is None, output)
+    key = call_key(values, out, knobs, op, variant, backend, dtype, offsets is None, output, out is None)
     try:
         go = _REDUCE_SHORTCUTS[key]
     except (KeyError, TypeError):
         go = None
     if go is not None:
-        return go(values, None, None, offsets, None)
+        return go(values, out, None, offsets, None)
     variant = reduction_by_offsets(variant)
-    options = {"output": output, "offsets": offsets, "knobs": knobs}
+    options = {"output": output, "offsets": offsets, "out": out, "knobs": knobs}
     return first(
         _REDUCE_SHORTCUTS,
         key,

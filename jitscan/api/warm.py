@@ -96,6 +96,8 @@ def _reduce(x: Any, call: Call, long: Long) -> Warm | None:
     if p is None:
         return None
     # the kernels write NumPy's +0.0 for a float sum of negative zeros (ScanSpec.positive_zero)
+    if call.out is not None:  # its value put there (a copy of one element)
+        return lambda x, out, flags, offsets, initial: conventions.put_reduction(out, p(x, initial=initial))
     return lambda x, out, flags, offsets, initial: p(x, initial=initial)
 
 
@@ -131,13 +133,17 @@ def _segmented_reduce(values: Any, call: Call, long: Long) -> Warm | None:
         zero = p.dtype.numpy  # NumPy's sum of nothing, or of negative zeros, is +0.0
 
         def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
-            return conventions.numpy_sum_zero(p(x, offsets=offsets), "add", zero)
+            res = conventions.numpy_sum_zero(p(x, offsets=offsets), "add", zero)
+            return res if out is None else conventions.put_reduction(out, res)
 
         return go
 
     def go(x: Any, out: Any, flags: Any, offsets: Any, initial: Any) -> Any:
-        result = _form(p, x, None, None, offsets, 0)
-        return p(x, offsets=offsets) if result is None else result
+        # out= written by the kernels where they take it as it is, else the result put there
+        res = _form(p, x, out, None, offsets, 0)
+        if res is None:
+            res = p(x, offsets=offsets)
+        return res if out is None else conventions.put_reduction(out, res)
 
     return go
 
@@ -216,13 +222,18 @@ def _lanes(x: Any, call: Call, long: Long) -> Warm | None:
             if on_device:  # made here, never seen by a user: checked already
                 offsets = segments.trust(b.to_device(offsets, b.queue_of(x)))
             offsets_of[key] = offsets
-        res = _form(p, x, None, None, offsets, 0) if on_device else None
+        # out= of the lanes' shape written by the kernels where they take it as it is
+        direct = out is not None and zero is None and not keepdims
+        res = _form(p, x, out if direct else None, None, offsets, 0) if on_device else None
         if res is None:
             res = p(x, offsets=offsets)
         if zero is not None:  # NumPy's sum of negative zeros is +0.0
             res = conventions.numpy_sum_zero(res, "add", zero)
+        if res is out:
+            return out
         want = (*kept, 1) if keepdims else kept
-        return res if res.shape == want else res.reshape(want)  # (a view costs a CuPy call)
+        res = res if res.shape == want else res.reshape(want)  # (a view costs a CuPy call)
+        return res if out is None else conventions.put_reduction(out, res)
 
     return go
 
