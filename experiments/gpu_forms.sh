@@ -32,6 +32,8 @@
 #                                    without graphs in turns, the no-stall calls' host time and the
 #                                    isolated calls against the tree in .dev/base (transform_host.py
 #                                    --ab, ab_device.py ISOLATED=1; its extension built there)
+#   experiments/gpu_forms.sh forms       build, the per-call bench of every form on CUDA (SIZES) and on NVIDIA's
+#                                    OpenCL, the pair scan parked (PARK="K ..."), the no-stall calls' host time
 #   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
 #                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time), the
 #                                    OpenCL forms' at 2^10, and the kernels each CUDA form launches
@@ -166,6 +168,17 @@ case "$what" in
     for K in ${PARK:-}; do timeout 60 python3 experiments/tuple_park.py $K 25 28 2>&1 | grep -v Warn; done
     if [ -n "${OCL:-}" ]; then timeout 90 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10 \
       --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1; grep -E "host \|" "$OUT/ocl.md"; fi ;;
+  forms)  # the per-call bench of every form on CUDA (SIZES) and NVIDIA's OpenCL (2^10), the pair
+          # scan with K vectors parked for each K of ${PARK}, the no-stall calls' host time
+    timeout ${BENCH_S:-300} python3 -m jitscan bench --backend cupy --latency --dtypes int32 \
+      --sizes ${SIZES:-10,19,22,25,28} --out /tmp/b-forms --no-progress > "$OUT/forms.md" 2>&1
+    timeout 90 python3 -m jitscan bench --backend opencl --latency --dtypes int32 --sizes 10 \
+      --out /tmp/b-ocl --no-progress > "$OUT/ocl.md" 2>&1
+    for K in ${PARK:-}; do timeout 70 python3 experiments/tuple_park.py $K ${PARK_SIZES:-20 22 25 28} 2>&1 \
+      | grep -v Warn; done | tee "$OUT/park.md"
+    timeout 60 python3 experiments/transform_host.py 10 > "$OUT/nostall.md" 2>&1; head -12 "$OUT/nostall.md"
+    grep -E "host \|" "$OUT/ocl.md"
+    grep -E "^\| (host|isolated|pipelined) \|" "$OUT/forms.md" | head -120 ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
