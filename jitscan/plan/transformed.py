@@ -32,8 +32,6 @@ from ..operators.monoid import resolve
 from ..variants.base import Fields
 from . import tuning
 
-#: the variant transforms run by default: it needs no forward-progress guarantee
-DEFAULT_VARIANT = "fallback"
 #: the most vectors a thread of a GPU tile holds in a transform: its rules run once every
 #: element's reads are loaded (tile.h), which holds them beside the scanned values. At the
 #: flat scan's 16 vectors int32 compaction spills (sm_90: 804 bytes); on the H200 (int32,
@@ -98,7 +96,8 @@ class TransformScan:
         self.dtype = lookup(dtype)
         self.monoid = resolve(op)
         self.monoid.check_dtype(self.dtype)
-        self.variant = variants.get(variant or DEFAULT_VARIANT)
+        # by default the registry's default, which needs no forward-progress guarantee
+        self.variant = variants.get(variant) if variant else variants.default()
         if not self.variant.caps.tile_state:
             raise ValueError(
                 f"a transform runs in one pass of a chained scan, not variant {self.variant.name!r}; use "
@@ -189,4 +188,4 @@ class TransformScan:
             self._remember(queue, lo, hi, "", "transform", False, 0, go)
 
 
-__all__ = ["DEFAULT_VARIANT", "TransformScan"]
+__all__ = ["TransformScan"]
