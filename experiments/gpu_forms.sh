@@ -34,6 +34,7 @@
 #                                    --ab, ab_device.py ISOLATED=1; its extension built there)
 #   experiments/gpu_forms.sh forms       build, the per-call bench of every form on CUDA (SIZES) and on NVIDIA's
 #                                    OpenCL, the pair scan parked (PARK="K ..."), the no-stall calls' host time
+#   experiments/gpu_forms.sh check       build, the call paths' tests on both backends, then forms
 #   experiments/gpu_forms.sh profile     build, then where each CUDA form's host time goes (profile_forms.py
 #                                    at ${PROFILE:-10 22 25}: cProfile's functions of most own time), the
 #                                    OpenCL forms' at 2^10, and the kernels each CUDA form launches
@@ -179,6 +180,11 @@ case "$what" in
     timeout 60 python3 experiments/transform_host.py 10 > "$OUT/nostall.md" 2>&1; head -12 "$OUT/nostall.md"
     grep -E "host \|" "$OUT/ocl.md"
     grep -E "^\| (host|isolated|pipelined) \|" "$OUT/forms.md" | head -120 ;;
+  check)  # the tests of the call paths on both backends, then `forms` (TESTS_S caps the tests)
+    timeout ${TESTS_S:-200} python3 -m pytest -q -n 14 -p no:cacheprovider tests/test_opencl_compiled.py \
+      tests/test_segmented.py tests/test_conventions.py tests/test_initial.py tests/test_api.py tests/test_selection.py \
+      tests/test_cuda_form_call.py tests/test_tuples.py -k "not unfair and not past_two" --timeout 150 > "$OUT/tests.txt" 2>&1
+    OUT=$OUT bash "$0" forms; tail -1 "$OUT/tests.txt"; grep -E "^FAILED" "$OUT/tests.txt" | head -20 ;;
   tests)
     timeout 520 python3 -m pytest -q -n 14 -p no:cacheprovider tests -k "not unfair and not past_two and not knob_sweep" \
       --timeout 300 > "$OUT/tests.txt" 2>&1
