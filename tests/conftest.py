@@ -84,6 +84,15 @@ def rng() -> np.random.Generator:
     return np.random.default_rng()
 
 
+def alarm_copied_every_call(backend: str, queue: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have the offsets alarm of ``queue`` come back to the host behind every launch: on an
+    OpenCL GPU its copy runs at most once an interval (``opencl.ALARM_COPY_EVERY``), which
+    a test of the call right after a bad one would otherwise meet (the interval has tests of
+    its own); elsewhere the host sees the flag itself and nothing changes."""
+    alarm = backends.get(backend).alarm(queue)
+    monkeypatch.setattr(alarm, "_every", 0.0)
+
+
 def device_info(backend: str):
     b = backends.get(backend)
     return b.device_info(b.queue_of(None))

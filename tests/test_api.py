@@ -357,6 +357,7 @@ def test_a_prepared_scan_refuses_what_scan_refuses():
 def test_cumulative_functions_refuse_the_copy_variant():
     with pytest.raises(ValueError, match="variant 'memcpy' copies; it does not scan"):
         jitscan.cumsum(np.array([1, 2, 3]), variant="memcpy")
+    jitscan.cumsum(np.arange(8))  # a warm call without out= does not take one that is no array
     with pytest.raises(TypeError, match="out= must be an array, got list"):
         jitscan.cumsum(np.arange(8), out=[0] * 8)
 

@@ -186,8 +186,9 @@ def alarm_queue(request, monkeypatch):
         if opencl_icd.reader is None:
             pytest.skip("no ICD loader's read here")
         monkeypatch.setattr(OpenCLBackend, "_writes_in_place", lambda self, queue: False)
-        # a copy behind every launch (the interval between copies has a test of its own)
-        monkeypatch.setattr(opencl_backend, "ALARM_COPY_EVERY", 0.0)
+    # a copy behind every launch where there is one (the interval between copies has a test
+    # of its own): a GPU's flag is copied, whichever way this test asks
+    monkeypatch.setattr(opencl_backend, "ALARM_COPY_EVERY", 0.0)
     q = _queue()
     return cl.CommandQueue(q.context, q.device)  # an alarm of its own, made as patched
 

@@ -7,6 +7,7 @@ import pytest
 from conftest import (
     DTYPES,
     FFILL,
+    alarm_copied_every_call,
     assert_scan_equal,
     device_info,
     op_dtype_pairs,
@@ -408,11 +409,14 @@ DEVICE_WORDS = [
 @pytest.mark.parametrize(
     ("offsets", "message"), list(zip([o for o, _ in BAD_OFFSETS], DEVICE_WORDS, strict=True))
 )
-def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_their_queue(backend, offsets, message):
+def test_bad_device_offsets_raise_at_the_next_call_by_offsets_on_their_queue(
+    backend, offsets, message, monkeypatch
+):
     # the call itself does not wait for the check: the next call by offsets on the queue
     # raises, naming the earlier call's first bad index, and the one after runs
     b = backends.get(backend)
     q = b.queue_of(None)
+    alarm_copied_every_call(backend, q, monkeypatch)
     x, good = b.to_device(X, q), b.to_device(np.array([0, 4, 10]), q)
     wrong = jitscan.segmented_cumsum(x, offsets=b.to_device(offsets, q))
     assert b.to_host(wrong).shape == X.shape  # a result of the right shape, not a scan: waits too

@@ -107,7 +107,8 @@ def call_key(x: Any, out: Any, knobs: dict[str, Any], *parts: Any) -> tuple:
         t,
         getattr(x, "dtype", None),
         *parts,
-        getattr(out, "dtype", None),
+        # an out= that is no array keys apart from none given (the long way refuses it)
+        getattr(out, "dtype", None if out is None else type(out)),
         *knobs.items(),
         # host_tag(x), written out: a frame less on every warm call
         *((os.environ.get("JITSCAN_BACKEND"),) if t is np.ndarray else ()),

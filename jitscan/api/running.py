@@ -35,7 +35,9 @@ def _running(op: str, name: str, rule: str, summary: str, example: str, nan: flo
     ) -> Any:
         # the warm call: one lookup, keyed on what can differ between such calls (warm.py)
         t = type(x)
-        key = (t, getattr(x, "dtype", None), dtype, exclusive, getattr(out, "dtype", None), axis)
+        # (an out= that is no array keys apart from none given: the long way refuses it)
+        to = getattr(out, "dtype", None if out is None else type(out))
+        key = (t, getattr(x, "dtype", None), dtype, exclusive, to, axis)
         if t is ndarray:  # host_tag adds nothing for device arrays: not called for them
             key += host_tag(x)
         if axis is not None or include_initial or stats is not None:

@@ -50,6 +50,8 @@ def make(x: Any, call: Call, long: Long) -> Warm | None:
     (which also raises what is wrong with the call)."""
     if call.stats is not None or call.nan is not None or call.include_initial:
         return None  # counters, NaN replaced, a zero first: more than the prepared scan's call
+    if call.out is not None and not hasattr(call.out, "dtype"):
+        return None  # an out= that is no array: the long way names it
     try:
         kind, x = kind_of(x, call)
         refuse(call, kind, x)
