@@ -39,6 +39,7 @@ from test_cuda_call import _PROTOTYPE, _Memory  # noqa: E402 - the plain call's 
 TILE, HEADER, PER_TILE, LIMIT, THREADS, PRE_THREADS = 512, 64, 16, 1000, 256, 128
 KIND, STREAM_BIT = 3, 1 << 8
 MAIN, PRE = 0xF00, 0xBEE  # the kernels' function handles
+MAIN_2 = 0xF02  # the scan of another size class: another program
 SCRATCH, FIRST, NEW = 0xABC000, 0xF1F000, 0x700000
 #: the chained kernel's block: the arrays (pointer, offset), n, scratch, code, epoch, four constants
 HEAD = bytes([ARG_SRC, ARG_CONST, ARG_DST, ARG_CONST, ARG_N, ARG_SCRATCH, ARG_CODE, ARG_EPOCH]) + bytes(
@@ -75,7 +76,14 @@ class FormRig:
     """A compiled form call of one mode, a recording launch, and a Python call behind it."""
 
     def __init__(
-        self, mode: str, one: bool = False, whole: bool = False, rows_tile: int = 0, status=0, search_tiles=0
+        self,
+        mode: str,
+        one: bool = False,
+        whole: bool = False,
+        rows_tile: int = 0,
+        status=0,
+        search_tiles=0,
+        graph: GraphDriver | None = None,
     ):
         self.mode, self.whole, self.rows_tile, self.search_tiles = mode, whole, rows_tile, search_tiles
         self.codes = HEAD[:-1] + bytes([ARG_SEGN]) if whole else HEAD + TAILS[mode]
@@ -108,6 +116,11 @@ class FormRig:
 
         self._launch = _PROTOTYPE(launch)
         self.loads = {np.dtype(np.int32): ""}
+        extra = {}
+        if graph is not None:  # the driver's graphs, whose launches land in self.launches too
+            graph.counts = {MAIN: len(self.codes), MAIN_2: len(self.codes), PRE: 7}
+            graph.launches = self.launches
+            extra["graph"] = graph.addresses
 
         def slow(*args):
             self.slow_calls.append(args)
@@ -126,6 +139,7 @@ class FormRig:
             form=True,
             flag_types=(np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)),
             offset_types=(np.dtype(np.int64), np.dtype(np.uint64)),
+            **extra,
         )
 
     def form(self) -> tuple:
@@ -134,10 +148,12 @@ class FormRig:
             return (MODES["offsets"], False, 0, self.first, *pre, self.flag.ctypes.data, self.search_tiles)
         return (MODES[self.mode], self.whole, self.rows_tile, None, 0, 0, 0, 0, 0, 0)
 
-    def remember(self, lo: int = 0, hi: int = 1 << 20, form: tuple | None = None) -> None:
+    def remember(
+        self, lo: int = 0, hi: int = 1 << 20, form: tuple | None = None, function: int = MAIN
+    ) -> None:
         self.call.remember(
             (self.stream, lo, hi, "", self.lock.acquire, self.lock.release, self.scratch, TILE, HEADER)
-            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, self.codes, MAIN)
+            + (PER_TILE, LIMIT, KIND, KIND | STREAM_BIT, 1 << 30, self.codes, function)
             + (ctypes.addressof(self.params), self.slots.ctypes.data, 0x5EA, THREADS, 0, self.slots)
             + (self.form() if form is None else form,)
         )
@@ -165,6 +181,36 @@ def test_a_scan_by_offsets_runs_the_pre_pass_then_the_scan_with_each_tiles_first
     assert (pre["function"], pre["groups"], pre["threads"]) == (PRE, -(-301 // PRE_THREADS), PRE_THREADS)
     assert pre["args"] == [0x40000, 300, 3000, FIRST, 0xA1, 0xA2, 1]
     assert main["args"] == [0x10000, 0, NEW, 0, 3000, SCRATCH, KIND, 1, *CONSTS, 0x40000, FIRST, 300, *ALARM]
+
+
+def test_a_scan_by_offsets_with_its_pre_pass_is_one_graph_of_both_launches():
+    driver = GraphDriver()
+    rig, plain = FormRig("offsets", graph=driver), FormRig("offsets")
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")
+    for r in (rig, plain):
+        r.remember()
+        r.call(x, None, None, o, 0, None)
+    assert driver.calls == ["create", "add", "add", "instantiate", "launch"]
+    assert rig.launches == plain.launches  # what the two launches would have launched
+    x2, o2 = Arr(0x20000, 1500), Arr(0x50000, 151, "int64")
+    for r in (rig, plain):
+        r.launches.clear()
+        r.call(x2, None, None, o2, 0, None)
+    assert driver.calls[5:] == ["set", "set", "launch"]
+    assert rig.launches == plain.launches and rig.launches[1]["groups"] == 3
+
+
+def test_calls_of_two_programs_in_turn_keep_a_graph_each():
+    # two size classes of one prepared scan are two programs: each keeps its graph
+    driver = GraphDriver()
+    rig = FormRig("offsets", graph=driver)
+    x, o = Arr(0x10000, 3000), Arr(0x40000, 301, "int64")
+    for function in (MAIN, MAIN_2, MAIN, MAIN_2):
+        rig.remember(function=function)
+        rig.launches.clear()
+        rig.call(x, None, None, o, 0, None)
+        assert [launch["function"] for launch in rig.launches] == [PRE, function]
+    assert driver.calls.count("create") == 2 and driver.calls.count("launch") == 4
 
 
 def test_a_scan_by_offsets_of_few_tiles_has_them_search_the_offsets_with_no_pre_pass():

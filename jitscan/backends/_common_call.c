@@ -115,6 +115,18 @@ typedef struct {
  * each of its own argument block, a rule for its workgroups (GROUPS_*), and the slots a
  * call fills in */
 #define MAX_STAGES 2
+
+/* one graph of a chain of kernel launches, instantiated, and what it was built for (its
+ * kernels and their workgroup sizes); a call keeps GRAPHS of them, so that calls of two
+ * size classes in turn (two programs) do not build one anew each time */
+#define GRAPHS 4
+typedef struct {
+    void *graph, *exec;
+    int nodes;
+    void *node[2 + MAX_STAGES], *node_fn[2 + MAX_STAGES];
+    unsigned node_threads[2 + MAX_STAGES];
+} Graph;
+
 enum { GROUPS_TILES, GROUPS_ONE, GROUPS_TILES_PER_THREAD };
 /* a slot a call fills in: where it is and what it holds */
 typedef struct {
@@ -211,15 +223,13 @@ typedef struct {
     PyObject *empty;        /* OpenCL: empty(shape, dtype, queue), the backend's (CUDA: ndarray(shape, dtype)) */
     PyObject *buffer_types; /* OpenCL: the types of an array's base_data that are buffers (not SVM) */
     Launch last;
-    /* CUDA, in stages: the graph of the last launches' kernels (launch_graph), under its
-     * lock: calls on two streams hold two queues' locks, not one */
+    /* CUDA, by offsets with a pre-pass and in stages: the graphs of the kernels launched
+     * (launch_graph), under their lock: calls on two streams hold two queues' locks, not one */
     GraphApi g;
     int graphs; /* whether g holds the entry points; cleared where a graph failed to build */
     PyThread_type_lock graph_lock;
-    void *graph, *exec;
-    int nodes;
-    void *node[2 + MAX_STAGES], *node_fn[2 + MAX_STAGES];
-    unsigned node_threads[2 + MAX_STAGES];
+    Graph graph[GRAPHS];
+    int graph_next; /* the one a new graph replaces */
 } CommonCall;
 
 static PyObject *s_c_contiguous, *s_dtype, *s_size, *s_data, *s_ptr, *s_ndim, *s_nbytes, *s_epoch, *s_buf,
@@ -268,14 +278,20 @@ static int clear(CommonCall *self)
     return 0;
 }
 
-static void drop_graph(CommonCall *self)
+static void drop_graph(CommonCall *self, Graph *gr)
 {
-    if (self->exec)
-        self->g.destroy_exec(self->exec);
-    if (self->graph)
-        self->g.destroy(self->graph);
-    self->exec = self->graph = NULL;
-    self->nodes = 0;
+    if (gr->exec)
+        self->g.destroy_exec(gr->exec);
+    if (gr->graph)
+        self->g.destroy(gr->graph);
+    gr->exec = gr->graph = NULL;
+    gr->nodes = 0;
+}
+
+static void drop_graphs(CommonCall *self)
+{
+    for (int k = 0; k < GRAPHS; k++)
+        drop_graph(self, self->graph + k);
 }
 
 static void dealloc(CommonCall *self)
@@ -283,7 +299,7 @@ static void dealloc(CommonCall *self)
     PyObject_GC_UnTrack(self);
     clear(self);
     if (self->graphs)
-        drop_graph(self);
+        drop_graphs(self);
     if (self->graph_lock)
         PyThread_free_lock(self->graph_lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -620,10 +636,10 @@ static int launch_one(const CommonCall *self, void *function, void **params, con
 
 /* ``count`` launches in turn on CUDA's ``stream``, as one graph: built once for these kernels
  * and shapes of workgroup, then given each call's workgroups and arguments (its nodes'
- * parameters, which the driver copies: a launch in flight keeps its own). A reduction by
- * offsets in stages is four launches, and one cuLaunchKernel costs the host about as much as
- * the graph's launch. Without the GIL. 0 launched, else the driver's error (-1: no graph;
- * the launches are then made one by one) */
+ * parameters, which the driver copies: a launch in flight keeps its own). A launch by
+ * offsets with its pre-pass is two launches, a reduction in stages four, and one
+ * cuLaunchKernel costs the host about as much as the graph's launch. Without the GIL. 0
+ * launched, else the driver's error (-1: no graph; the launches are then made one by one) */
 static int launch_graph(CommonCall *self, int count, void *const fn[], void **const params[],
                         const unsigned threads[], const unsigned groups[], void *stream)
 {
@@ -637,31 +653,40 @@ static int launch_graph(CommonCall *self, int count, void *const fn[], void **co
         p[k].params = params[k];
     }
     PyThread_acquire_lock(self->graph_lock, WAIT_LOCK);
-    int same = self->exec != NULL && self->nodes == count, status = 0;
-    for (int k = 0; same && k < count; k++)
-        same = self->node_fn[k] == fn[k] && self->node_threads[k] == threads[k];
-    if (same) {
+    Graph *gr = NULL;
+    for (int j = 0; j < GRAPHS && gr == NULL; j++) {
+        Graph *h = self->graph + j;
+        int same = h->exec != NULL && h->nodes == count;
+        for (int k = 0; same && k < count; k++)
+            same = h->node_fn[k] == fn[k] && h->node_threads[k] == threads[k];
+        if (same)
+            gr = h;
+    }
+    int status = 0;
+    if (gr != NULL) {
         for (int k = 0; k < count && status == 0; k++)
-            status = self->g.set(self->exec, self->node[k], p + k);
+            status = self->g.set(gr->exec, gr->node[k], p + k);
     } else {
-        drop_graph(self);
-        status = self->g.create(&self->graph, 0);
+        gr = self->graph + self->graph_next;
+        self->graph_next = (self->graph_next + 1) % GRAPHS;
+        drop_graph(self, gr);
+        status = self->g.create(&gr->graph, 0);
         for (int k = 0; k < count && status == 0; k++) /* a chain: each after the one before */
-            status = self->g.add(self->node + k, self->graph, k ? self->node + k - 1 : NULL, k ? 1 : 0, p + k);
+            status = self->g.add(gr->node + k, gr->graph, k ? gr->node + k - 1 : NULL, k ? 1 : 0, p + k);
         if (status == 0)
-            status = self->g.instantiate(&self->exec, self->graph, 0);
+            status = self->g.instantiate(&gr->exec, gr->graph, 0);
         if (status == 0) {
-            self->nodes = count;
-            memcpy(self->node_fn, fn, count * sizeof fn[0]);
-            memcpy(self->node_threads, threads, count * sizeof threads[0]);
+            gr->nodes = count;
+            memcpy(gr->node_fn, fn, count * sizeof fn[0]);
+            memcpy(gr->node_threads, threads, count * sizeof threads[0]);
         } else { /* no graphs for this call (the launches go one by one from now on) */
-            drop_graph(self);
+            drop_graphs(self);
             self->graphs = 0;
             status = -1;
         }
     }
     if (status == 0)
-        status = self->g.launch(self->exec, stream);
+        status = self->g.launch(gr->exec, stream);
     PyThread_release_lock(self->graph_lock);
     return status;
 }
@@ -747,7 +772,7 @@ static int fire_locked(CommonCall *self, const Launch *l, const Args *c)
     int status = 0, graphed = 0;
     int32_t copied = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (stages && prepass && self->graphs) {
+    if (prepass && self->graphs) { /* by offsets with the pre-pass, or in stages */
         void *fn[2 + MAX_STAGES] = {l->pre_function, l->function};
         void **params[2 + MAX_STAGES] = {l->pre_params, l->params};
         unsigned threads[2 + MAX_STAGES] = {l->pre_threads, l->threads};
