@@ -47,6 +47,9 @@ CLOCKS = ("", "globaltimer", "tsc", "wall_clock64")
 #: shared memory a workgroup may give its parked vectors (ScanSpec.parked_vectors); the
 #: default segmented tiles park 6-8 KiB
 PARK_BYTES = 16 << 10
+#: the same for a tuple value's tile of 16 vectors a thread (the largest size class), which
+#: parks half of them: 40 KiB of the pair scan's float32 pairs
+TUPLE_PARK_BYTES = 40 << 10
 BLOCKING_RANGE = (2, 512)
 
 
@@ -393,7 +396,18 @@ class ScanSpec:
         A deterministic scan of 4-byte floats parks one vector: in turns on the H100 it ran
         1-3% faster so than with two (three: no gain), and the ordinary scan 1.2-2.6%
         slower with one (docs/performance.md, "Deterministic scans").
+
+        A tuple value's tile of 16 vectors a thread (the largest size class) parks half of
+        them too: the pair scan's (float32 pairs, ``output=1``) held 64 pairs a thread
+        through the look-back at 255 registers and spilled 224 bytes; parked, 247 and
+        none, and on an H100 it took 1.542x and 1.557x an int32 scan's pipelined time at
+        2^25 and 2^28 against 1.593x and 1.614x (experiments/tuple_park.py, run N of
+        experiments/call_forms_h200.md). Smaller tiles spill nothing and park nothing.
         """
+        if self.record and self.chained and self.shuffle and not self.segmented:
+            if self.vectors < 16 or self.deterministic:
+                return 0
+            return min(self.vectors // 2, TUPLE_PARK_BYTES // storage.parked_vector_bytes(self))
         if not (self.segmented and self.shuffle and self.chained):
             return 0
         if self.stages_tile and self.dtype_info.itemsize == 8:
