@@ -1,7 +1,7 @@
-"""Sphinx configuration of jitscan's API reference.
+"""Sphinx configuration of jitscan's documentation: the user guide, the API reference and the notes.
 
 Build: ``sphinx-build -W --keep-going -b html docs docs/_build/html`` (the ``docs`` extra
-installs Sphinx and numpydoc).
+installs Sphinx, numpydoc and MyST, which reads the Markdown pages).
 """
 
 from __future__ import annotations
@@ -24,10 +24,17 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.viewcode",
     "numpydoc",
+    "myst_parser",
 ]
 
-# the Markdown notes beside this file (design.md, ...) are linked from index.rst, not built
-exclude_patterns = ["_build", "*.md", "img"]
+# the Markdown pages (guide/, performance.md, design.md, ...) are read by MyST; the README and
+# the notes outside docs/ are not part of the site
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "img"]
+
+# MyST: anchors for headings down to ###, so that a page can link to [text](page.md#a-heading)
+# as GitHub renders them
+myst_heading_anchors = 3
 
 # autodoc: members in source order; signatures without type hints (the docstrings give
 # the types, as NumPy's reference does)
