@@ -33,8 +33,9 @@ KNOBS_DOC = """
         tiles withholds its postings; fallback only), ``lookback_width``, ``threads``,
         ``vectors``, ``vector_width`` (elements per vector access, at most 16 bytes),
         ``min_blocks`` (CUDA occupancy hint), ``deterministic`` (True: the same bits on
-        every run, see the README; integers are exact anyway), ``check`` ("deferred", the
-        default, or "now": when bad device offsets raise, see :func:`segmented_scan`).
+        every run, see the user guide's "Deterministic float scans"; integers are exact
+        anyway), ``check`` ("deferred", the default, or "now": when bad device offsets
+        raise, see :func:`segmented_scan`).
         Unknown names raise TypeError."""
 
 
@@ -100,7 +101,7 @@ scan.__doc__ = (
         ``axis=None``); a 0-d array or a Python scalar is one element. Device arrays
         stay on the device and the result is a device array of the same kind. A Dask
         array (NumPy or CuPy chunks) gives a lazy Dask array of the same chunks, each
-        chunk scanned from the carry of those before it (README, "Dask arrays").
+        chunk scanned from the carry of those before it (the user guide's "Dask arrays").
     op : {"add", "mul", "min", "max", "and", "or", "xor"}, Monoid or Operator
         A built-in, a C expression (:class:`Monoid`) or a Python function
         (:func:`jitscan.operator`).

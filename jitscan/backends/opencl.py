@@ -391,7 +391,7 @@ class OpenCLBackend(Backend):
         on the 2-core development machine (an empty kernel and clFinish: 32-87 us). A
         caller that looks at the marker's status instead, yielding the core to the workers
         between looks, is not asleep when they finish: a kernel over 1,024 int32 took
-        64-66 us with clFinish and 24-25 polling (performance.md, "Polling for a host
+        64-66 us with clFinish and 24-25 polling (experiments/notes/performance-log.md, "Polling for a host
         call's end"). Not on a device of one compute unit: PoCL's single-thread driver
         runs the kernels in the thread that waits for them.
         """

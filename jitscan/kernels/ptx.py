@@ -6,7 +6,7 @@ that is the op and a select (two selects for a 64-bit value, whose op may be two
 instructions too); the shuffle's own predicate, whether the source lane exists, can guard
 the op instead. For the built-in operators on integers, one PTX instruction each, the step
 is then the shuffles and that instruction: a tile's row scans are most of a 64-bit scan's
-instructions (docs/performance.md, "A scan step without selects").
+instructions (experiments/notes/performance-log.md, "A scan step without selects").
 """
 
 from __future__ import annotations

@@ -390,12 +390,12 @@ class ScanSpec:
         tile's items to CUDA's per-thread local memory (cache-backed), read back after the
         walk. Half the vectors are parked in shared memory instead: on the H100 the
         segmented modes of 4-byte values ran 5-24% faster, float64 0-13% and its
-        deterministic scan 14-17% (docs/performance.md, "Segmented scans on GPUs: a
+        deterministic scan 14-17% (experiments/notes/performance-log.md, "Segmented scans on GPUs: a
         regression found, and half the tile parked"). Not a staged tile of 8-byte values
         (a reduction by offsets), whose shared memory it doubles and which ran 3% slower.
         A deterministic scan of 4-byte floats parks one vector: in turns on the H100 it ran
         1-3% faster so than with two (three: no gain), and the ordinary scan 1.2-2.6%
-        slower with one (docs/performance.md, "Deterministic scans").
+        slower with one (experiments/notes/performance-log.md, "Deterministic scans").
 
         A tuple value's tile of 16 vectors a thread (the largest size class) parks half of
         them too: the pair scan's (float32 pairs, ``output=1``) held 64 pairs a thread

@@ -67,7 +67,7 @@ CPU_IN_THREAD_BYTES = 1 << 24
 #: (LaunchArgs.stream_bytes): an ordinary store first reads each line it writes. On the
 #: 2-core EPYC (32 MiB of L3), a prepared int32 scan stored so against ordinary stores,
 #: in turns (median time): 2^23 items 0.89-0.91x, 2^24 0.76-0.89x, 2^25 0.76-0.78x; 2^22
-#: 0.97-1.10x and 2^21 0.93-1.29x, in the cache (docs/performance.md, "Stores around the
+#: 0.97-1.10x and 2^21 0.93-1.29x, in the cache (experiments/notes/performance-log.md, "Stores around the
 #: cache")
 CPU_STREAM_BYTES = 1 << 25
 #: input sizes in bytes at which geometry() may change the tile shape or the look-back
@@ -77,7 +77,7 @@ SIZE_BOUNDS = (1 << 19, 1 << 21, 1 << 24)
 #: a plain reduction given no variant runs rts's two passes above this many bytes on
 #: GPUs: no tile waits on another, and it reads at the speed of CUB's reduction. On the
 #: H100 (in turns) rts reduced 1.04-1.42x faster than the chained scan from 8 MiB
-#: (float32, int32, float64), 0.92-0.95x at 4 MiB (docs/performance.md, "Reductions")
+#: (float32, int32, float64), 0.92-0.95x at 4 MiB (experiments/notes/performance-log.md, "Reductions")
 RTS_REDUCE_BYTES = 1 << 22
 #: the same for a reduction by offsets (segmented reductions, reductions along axes): below
 #: it the chained scan's two launches (the offsets' pre-pass and one pass) beat rts's four.
@@ -104,7 +104,7 @@ SEARCH_SEGMENTS_REDUCE_BYTES = 1 << 21
 #: takes longer than an ordinary one. So the bounds sit just below a wave of each shape
 #: (256 x 4 with 4 blocks: 8.25 MiB; 128 x 8 with 5: 10.3 MiB; 128 x 4 with 6: 12.4 MiB,
 #: two waves) and move with the multiprocessors of another GPU (det_segmented_rows). On
-#: the H100 (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7; performance.md,
+#: the H100 (by flags, det / ordinary at mean lengths 1000, 10^5, 10^7; experiments/notes/performance-log.md,
 #: "Deterministic segmented scans of 2-16 MiB") 128 x 8 with 4 blocks, the class's one
 #: tile before, ran float32 at 3 MiB 0.944/0.952/1.066, at 9 MiB 0.866/0.907/0.964, at
 #: 10 MiB 0.898/0.952/1.013, at 11 MiB 0.913/0.962/1.013, float64 at 3 MiB
@@ -291,7 +291,8 @@ def deterministic_window(n: int | None, dtype: DType, threads: int, kind: str = 
     subgroup alone first, which is where most walks end at a head.
     Reductions of 2-16 MiB take 128 (four subgroups of the 256-thread tile): float64 at 2^20
     ran at 1.095-1.106x the ordinary reduction with it against 0.955-0.969x with 256, and
-    float32 at 0.995-1.000x against 0.998-1.000x (performance.md, "Deterministic scans").
+    float32 at 0.995-1.000x against 0.998-1.000x (experiments/notes/performance-log.md,
+    "Deterministic scans").
     """
     nbytes = math.inf if n is None else n * dtype.packed_bytes
     if SIZE_BOUNDS[0] < nbytes <= SIZE_BOUNDS[2]:
@@ -427,7 +428,7 @@ def spec_for(
             # 0.903/0.972/0.974 took 0.969/0.967/0.970 with 128 x 2, at 2^17
             # 0.906/0.915/1.000 took 1.000/0.972/1.059; float64 at 2^16 0.937/1.030 took
             # 0.970/1.026. From 2^18 float32 the default shape is as fast or faster (at
-            # 2^19 with long segments 1.05-1.13 against 0.97-0.98). performance.md,
+            # 2^19 with long segments 1.05-1.13 against 0.97-0.98). experiments/notes/performance-log.md,
             # "Half the tile for small deterministic segmented scans"
             geo["vectors"] = max(1, geo["vectors"] // 2)
     if not chained:
@@ -528,7 +529,7 @@ def rows_in_smem(spec: ScanSpec, nbytes: float) -> bool:
     1.000-1.013x, 32-bit types 0.964-1.003x; with NVIDIA's scan step in PTX (kernels/ptx.py),
     int64 and uint64 1.000-1.033x at 2^17-2^21. Tiles of 16 vectors (128 x 16, larger
     inputs) ran 0.96-0.98x (int64), 0.90-0.92x (float64) and 0.96-0.98x (32-bit), the
-    256 x 4 tiles of small ones 0.97-1.01x (performance.md, "64-bit integers: rows read
+    256 x 4 tiles of small ones 0.97-1.01x (experiments/notes/performance-log.md, "64-bit integers: rows read
     across in shared memory").
     """
     # (where it cannot apply, without shuffles or rows, ScanSpec drops it)

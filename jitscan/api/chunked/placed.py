@@ -7,7 +7,7 @@ reads the totals back once, as one vector. Each chunk's scan takes every worker'
 and folds the totals before it in order itself (NumPy's ufunc, the tree's fold's
 arithmetic), so no fold task stands between the levels. Two levels of tasks instead of
 three, and ``chunks + workers`` tasks instead of ``2 chunks``: each level costs a round
-trip through the scheduler, and each task its worker's overhead (docs/performance.md,
+trip through the scheduler, and each task its worker's overhead (experiments/notes/performance-log.md,
 *Dask scans on two H200s*).
 
 The placement is read when the graph is built (``Client.who_has``); it only chooses the

@@ -99,7 +99,7 @@ def _chain_scan(block: Any, done: Any, done_in: Any, first: Any, i: int, calls: 
 def _block_total(block: Any, calls: Call) -> Any:
     # a NumPy scalar, read back here: the fold's task may run on another worker, and a
     # device 0-d array travels there through a device-to-host copy of its own (two
-    # H200s under dask-cuda: 17 ms of transfers for 63 CuPy totals, docs/performance.md)
+    # H200s under dask-cuda: 17 ms of transfers for 63 CuPy totals, experiments/notes/performance-log.md)
     return host_scalar(run_chunk(block, calls, "reduce"))
 
 
