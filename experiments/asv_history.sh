@@ -17,6 +17,11 @@ shift
 landmarks="3e174a2 1d31942 fe0c93c 49b55df 0aa6538 2d74350 c5c10ea e85387c"
 commits=${*:-$landmarks $(git rev-parse --short main)}
 export JITSCAN_ASV_SIZES=${JITSCAN_ASV_SIZES:-14,18} JITSCAN_ASV_DTYPES=${JITSCAN_ASV_DTYPES:-int32,float32}
+if [ -n "${GPU:-}" ] && ! command -v asv > /dev/null; then
+  # asv and its needs, carried as wheels in .whl/asv (gpu-env.sh installs only .whl/*.whl)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/asvsite .whl/asv/*.whl || exit 1
+  export PYTHONPATH=/tmp/asvsite${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/asvsite/bin:$PATH
+fi
 for c in $commits; do
   echo "== $c $(git log -1 --format=%s "$c" | cut -c1-80)"
   if [ -n "${GPU:-}" ]; then
