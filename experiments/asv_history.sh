@@ -4,6 +4,9 @@
 # CPU machine (PoCL): asv builds a virtualenv per commit from PyPI, as asv.conf.json says.
 # GPU machine (no network): GPU=1 runs each commit in the existing Python environment from a
 # worktree of its own (ASV_PYTHONPATH), with the compiled call built there.
+# Untested on a device machine, whose copy of the checkout has no .git: carry a clone there
+# (here: git clone --bare . .dev/repo.git; there: mv .dev/repo.git .git && git config
+# core.bare false) so that the worktrees and asv's commit lookups have the history.
 # The grid of every commit is the same: JITSCAN_ASV_SIZES and JITSCAN_ASV_DTYPES below
 # (or as set by the caller), so that the series compare.
 set -uo pipefail
