@@ -14,6 +14,20 @@ machine=${1:?machine name, as asv machine --machine NAME gave it}
 shift
 # the landmarks: prepared scans, NumPy conventions, deterministic scans, CPU lanes, tuple
 # values, Dask arrays, tuning on the device, compaction and runs. On PoCL 3.1 the Scan
+# class's setup_cache died (asv: exit status -11, SIGSEGV) at 3e174a2 and 1d31942, twice, the
+# second time on a quiet machine: they have no Scan results on the CPU machine (0aa6538 and
+# later ran it). At fe0c93c the Deterministic class's setup_cache still ran after 20 minutes
+# on the 2-core machine and was stopped: that commit has no results there yet.
+# Untested on a device machine, whose copy of the checkout has no .git: carry a clone there
+# (here: git clone --bare . .dev/repo.git; there: mv .dev/repo.git .git && git config
+# core.bare false) so that the worktrees and asv's commit lookups have the history.
+# The grid of every commit is the same: JITSCAN_ASV_SIZES and JITSCAN_ASV_DTYPES below
+# (or as set by the caller), so that the series compare.
+set -uo pipefail
+machine=${1:?machine name, as asv machine --machine NAME gave it}
+shift
+# the landmarks: prepared scans, NumPy conventions, deterministic scans, CPU lanes, tuple
+# values, Dask arrays, tuning on the device, compaction and runs. On PoCL 3.1 the Scan
 # class's setup_cache died of SIGSEGV (asv: exit status -11) at 3e174a2 and 1d31942, so
 # they have no Scan results on the CPU machine; 0a65b35 (a CPU workgroup's items a thread
 # bounded, after PoCL's workers crashed) may be why: not checked. At fe0c93c the Deterministic
