@@ -183,11 +183,7 @@ def put_reduction(out: Any, res: Any) -> Any:
         return out
     res = np.asarray(res) if isinstance(res, np.generic) else res
     check_out_cast(np.dtype(res.dtype), out)
-    b = backends.for_array(res)
-    if b is not None and not b.owns(out):  # as a scan's out= (plan.arrays.check_out)
-        raise TypeError(f"out= must be a {b.name} array for {b.name} input")
-    if b is None and not isinstance(out, np.ndarray):
-        raise TypeError("out= must be a numpy.ndarray for NumPy input")
+    arrays.check_out_kind(out, backends.for_array(res))  # as a scan's out=
     return put(out, res)
 
 

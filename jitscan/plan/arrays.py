@@ -106,15 +106,21 @@ def astype(arr: Any, dtype: np.dtype) -> Any:
     return arr.astype(dtype) if b is None else b.astype(arr, dtype)
 
 
-def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: tuple[int, ...]) -> None:
-    """Raise unless ``out`` can take a result of ``shape`` and ``dtype`` for this input's side."""
-    if out is None:
-        return
-    if on_device:
+def check_out_kind(out: Any, backend: Backend | None) -> None:
+    """TypeError unless ``out`` is an array of the input's kind: of ``backend`` for its
+    device input, a NumPy array for host input (``backend`` None)."""
+    if backend is not None:
         if not backend.owns(out):
             raise TypeError(f"out= must be a {backend.name} array for {backend.name} input")
     elif not isinstance(out, np.ndarray):
         raise TypeError("out= must be a numpy.ndarray for NumPy input")
+
+
+def check_out(out: Any, backend: Backend, on_device: bool, dtype: DType, shape: tuple[int, ...]) -> None:
+    """Raise unless ``out`` can take a result of ``shape`` and ``dtype`` for this input's side."""
+    if out is None:
+        return
+    check_out_kind(out, backend if on_device else None)
     if tuple(out.shape) != shape:
         raise ValueError(f"out= has shape {tuple(out.shape)}, expected {shape}")
     if np.dtype(out.dtype) != dtype.numpy:
